@@ -1,0 +1,36 @@
+// Plain TypeScript kernel: the reference the WASM kernel is tested against, and the fallback.
+import type { MatmulKernel, MatmulOptions } from './kernel.ts';
+
+export class TsKernel implements MatmulKernel {
+  readonly name = 'ts';
+  readonly threads = 1;
+
+  matmulNT(c: Float32Array, a: Float32Array, b: Float32Array, M: number, N: number, K: number, opts: MatmulOptions = {}): void {
+    const lda = opts.lda ?? K, ldb = opts.ldb ?? K, ldc = opts.ldc ?? N;
+    const acc = opts.accumulate === true;
+    for (let n = 0; n < N; n++) {
+      const bo = n * ldb;
+      let m = 0;
+      // two rows of A per pass over a row of B halves the loads of B
+      for (; m + 2 <= M; m += 2) {
+        const a0 = m * lda, a1 = a0 + lda;
+        let s0 = 0, s1 = 0;
+        for (let k = 0; k < K; k++) {
+          const w = b[bo + k];
+          s0 += a[a0 + k] * w;
+          s1 += a[a1 + k] * w;
+        }
+        const c0 = m * ldc + n;
+        if (acc) { c[c0] += s0; c[c0 + ldc] += s1; } else { c[c0] = s0; c[c0 + ldc] = s1; }
+      }
+      for (; m < M; m++) {
+        const a0 = m * lda;
+        let s = 0;
+        for (let k = 0; k < K; k++) s += a[a0 + k] * b[bo + k];
+        if (acc) c[m * ldc + n] += s; else c[m * ldc + n] = s;
+      }
+    }
+  }
+
+  async close(): Promise<void> {}
+}

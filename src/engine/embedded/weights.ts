@@ -1,0 +1,95 @@
+// Loads a Hugging Face checkpoint into the arena as float32, validating every tensor's presence
+// and shape against config.json. q/k/v and gate/up are fused into one matrix each at load time so
+// a layer runs four GEMMs instead of seven (fewer thread wake-ups per token).
+import type { ModelConfig } from './config.ts';
+import type { Arena } from './arena.ts';
+import { listModelTensors, readTensorF32, ModelFileError, type TensorInfo, type DType } from './safetensors.ts';
+
+export interface LayerWeights {
+  inputNorm: Float32Array;
+  postNorm: Float32Array;
+  /** [q; k; v] rows: [qDim + 2·kvDim, hidden] */
+  wqkv: Float32Array;
+  bqkv: Float32Array | null;
+  qNorm: Float32Array | null;
+  kNorm: Float32Array | null;
+  /** [hidden, qDim] */
+  wo: Float32Array;
+  /** [gate; up] rows: [2·intermediate, hidden] */
+  wgu: Float32Array;
+  /** [hidden, intermediate] */
+  wdown: Float32Array;
+}
+
+export interface ModelWeights {
+  embed: Float32Array;
+  layers: LayerWeights[];
+  finalNorm: Float32Array;
+  /** the embedding table itself when the embeddings are tied */
+  lmHead: Float32Array;
+  /** dtypes found in the checkpoint, and the float32 bytes they occupy now */
+  sourceDtypes: DType[];
+  bytes: number;
+}
+
+export function loadWeights(dir: string, cfg: ModelConfig, arena: Arena): ModelWeights {
+  const tensors = listModelTensors(dir);
+  const H = cfg.hiddenSize, I = cfg.intermediateSize, hd = cfg.headDim;
+  const qDim = cfg.numHeads * hd, kvDim = cfg.numKvHeads * hd;
+  const dtypes = new Set<DType>();
+  let bytes = 0;
+
+  const info = (name: string, shape: number[]): TensorInfo => {
+    const t = tensors.get(name);
+    if (!t) throw new ModelFileError(`missing tensor '${name}' in ${dir} (expected shape [${shape.join(', ')}] for model_type ${cfg.modelType})`);
+    if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
+      throw new ModelFileError(`shape mismatch for '${name}': config.json implies [${shape.join(', ')}], the checkpoint has [${t.shape.join(', ')}]`);
+    }
+    dtypes.add(t.dtype);
+    return t;
+  };
+  const load = (name: string, shape: number[]): Float32Array => {
+    const t = info(name, shape);
+    const out = arena.alloc(shape.reduce((a, d) => a * d, 1));
+    bytes += out.byteLength;
+    return readTensorF32(t, out);
+  };
+  /** stack several [rows_i, cols] tensors into one [Σrows_i, cols] matrix */
+  const stack = (parts: [string, number][], cols: number): Float32Array => {
+    const total = parts.reduce((a, [, r]) => a + r, 0);
+    const out = arena.alloc(total * cols);
+    bytes += out.byteLength;
+    let row = 0;
+    for (const [name, rows] of parts) {
+      const shape = cols === 1 ? [rows] : [rows, cols];
+      readTensorF32(info(name, shape), out.subarray(row * cols, (row + rows) * cols));
+      row += rows;
+    }
+    return out;
+  };
+
+  const embed = load('model.embed_tokens.weight', [cfg.vocabSize, H]);
+  const layers: LayerWeights[] = [];
+  for (let l = 0; l < cfg.numLayers; l++) {
+    const p = `model.layers.${l}.`;
+    const a = `${p}self_attn.`;
+    layers.push({
+      inputNorm: load(`${p}input_layernorm.weight`, [H]),
+      postNorm: load(`${p}post_attention_layernorm.weight`, [H]),
+      wqkv: stack([[`${a}q_proj.weight`, qDim], [`${a}k_proj.weight`, kvDim], [`${a}v_proj.weight`, kvDim]], H),
+      bqkv: cfg.attentionBias ? stack([[`${a}q_proj.bias`, qDim], [`${a}k_proj.bias`, kvDim], [`${a}v_proj.bias`, kvDim]], 1) : null,
+      qNorm: cfg.qkNorm ? load(`${a}q_norm.weight`, [hd]) : null,
+      kNorm: cfg.qkNorm ? load(`${a}k_norm.weight`, [hd]) : null,
+      wo: load(`${a}o_proj.weight`, [H, qDim]),
+      wgu: stack([[`${p}mlp.gate_proj.weight`, I], [`${p}mlp.up_proj.weight`, I]], H),
+      wdown: load(`${p}mlp.down_proj.weight`, [H, I]),
+    });
+  }
+  const finalNorm = load('model.norm.weight', [H]);
+  let lmHead = embed;
+  if (!cfg.tieWordEmbeddings) {
+    if (!tensors.has('lm_head.weight')) throw new ModelFileError(`missing tensor 'lm_head.weight' (tie_word_embeddings is false in config.json)`);
+    lmHead = load('lm_head.weight', [cfg.vocabSize, H]);
+  }
+  return { embed, layers, finalNorm, lmHead, sourceDtypes: [...dtypes], bytes };
+}
