@@ -1,0 +1,28 @@
+// `openclaw-rl bench <what>`
+import { parseArgs } from 'node:util';
+import { benchEngine } from '../bench/engine.ts';
+import { UsageError, num } from './args.ts';
+
+export async function benchCommand(argv: string[]): Promise<void> {
+  const [what, ...rest] = argv;
+  if (what !== 'engine') throw new UsageError(`bench: unknown benchmark '${what ?? ''}' (available: engine)`);
+  const { values: o } = parseArgs({
+    args: rest, strict: true,
+    options: {
+      model: { type: 'string' }, shape: { type: 'string' }, kernel: { type: 'string' }, threads: { type: 'string' },
+      json: { type: 'boolean', default: false }, 'no-gemm': { type: 'boolean', default: false },
+      prefill: { type: 'string' }, decode: { type: 'string' },
+    },
+  });
+  if (o.model && o.shape) throw new UsageError('give --model DIR or --shape 15m|135m|0.6b, not both');
+  if (o.kernel && o.kernel !== 'wasm' && o.kernel !== 'ts') throw new UsageError(`--kernel must be 'wasm' or 'ts'`);
+  const result = await benchEngine({
+    model: o.model, shape: o.shape, kernel: o.kernel as 'wasm' | 'ts' | undefined,
+    threads: o.threads ? num(o.threads, '--threads', 1, (x) => Number.isInteger(x) && x >= 1) : undefined,
+    gemm: !o['no-gemm'], prefill: o.prefill ? num(o.prefill, '--prefill', 256, (x) => x >= 1) : undefined,
+    decode: o.decode ? num(o.decode, '--decode', 64, (x) => x >= 1) : undefined,
+    log: (l) => process.stderr.write(l + '\n'),
+  });
+  process.stderr.write(`peak RSS ${(result.peakRssBytes / 2 ** 20).toFixed(0)} MiB\n`);
+  if (o.json) process.stdout.write(JSON.stringify(result) + '\n');
+}

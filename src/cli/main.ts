@@ -1,0 +1,42 @@
+// The `openclaw-rl` command.
+import { generateCommand, scoreCommand } from './generate.ts';
+import { benchCommand } from './bench.ts';
+import { UsageError } from './args.ts';
+
+const HELP = `openclaw-rl — serve a model behind an OpenAI-compatible API and train it from its conversations
+
+Usage:
+  openclaw-rl generate --model DIR (--prompt TEXT | --messages JSON) [--max-tokens N] [--temperature T]
+                       [--top-p P] [--top-k K] [--seed S] [--stop STR]... [--json]
+  openclaw-rl score    --model DIR (--prompt TEXT --response TEXT | --prompt-ids 1,2 --response-ids 3,4)
+                       [--temperature T] [--json]
+  openclaw-rl bench engine [--model DIR | --shape 15m|135m|0.6b] [--kernel wasm|ts] [--threads N] [--json]
+
+Common options: --kernel wasm|ts (matrix kernel, default wasm), --threads N (default: all cores).
+The model is a local Hugging Face folder (config.json, model.safetensors, tokenizer.json);
+--model may be left out when OPENCLAW_RL_MODEL is set.`;
+
+const COMMANDS: Record<string, (argv: string[]) => Promise<void>> = {
+  generate: generateCommand,
+  score: scoreCommand,
+  bench: benchCommand,
+};
+
+export async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  if (!cmd || cmd === 'help' || cmd === '--help' || cmd === '-h') { process.stdout.write(HELP + '\n'); return cmd ? 0 : 2; }
+  const run = COMMANDS[cmd];
+  if (!run) { process.stderr.write(`openclaw-rl: unknown command '${cmd}'\n\n${HELP}\n`); return 2; }
+  try {
+    await run(rest);
+    return 0;
+  } catch (e) {
+    const err = e as Error & { code?: string };
+    const usage = err instanceof UsageError || err.code?.startsWith('ERR_PARSE_ARGS');
+    process.stderr.write(`openclaw-rl ${cmd}: ${err.message}\n`);
+    if (process.env.OPENCLAW_RL_DEBUG) process.stderr.write(`${err.stack}\n`);
+    return usage ? 2 : 1;
+  }
+}
+
+if (import.meta.main) process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,120 @@
+// EmbeddedEngine: the Engine interface on the caller's thread, backed by the engine worker.
+// The tokenizer is loaded here as well, so rendering prompts and parsing outputs cost the worker nothing.
+import { Worker } from 'node:worker_threads';
+import { resolve } from 'node:path';
+import { ChatTokenizer } from './tokenizer.ts';
+import { loadConfig } from './config.ts';
+import { ModelFileError } from './safetensors.ts';
+import type { LoadOptions } from './model.ts';
+import { EngineError, type Engine, type EngineInfo, type SampleEvent, type SampleParams, type ScoreOptions, type ScoreRequest } from '../types.ts';
+
+const EXT = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+
+type Pending =
+  | { kind: 'sample'; push: (ev: SampleEvent | Error) => void }
+  | { kind: 'score'; resolve: (v: Float32Array[]) => void; reject: (e: Error) => void };
+
+export interface EmbeddedEngineOptions extends LoadOptions { modelId?: string }
+
+export class EmbeddedEngine implements Engine {
+  readonly info: EngineInfo;
+  readonly tokenizer: ChatTokenizer;
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private closed = false;
+
+  private constructor(worker: Worker, info: EngineInfo, tokenizer: ChatTokenizer) {
+    this.worker = worker; this.info = info; this.tokenizer = tokenizer;
+    worker.on('message', (m) => this.onMessage(m));
+    worker.on('error', (e) => this.failAll(new EngineError('internal', `engine thread crashed: ${e.message}`)));
+    worker.on('exit', () => this.failAll(new EngineError('closed', 'the engine has stopped')));
+  }
+
+  static async load(dir: string, opts: EmbeddedEngineOptions = {}): Promise<EmbeddedEngine> {
+    dir = resolve(dir);
+    loadConfig(dir); // fail fast, on this thread, with the clear message
+    const tokenizer = ChatTokenizer.load(dir);
+    const worker = new Worker(new URL(`./worker${EXT}`, import.meta.url), { workerData: { dir, opts } });
+    const info = await new Promise<EngineInfo>((res, rej) => {
+      const onMsg = (m: { op: string; info?: EngineInfo; name?: string; message?: string }) => {
+        if (m.op === 'ready') { worker.off('message', onMsg); res(m.info!); }
+        else if (m.op === 'fatal') { worker.off('message', onMsg); rej(m.name === 'ModelFileError' ? new ModelFileError(m.message!) : new Error(m.message)); }
+      };
+      worker.on('message', onMsg);
+      worker.once('error', rej);
+    });
+    return new EmbeddedEngine(worker, info, tokenizer);
+  }
+
+  private onMessage(m: { op: string; id?: number; events?: { id: number; token?: unknown; result?: unknown }[]; logprobs?: Float32Array[]; error?: { message: string; code: EngineError['code'] } }): void {
+    if (m.op === 'step') {
+      for (const ev of m.events!) {
+        const p = this.pending.get(ev.id);
+        if (p?.kind !== 'sample') continue;
+        if (ev.token) p.push({ type: 'token', token: ev.token as never });
+        if (ev.result) { p.push({ type: 'done', result: ev.result as never }); this.pending.delete(ev.id); }
+      }
+    } else if (m.op === 'scored') {
+      const p = this.pending.get(m.id!);
+      if (p?.kind === 'score') { p.resolve(m.logprobs!); this.pending.delete(m.id!); }
+    } else if (m.op === 'error') {
+      const p = this.pending.get(m.id!);
+      const err = new EngineError(m.error!.code in { bad_request: 1, context_length_exceeded: 1 } ? m.error!.code : 'internal', m.error!.message);
+      if (p?.kind === 'sample') p.push(err); else if (p) p.reject(err);
+      this.pending.delete(m.id!);
+    }
+  }
+
+  private failAll(err: Error): void {
+    for (const p of this.pending.values()) { if (p.kind === 'sample') p.push(err); else p.reject(err); }
+    this.pending.clear();
+    this.closed = true;
+  }
+
+  async *sample(promptIds: number[], params: SampleParams, signal?: AbortSignal): AsyncGenerator<SampleEvent> {
+    if (this.closed) throw new EngineError('closed', 'the engine has stopped');
+    const id = this.nextId++;
+    const queue: (SampleEvent | Error)[] = [];
+    let wake: (() => void) | null = null;
+    this.pending.set(id, { kind: 'sample', push: (ev) => { queue.push(ev); wake?.(); } });
+    const onAbort = () => this.worker.postMessage({ op: 'abort', id });
+    signal?.addEventListener('abort', onAbort, { once: true });
+    this.worker.postMessage({ op: 'sample', id, promptIds, params });
+    if (signal?.aborted) onAbort();
+    let finished = false;
+    try {
+      for (;;) {
+        while (queue.length === 0) await new Promise<void>((r) => (wake = r));
+        wake = null;
+        const ev = queue.shift()!;
+        if (ev instanceof Error) { finished = true; throw ev; }
+        yield ev;
+        if (ev.type === 'done') { finished = true; return; }
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      // a consumer that stops iterating early aborts the generation
+      if (!finished) { this.worker.postMessage({ op: 'abort', id }); this.pending.delete(id); }
+    }
+  }
+
+  score(requests: ScoreRequest[], opts: ScoreOptions = {}): Promise<Float32Array[]> {
+    if (this.closed) return Promise.reject(new EngineError('closed', 'the engine has stopped'));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { kind: 'score', resolve, reject });
+      this.worker.postMessage({ op: 'score', id, requests, opts });
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await new Promise<void>((res) => {
+      this.worker.once('exit', () => res());
+      this.worker.postMessage({ op: 'close' });
+      setTimeout(() => void this.worker.terminate(), 5000).unref();
+    });
+  }
+}

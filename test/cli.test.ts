@@ -1,0 +1,73 @@
+// The openclaw-rl command as a user runs it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { STORIES } from './helpers/models.ts';
+
+const run = promisify(execFile);
+const BIN = fileURLToPath(new URL('../bin/openclaw-rl.js', import.meta.url));
+const ref = JSON.parse(readFileSync(join(STORIES, 'reference.json'), 'utf8'));
+
+async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { env: { ...process.env, OPENCLAW_RL_MODEL: '' } });
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
+
+test('generate --json: greedy ids, token pieces, log-probs, text and finish reason', async () => {
+  const r = await cli('generate', '--model', STORIES, '--prompt', '', '--max-tokens', '30', '--temperature', '0', '--json');
+  assert.equal(r.code, 0, r.stderr);
+  const out = JSON.parse(r.stdout);
+  assert.deepEqual(out.ids, ref.greedy_from_bos.generated_ids.slice(0, 30));
+  assert.equal(out.tokens.length, 30);
+  assert.deepEqual(out.tokens.slice(0, 3), ['▁Once', '▁upon', '▁a']);
+  assert.equal(out.logprobs.length, 30);
+  assert.ok(out.logprobs.every((x: number) => x <= 0));
+  assert.ok(ref.greedy_from_bos.text.startsWith(out.text));
+  assert.equal(out.finishReason, 'length');
+});
+
+test('generate --messages renders the chat template (plain-text fallback for stories260K); --seed is reproducible', async () => {
+  const args = ['generate', '--model', STORIES, '--messages', JSON.stringify([{ role: 'user', content: 'Once upon a time' }]), '--max-tokens', '12', '--seed', '4', '--json'];
+  const [a, b] = await Promise.all([cli(...args), cli(...args)]);
+  assert.equal(a.code, 0, a.stderr);
+  assert.deepEqual(JSON.parse(a.stdout).ids, JSON.parse(b.stdout).ids);
+});
+
+test('score --prompt-ids/--response-ids scores exactly the given ids; --prompt/--response tokenizes', async () => {
+  const byIds = await cli('score', '--model', STORIES, '--prompt-ids', '1,403,407', '--response-ids', '261,378', '--json');
+  assert.equal(byIds.code, 0, byIds.stderr);
+  const a = JSON.parse(byIds.stdout);
+  assert.deepEqual(a.ids, [261, 378]);
+  const byText = await cli('score', '--model', STORIES, '--prompt', 'Once upon', '--response', ' a time', '--json');
+  const b = JSON.parse(byText.stdout);
+  assert.deepEqual(b.ids, [261, 378]);
+  assert.deepEqual(b.logprobs, a.logprobs);
+});
+
+test('usage errors exit 2 with a clear message; a bad model folder exits 1 naming the problem', async () => {
+  const noModel = await cli('generate', '--prompt', 'x');
+  assert.equal(noModel.code, 2);
+  assert.match(noModel.stderr, /no model given: pass --model DIR/);
+  const both = await cli('generate', '--model', STORIES);
+  assert.match(both.stderr, /exactly one of --prompt TEXT .* or --messages JSON/);
+  const badNum = await cli('generate', '--model', STORIES, '--prompt', 'x', '--temperature', 'hot');
+  assert.equal(badNum.code, 2);
+  assert.match(badNum.stderr, /--temperature expects a valid number, got 'hot'/);
+  const unknown = await cli('frobnicate');
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /unknown command 'frobnicate'/);
+  const badIds = await cli('score', '--model', STORIES, '--prompt-ids', '1,x', '--response-ids', '2');
+  assert.match(badIds.stderr, /--prompt-ids expects comma-separated token ids/);
+  const outOfVocab = await cli('score', '--model', STORIES, '--prompt-ids', '1', '--response-ids', '9999');
+  assert.equal(outOfVocab.code, 1);
+  assert.match(outOfVocab.stderr, /token id 9999 is outside the vocabulary/);
+});
