@@ -1,13 +1,13 @@
-// Rebuilds src/engine/embedded/kernels/gemm.wasm from assembly/gemm.ts with the AssemblyScript
+// Rebuilds src/engine/embedded/kernels/kernels.wasm from assembly/kernels.ts with the AssemblyScript
 // compiler from npm (no other toolchain). The output is committed; `npm test` checks it is current.
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-export const WASM_OUT = join(root, 'src/engine/embedded/kernels/gemm.wasm');
+export const WASM_OUT = join(root, 'src/engine/embedded/kernels/kernels.wasm');
 export const ASC_ARGS = [
-  'assembly/gemm.ts', '--runtime', 'stub', '-O3', '--noAssert', '--enable', 'simd', '--enable', 'relaxed-simd',
+  'assembly/kernels.ts', '--runtime', 'stub', '-O3', '--noAssert', '--enable', 'simd', '--enable', 'relaxed-simd',
   '--enable', 'threads', '--importMemory', '--sharedMemory', '--initialMemory', '1', '--maximumMemory', '65536',
 ];
 

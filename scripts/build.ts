@@ -6,5 +6,5 @@ import { dirname, join } from 'node:path';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
-cpSync(join(root, 'src/engine/embedded/kernels/gemm.wasm'), join(root, 'dist/engine/embedded/kernels/gemm.wasm'));
+cpSync(join(root, 'src/engine/embedded/kernels/kernels.wasm'), join(root, 'dist/engine/embedded/kernels/kernels.wasm'));
 console.log('built dist/');

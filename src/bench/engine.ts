@@ -5,7 +5,7 @@ import { Arena } from '../engine/embedded/arena.ts';
 import { Transformer, createKernel } from '../engine/embedded/model.ts';
 import { loadConfig } from '../engine/embedded/config.ts';
 import { loadWeights } from '../engine/embedded/weights.ts';
-import type { KernelName, MatmulKernel } from '../engine/embedded/kernels/kernel.ts';
+import type { KernelName, Kernel } from '../engine/embedded/kernels/kernel.ts';
 import { TsKernel } from '../engine/embedded/kernels/ts.ts';
 import { WasmKernel } from '../engine/embedded/kernels/wasm.ts';
 import { SHAPES, randomModelInMemory } from './shapes.ts';
@@ -38,7 +38,7 @@ export interface EngineBenchOptions {
 
 export async function benchGemm(threads: number, budgetMs: number, log: (l: string) => void): Promise<GemmRow[]> {
   const arena = new Arena();
-  const kernels: MatmulKernel[] = [new TsKernel(), new WasmKernel(arena, 1)];
+  const kernels: Kernel[] = [new TsKernel(), new WasmKernel(arena, 1)];
   if (threads > 1) kernels.push(new WasmKernel(arena, threads));
   const rows: GemmRow[] = [];
   for (const [shape, m, k, n] of GEMM_SHAPES) {

@@ -1,5 +1,5 @@
 // The WASM SIMD kernel (1 and 2 threads) agrees with the plain TypeScript kernel, and the
-// committed .wasm is exactly what scripts/build-wasm.ts builds from assembly/gemm.ts.
+// committed .wasm is exactly what scripts/build-wasm.ts builds from assembly/kernels.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -50,12 +50,42 @@ test('WASM SIMD kernel matches the TypeScript kernel within float32 rounding, wi
   }
 });
 
-test('the committed gemm.wasm is reproducible from assembly/gemm.ts with the npm AssemblyScript compiler', () => {
+test('WASM attention matches the TypeScript attention: GQA, rows at different positions of different caches, sliding window', async () => {
+  const arena = new Arena();
+  const ts = new TsKernel(), w1 = new WasmKernel(arena, 1), w2 = new WasmKernel(arena, 2);
+  const rng = new Rng(7);
+  try {
+    for (const [numHeads, numKvHeads, headDim, slidingWindow] of [[4, 2, 8, null], [9, 3, 64, null], [6, 6, 10, 5], [16, 8, 128, null]] as const) {
+      const kvDim = numKvHeads * headDim, qDim = numHeads * headDim, ldq = qDim + 7;
+      const caches = [40, 300].map((n) => {
+        const k = arena.alloc(n * kvDim), v = arena.alloc(n * kvDim);
+        for (const x of [k, v]) for (let i = 0; i < x.length; i++) x[i] = rng.next() * 2 - 1;
+        return { k, v };
+      });
+      // rows: a prefill-like run in cache 1 and decode-like rows in cache 0
+      const rowPos = Int32Array.from([0, 17, 39, 120, 121, 299]);
+      const which = [0, 0, 0, 1, 1, 1];
+      const rows = rowPos.length;
+      const q = arena.alloc(rows * ldq);
+      for (let i = 0; i < q.length; i++) q[i] = (rng.next() * 2 - 1) * 3;
+      const outs = [ts, w1, w2].map((kern) => {
+        const out = arena.alloc(rows * qDim);
+        kern.attention({ q, ldq, out, rows, rowK: which.map((c) => caches[c].k), rowV: which.map((c) => caches[c].v), rowPos }, { numHeads, numKvHeads, headDim, slidingWindow });
+        return out;
+      });
+      for (const o of outs.slice(1)) for (let i = 0; i < o.length; i++) assert.ok(Math.abs(o[i] - outs[0][i]) < 2e-5, `heads ${numHeads}/${numKvHeads}×${headDim} window ${slidingWindow} at ${i}: ${o[i]} vs ${outs[0][i]}`);
+    }
+  } finally {
+    await w1.close(); await w2.close();
+  }
+});
+
+test('the committed kernels.wasm is reproducible from assembly/kernels.ts with the npm AssemblyScript compiler', () => {
   const t = tempDir();
   try {
-    const out = join(t.dir, 'gemm.wasm');
+    const out = join(t.dir, 'kernels.wasm');
     buildWasm(out);
-    assert.ok(readFileSync(out).equals(readFileSync(WASM_OUT)), 'gemm.wasm is stale: run `npm run build:wasm` and commit it');
+    assert.ok(readFileSync(out).equals(readFileSync(WASM_OUT)), 'kernels.wasm is stale: run `npm run build:wasm` and commit it');
   } finally {
     t.cleanup();
   }

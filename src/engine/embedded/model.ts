@@ -9,8 +9,7 @@ import { RopeTable, ropeFrequencies } from './rope.ts';
 import { KvCache } from './kv-cache.ts';
 import { rmsnormForward } from './ops/rmsnorm.ts';
 import { swigluForward } from './ops/swiglu.ts';
-import { attentionForward } from './ops/attention.ts';
-import type { MatmulKernel, KernelName } from './kernels/kernel.ts';
+import type { Kernel, KernelName } from './kernels/kernel.ts';
 import { TsKernel } from './kernels/ts.ts';
 import { WasmKernel } from './kernels/wasm.ts';
 
@@ -18,7 +17,7 @@ export interface BatchItem { tokens: ArrayLike<number>; cache: KvCache }
 
 export interface LoadOptions { kernel?: KernelName; threads?: number; maxContext?: number }
 
-export function createKernel(arena: Arena, name: KernelName = 'wasm', threads?: number): MatmulKernel {
+export function createKernel(arena: Arena, name: KernelName = 'wasm', threads?: number): Kernel {
   return name === 'ts' ? new TsKernel() : new WasmKernel(arena, threads);
 }
 
@@ -29,20 +28,18 @@ export class Transformer {
   readonly maxContext: number;
   private capacity = 0;
   private ws!: { x: Float32Array; xn: Float32Array; qkv: Float32Array; att: Float32Array; gu: Float32Array; act: Float32Array };
-  private scores: Float64Array;
 
   readonly cfg: ModelConfig;
   readonly weights: ModelWeights;
-  readonly kernel: MatmulKernel;
+  readonly kernel: Kernel;
   readonly arena: Arena;
 
-  constructor(cfg: ModelConfig, weights: ModelWeights, kernel: MatmulKernel, arena: Arena, maxContext?: number) {
+  constructor(cfg: ModelConfig, weights: ModelWeights, kernel: Kernel, arena: Arena, maxContext?: number) {
     this.cfg = cfg; this.weights = weights; this.kernel = kernel; this.arena = arena;
     this.rope = new RopeTable(ropeFrequencies(cfg));
     this.qDim = cfg.numHeads * cfg.headDim;
     this.kvDim = cfg.numKvHeads * cfg.headDim;
     this.maxContext = Math.min(maxContext ?? cfg.maxPositionEmbeddings, cfg.maxPositionEmbeddings);
-    this.scores = new Float64Array(this.maxContext);
   }
 
   static load(dir: string, opts: LoadOptions = {}): Transformer {
@@ -116,7 +113,7 @@ export class Transformer {
         rowK[i].set(ws.qkv.subarray(o + qDim, o + qDim + kvDim), rowPos[i] * kvDim);
         rowV[i].set(ws.qkv.subarray(o + qDim + kvDim, o + ldqkv), rowPos[i] * kvDim);
       }
-      attentionForward(ws.att, ws.qkv, 0, ldqkv, R, rowK, rowV, rowPos, cfg, this.scores);
+      kernel.attention({ q: ws.qkv, ldq: ldqkv, out: ws.att, rows: R, rowK, rowV, rowPos }, cfg);
       kernel.matmulNT(ws.x, ws.att, L.wo, R, H, qDim, { accumulate: true }); // residual add for free
       // MLP block
       rmsnormForward(ws.xn, ws.x, L.postNorm, R, H, cfg.rmsNormEps);

@@ -1,7 +1,8 @@
-// The matrix-multiply kernel interface. Everything else in the engine is O(n) work in TypeScript;
-// the GEMMs are where the time goes, so they sit behind this small interface with two
-// implementations that must agree within float32 rounding: WASM SIMD on worker threads (default)
-// and plain TypeScript (always available, the reference).
+// The compute-kernel interface. The matrix multiplies and attention are where the time goes, so
+// they sit behind this small interface with two implementations that must agree within float32
+// rounding: WASM SIMD on worker threads (default) and plain TypeScript (always available, the
+// reference). Everything else in the engine is O(n) work in TypeScript.
+import type { AttentionShape } from '../ops/attention.ts';
 
 export interface MatmulOptions {
   /** row strides in floats (default: K for A and B, N for C) */
@@ -12,11 +13,27 @@ export interface MatmulOptions {
   accumulate?: boolean;
 }
 
-export interface MatmulKernel {
+/** One attention call over a batch of query rows, each against its own sequence's KV cache. */
+export interface AttentionBatch {
+  /** query rows (row r at r·ldq), heads side by side */
+  q: Float32Array;
+  ldq: number;
+  /** [rows, numHeads·headDim] */
+  out: Float32Array;
+  rows: number;
+  rowK: Float32Array[];
+  rowV: Float32Array[];
+  /** position of each row; it attends to cache positions ≤ its own */
+  rowPos: Int32Array;
+}
+
+export interface Kernel {
   readonly name: string;
   readonly threads: number;
   /** C[M×N] (+)= A[M×K] · B[N×K]ᵀ — B in Hugging Face's [out, in] weight layout. */
   matmulNT(c: Float32Array, a: Float32Array, b: Float32Array, M: number, N: number, K: number, opts?: MatmulOptions): void;
+  /** causal grouped-query attention (see ops/attention.ts for the exact definition) */
+  attention(batch: AttentionBatch, shape: AttentionShape): void;
   close(): Promise<void>;
 }
 

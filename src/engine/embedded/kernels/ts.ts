@@ -1,7 +1,8 @@
-// Plain TypeScript kernel: the reference the WASM kernel is tested against, and the fallback.
-import type { MatmulKernel, MatmulOptions } from './kernel.ts';
+// Plain TypeScript kernels: the reference the WASM kernels are tested against, and the fallback.
+import type { Kernel, MatmulOptions, AttentionBatch } from './kernel.ts';
+import { attentionForward, type AttentionShape } from '../ops/attention.ts';
 
-export class TsKernel implements MatmulKernel {
+export class TsKernel implements Kernel {
   readonly name = 'ts';
   readonly threads = 1;
 
@@ -30,6 +31,15 @@ export class TsKernel implements MatmulKernel {
         if (acc) c[m * ldc + n] += s; else c[m * ldc + n] = s;
       }
     }
+  }
+
+  private scores = new Float64Array(0);
+
+  attention(b: AttentionBatch, shape: AttentionShape): void {
+    let maxPos = 0;
+    for (let r = 0; r < b.rows; r++) maxPos = Math.max(maxPos, b.rowPos[r] + 1);
+    if (this.scores.length < maxPos) this.scores = new Float64Array(maxPos * 2);
+    attentionForward(b.out, b.q, 0, b.ldq, b.rows, b.rowK, b.rowV, b.rowPos, shape, this.scores);
   }
 
   async close(): Promise<void> {}

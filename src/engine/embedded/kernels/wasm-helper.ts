@@ -1,11 +1,11 @@
-// A helper thread of the WASM kernel: sleeps on the control block, wakes for each GEMM job and
-// claims column chunks alongside the engine thread.
+// A helper thread of the WASM kernel: sleeps on the control block, wakes for each job and
+// claims chunks alongside the engine thread.
 import { workerData } from 'node:worker_threads';
-import { GEN, STOP, runChunks, type GemmFn } from './wasm-pool.ts';
+import { GEN, STOP, runChunks, type WasmKernelExports } from './wasm-pool.ts';
 
-const { module, memory, ctrl: ctrlBuffer, spinMs } = workerData as { module: WebAssembly.Module; memory: WebAssembly.Memory; ctrl: SharedArrayBuffer; spinMs: number };
+const { module, memory, ctrl: ctrlBuffer, spinMs, thread } = workerData as { module: WebAssembly.Module; memory: WebAssembly.Memory; ctrl: SharedArrayBuffer; spinMs: number; thread: number };
 const instance = new WebAssembly.Instance(module, { env: { memory, abort: () => { throw new Error('wasm abort'); } } });
-const gemm = instance.exports.gemm_nt as GemmFn;
+const kernels = instance.exports as unknown as WasmKernelExports;
 const ctrl = new Int32Array(ctrlBuffer);
 
 let seen = Atomics.load(ctrl, GEN);
@@ -13,7 +13,7 @@ for (;;) {
   let g = Atomics.load(ctrl, GEN);
   if (g === seen) {
     // Jobs arrive every few hundred microseconds while a model runs: spin briefly before sleeping,
-    // since waking a sleeping thread costs more than a small GEMM.
+    // since waking a sleeping thread costs more than a small job.
     const deadline = performance.now() + spinMs;
     let spins = 0;
     while ((g = Atomics.load(ctrl, GEN)) === seen && (++spins & 1023 || performance.now() < deadline));
@@ -21,5 +21,5 @@ for (;;) {
   }
   if (Atomics.load(ctrl, STOP)) break;
   seen = g;
-  runChunks(ctrl, gemm, g);
+  runChunks(ctrl, kernels, g, thread);
 }

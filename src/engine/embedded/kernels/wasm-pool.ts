@@ -1,30 +1,45 @@
-// Work sharing between the engine thread and its helper threads for one GEMM at a time.
-// The engine thread publishes a job in a shared control block and works on it too; every thread
-// claims column chunks with a compare-and-swap on a word that also carries the job's tag, so a
-// helper that wakes late can never claim a chunk of a job it did not read.
+// Work sharing between the engine thread and its helper threads, one job at a time.
+// The engine thread publishes a job (an op and its parameters) in a shared control block and works
+// on it too; every thread claims chunks with a compare-and-swap on a word that also carries the
+// job's tag, so a helper that wakes late can never claim a chunk of a job it did not read.
 
-export const GEN = 0, CLAIM = 1, DONE = 2, NCHUNKS = 3, CHUNK = 4, M = 5, N = 6, K = 7,
-  A = 8, B = 9, C = 10, LDA = 11, LDB = 12, LDC = 13, ACC = 14, STOP = 15;
-export const CTRL_INTS = 16;
+export const GEN = 0, CLAIM = 1, DONE = 2, NCHUNKS = 3, CHUNK = 4, TOTAL = 5, OP = 6, STOP = 7, P = 8;
+export const CTRL_INTS = P + 16;
 /** claim word: (tag << 16) | next chunk index; the sentinel index closes a finished job */
 export const CLOSED = 0xffff;
 export const MAX_CHUNKS = 4096;
+export const OP_GEMM = 0, OP_ATTENTION = 1;
 
-export type GemmFn = (a: number, b: number, c: number, M: number, n0: number, n1: number, K: number, lda: number, ldb: number, ldc: number, acc: number) => void;
+export interface WasmKernelExports {
+  gemm_nt(a: number, b: number, c: number, M: number, n0: number, n1: number, K: number, lda: number, ldb: number, ldc: number, acc: number): void;
+  attention(qkv: number, ldq: number, out: number, table: number, p0: number, p1: number, nHeads: number, nKv: number, hd: number, window: number, scale: number, scratch: number): void;
+}
+
+const f32 = new Float32Array(1), i32 = new Int32Array(f32.buffer);
+export function floatBits(x: number): number { f32[0] = x; return i32[0]; }
+function bitsFloat(x: number): number { i32[0] = x; return f32[0]; }
+
+/** Run chunks [i0, i1) of the job described by the control block. */
+function exec(ctrl: Int32Array, k: WasmKernelExports, i0: number, i1: number, thread: number): void {
+  const p = (i: number) => ctrl[P + i];
+  if (ctrl[OP] === OP_GEMM) {
+    k.gemm_nt(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+  } else {
+    k.attention(p(0) >>> 0, p(1), p(2) >>> 0, p(3) >>> 0, i0, i1, p(4), p(5), p(6), p(7), bitsFloat(p(8)), (p(9) >>> 0) + thread * p(10));
+  }
+}
 
 /** Claim and compute chunks of job `tag` until none are left. */
-export function runChunks(ctrl: Int32Array, gemm: GemmFn, tag: number): void {
-  const nChunks = ctrl[NCHUNKS], chunk = ctrl[CHUNK], m = ctrl[M], n = ctrl[N], k = ctrl[K];
-  const a = ctrl[A] >>> 0, b = ctrl[B] >>> 0, c = ctrl[C] >>> 0;
-  const lda = ctrl[LDA], ldb = ctrl[LDB], ldc = ctrl[LDC], acc = ctrl[ACC];
+export function runChunks(ctrl: Int32Array, k: WasmKernelExports, tag: number, thread: number): void {
+  const nChunks = ctrl[NCHUNKS], chunk = ctrl[CHUNK], total = ctrl[TOTAL];
   for (;;) {
     const v = Atomics.load(ctrl, CLAIM);
     if (v >>> 16 !== tag) return;
     const idx = v & 0xffff;
     if (idx >= nChunks) return;
     if (Atomics.compareExchange(ctrl, CLAIM, v, v + 1) !== v) continue;
-    const n0 = idx * chunk;
-    gemm(a, b, c, m, n0, Math.min(n, n0 + chunk), k, lda, ldb, ldc, acc);
+    const i0 = idx * chunk;
+    exec(ctrl, k, i0, Math.min(total, i0 + chunk), thread);
     Atomics.add(ctrl, DONE, 1);
   }
 }

@@ -1,66 +1,105 @@
-// WASM SIMD kernel (assembly/gemm.ts, built by scripts/build-wasm.ts), run by the calling thread
-// plus `threads - 1` helper workers that share the arena's memory.
+// WASM SIMD kernels (assembly/kernels.ts, built by scripts/build-wasm.ts), run by the calling
+// thread plus `threads - 1` helper workers that share the arena's memory.
 import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
 import type { Arena } from '../arena.ts';
-import type { MatmulKernel, MatmulOptions } from './kernel.ts';
-import { GEN, CLAIM, DONE, NCHUNKS, CHUNK, M, N, K, A, B, C, LDA, LDB, LDC, ACC, STOP, CTRL_INTS, CLOSED, MAX_CHUNKS, runChunks, type GemmFn } from './wasm-pool.ts';
+import type { Kernel, MatmulOptions, AttentionBatch } from './kernel.ts';
+import type { AttentionShape } from '../ops/attention.ts';
+import { GEN, CLAIM, DONE, NCHUNKS, CHUNK, TOTAL, OP, STOP, P, CTRL_INTS, CLOSED, MAX_CHUNKS, OP_GEMM, OP_ATTENTION, runChunks, floatBits, type WasmKernelExports } from './wasm-pool.ts';
 
 const EXT = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 let cachedModule: WebAssembly.Module | null = null;
 export function wasmModule(): WebAssembly.Module {
-  cachedModule ??= new WebAssembly.Module(readFileSync(new URL('./gemm.wasm', import.meta.url)));
+  cachedModule ??= new WebAssembly.Module(readFileSync(new URL('./kernels.wasm', import.meta.url)));
   return cachedModule;
 }
 
-/** Below this many multiply-adds a GEMM runs on the calling thread alone (waking helpers costs more). */
+/** Below this many multiply-adds a job runs on the calling thread alone (waking helpers costs more). */
 const PARALLEL_MIN_MACS = 1 << 16;
 
-export class WasmKernel implements MatmulKernel {
+export class WasmKernel implements Kernel {
   readonly name = 'wasm-simd';
   readonly threads: number;
-  private readonly gemm: GemmFn;
+  private readonly arena: Arena;
+  private readonly k: WasmKernelExports;
   private readonly ctrl: Int32Array;
   private readonly helpers: Worker[] = [];
   private tag = 0;
+  /** per-row [K ptr, V ptr, position] for attention, and per-thread score scratch */
+  private table: Float32Array | null = null;
+  private scratch: Float32Array | null = null;
 
   constructor(arena: Arena, threads = availableParallelism(), spinMs = 2) {
+    this.arena = arena;
     this.threads = Math.max(1, threads);
     const module = wasmModule();
     const instance = new WebAssembly.Instance(module, { env: { memory: arena.memory, abort: () => { throw new Error('wasm abort'); } } });
-    this.gemm = instance.exports.gemm_nt as GemmFn;
+    this.k = instance.exports as unknown as WasmKernelExports;
     this.ctrl = new Int32Array(new SharedArrayBuffer(CTRL_INTS * 4));
     for (let i = 1; i < this.threads; i++) {
-      const w = new Worker(new URL(`./wasm-helper${EXT}`, import.meta.url), { workerData: { module, memory: arena.memory, ctrl: this.ctrl.buffer, spinMs } });
+      const w = new Worker(new URL(`./wasm-helper${EXT}`, import.meta.url), { workerData: { module, memory: arena.memory, ctrl: this.ctrl.buffer, spinMs, thread: i } });
       w.unref();
       this.helpers.push(w);
     }
   }
 
-  matmulNT(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {
-    const lda = opts.lda ?? k, ldb = opts.ldb ?? k, ldc = opts.ldc ?? n, acc = opts.accumulate ? 1 : 0;
-    if (this.helpers.length === 0 || m * n * k < PARALLEL_MIN_MACS) {
-      this.gemm(a.byteOffset, b.byteOffset, c.byteOffset, m, 0, n, k, lda, ldb, ldc, acc);
-      return;
-    }
-    // ~8 chunks per thread balances uneven progress; chunks are multiples of 4 columns (the tile)
-    let chunk = Math.max(4, Math.ceil(n / (this.threads * 8) / 4) * 4);
-    if (Math.ceil(n / chunk) > MAX_CHUNKS) chunk = Math.ceil(n / MAX_CHUNKS / 4) * 4;
-    const nChunks = Math.ceil(n / chunk);
+  /** Publish a job, work on it, and return when every chunk is done. */
+  private run(op: number, total: number, params: number[]): void {
+    // ~8 chunks per thread balances uneven progress; gemm chunks are multiples of its 4-column tile
+    let chunk = Math.max(op === OP_GEMM ? 4 : 1, Math.ceil(total / (this.threads * 8)));
+    if (op === OP_GEMM) chunk = Math.ceil(chunk / 4) * 4;
+    if (Math.ceil(total / chunk) > MAX_CHUNKS) chunk = Math.ceil(total / MAX_CHUNKS / 4) * 4;
+    const nChunks = Math.ceil(total / chunk);
     const ctrl = this.ctrl;
     this.tag = (this.tag + 1) & 0x7fff;
     const tag = this.tag;
-    ctrl[NCHUNKS] = nChunks; ctrl[CHUNK] = chunk; ctrl[M] = m; ctrl[N] = n; ctrl[K] = k;
-    ctrl[A] = a.byteOffset; ctrl[B] = b.byteOffset; ctrl[C] = c.byteOffset;
-    ctrl[LDA] = lda; ctrl[LDB] = ldb; ctrl[LDC] = ldc; ctrl[ACC] = acc;
+    ctrl[OP] = op; ctrl[NCHUNKS] = nChunks; ctrl[CHUNK] = chunk; ctrl[TOTAL] = total;
+    for (let i = 0; i < params.length; i++) ctrl[P + i] = params[i];
     Atomics.store(ctrl, DONE, 0);
     Atomics.store(ctrl, CLAIM, tag << 16);
     Atomics.store(ctrl, GEN, tag);
     Atomics.notify(ctrl, GEN);
-    runChunks(ctrl, this.gemm, tag);
+    runChunks(ctrl, this.k, tag, 0);
     while (Atomics.load(ctrl, DONE) < nChunks);
     Atomics.store(ctrl, CLAIM, (tag << 16) | CLOSED);
+  }
+
+  matmulNT(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {
+    const lda = opts.lda ?? k, ldb = opts.ldb ?? k, ldc = opts.ldc ?? n, acc = opts.accumulate ? 1 : 0;
+    if (this.helpers.length === 0 || m * n * k < PARALLEL_MIN_MACS) {
+      this.k.gemm_nt(a.byteOffset, b.byteOffset, c.byteOffset, m, 0, n, k, lda, ldb, ldc, acc);
+      return;
+    }
+    this.run(OP_GEMM, n, [a.byteOffset, b.byteOffset, c.byteOffset, m, k, lda, ldb, ldc, acc]);
+  }
+
+  attention(batch: AttentionBatch, s: AttentionShape): void {
+    const { rows } = batch;
+    let maxPos = 0;
+    for (let r = 0; r < rows; r++) maxPos = Math.max(maxPos, batch.rowPos[r] + 1);
+    if (!this.table || this.table.length < rows * 3) {
+      if (this.table) this.arena.free(this.table);
+      this.table = this.arena.alloc(Math.max(rows * 3, 192) * 2);
+    }
+    const stride = Math.ceil(maxPos / 16) * 16;
+    if (!this.scratch || this.scratch.length < stride * this.threads) {
+      if (this.scratch) this.arena.free(this.scratch);
+      this.scratch = this.arena.alloc(stride * this.threads * 2);
+    }
+    const scratchStride = Math.floor(this.scratch.length / this.threads) * 4;
+    const t = new Int32Array(this.table.buffer, this.table.byteOffset, rows * 3);
+    for (let r = 0; r < rows; r++) {
+      t[3 * r] = batch.rowK[r].byteOffset; t[3 * r + 1] = batch.rowV[r].byteOffset; t[3 * r + 2] = batch.rowPos[r];
+    }
+    const pairs = rows * s.numHeads;
+    const window = s.slidingWindow ?? 0, scale = 1 / Math.sqrt(s.headDim);
+    const params = [batch.q.byteOffset, batch.ldq, batch.out.byteOffset, this.table.byteOffset, s.numHeads, s.numKvHeads, s.headDim, window, floatBits(scale), this.scratch.byteOffset, scratchStride];
+    if (this.helpers.length === 0 || pairs * maxPos * s.headDim < PARALLEL_MIN_MACS) {
+      this.k.attention(params[0], params[1], params[2], params[3], 0, pairs, params[4], params[5], params[6], params[7], scale, params[9]);
+      return;
+    }
+    this.run(OP_ATTENTION, pairs, params);
   }
 
   async close(): Promise<void> {

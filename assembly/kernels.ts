@@ -1,4 +1,4 @@
-// Matrix-multiply kernels for the embedded engine, compiled to WebAssembly SIMD by AssemblyScript
+// Compute kernels (matrix multiply, attention) for the embedded engine, compiled to WebAssembly SIMD by AssemblyScript
 // (scripts/build-wasm.ts). Every pointer is a byte offset into the shared memory that the engine's
 // arena owns; strides are in floats. Threads call these on disjoint column ranges [n0, n1) of C.
 //
@@ -123,4 +123,49 @@ function gemv_rows(a: usize, b: usize, c: usize, n0: i32, n1: i32, K: i32, ldb: 
   let r = hsum(s);
   for (let k = K4; k < K; k++) r += load<f32>(x + (<usize>k << 2)) * load<f32>(y + (<usize>k << 2));
   return r;
+}
+
+// Causal grouped-query attention for query heads [p0, p1) of a batch, where pair p is
+// (row p / nHeads, head p % nHeads). `table` holds, per row, the byte offsets of that row's key
+// and value cache blocks and its position. Scores go to this thread's `scratch`.
+// out[r, h·hd + d] = Σ_j softmax_j(q·k_j · scale) v_j[d], j over [pos - window + 1, pos].
+export function attention(qkv: usize, ldq: i32, out: usize, table: usize, p0: i32, p1: i32, nHeads: i32, nKv: i32, hd: i32, window: i32, scale: f32, scratch: usize): void {
+  const group = nHeads / nKv;
+  const kvDim = nKv * hd;
+  const hd4 = hd & ~3;
+  for (let p = p0; p < p1; p++) {
+    const r = p / nHeads, h = p % nHeads;
+    const t = table + (<usize>(r * 3) << 2);
+    const K = <usize>load<u32>(t), V = <usize>load<u32>(t, 4), pos = load<i32>(t, 8);
+    const start = window > 0 ? max(0, pos - window + 1) : 0;
+    const q = qkv + (<usize>(r * ldq + h * hd) << 2);
+    const kvo = (h / group) * hd;
+    let mx: f32 = -Infinity;
+    for (let j = start; j <= pos; j++) {
+      const s = dot(q, K + (<usize>(j * kvDim + kvo) << 2), hd) * scale;
+      store<f32>(scratch + (<usize>(j - start) << 2), s);
+      if (s > mx) mx = s;
+    }
+    let sum: f32 = 0;
+    for (let j = start; j <= pos; j++) {
+      const a = scratch + (<usize>(j - start) << 2);
+      const e = Mathf.exp(load<f32>(a) - mx);
+      store<f32>(a, e);
+      sum += e;
+    }
+    const inv: f32 = 1 / sum;
+    const o = out + (<usize>(r * nHeads * hd + h * hd) << 2);
+    for (let d = 0; d < hd; d += 4) if (d < hd4) v128.store(o + (<usize>d << 2), f32x4.splat(0));
+    for (let d = hd4; d < hd; d++) store<f32>(o + (<usize>d << 2), 0);
+    for (let j = start; j <= pos; j++) {
+      const w = load<f32>(scratch + (<usize>(j - start) << 2)) * inv;
+      const vw = f32x4.splat(w);
+      const vj = V + (<usize>(j * kvDim + kvo) << 2);
+      for (let d = 0; d < hd4; d += 4) {
+        const od = o + (<usize>d << 2);
+        v128.store(od, fma(vw, v128.load(vj + (<usize>d << 2)), v128.load(od)));
+      }
+      for (let d = hd4; d < hd; d++) store<f32>(o + (<usize>d << 2), load<f32>(o + (<usize>d << 2)) + w * load<f32>(vj + (<usize>d << 2)));
+    }
+  }
 }
