@@ -36,6 +36,8 @@ export interface StepOutput { key: number; token: SampledToken | null; result: S
 const PREFILL_BUDGET = 2048;
 /** Rows of logits computed at once when scoring (bounds memory to rows × vocab floats). */
 const SCORE_ROWS = 64;
+/** Tokens of several scoring requests packed into one forward pass. */
+const SCORE_BATCH_ROWS = 2048;
 
 export class EmbeddedRuntime {
   readonly model: Transformer;
@@ -161,40 +163,54 @@ export class EmbeddedRuntime {
     }
   }
 
-  /** Teacher-forced log-probs of each response token (see ScoreOptions); only response rows get logits. */
+  /**
+   * Teacher-forced log-probs of each response token (see ScoreOptions). Requests are packed into
+   * shared forward passes of up to SCORE_BATCH_ROWS tokens; only response rows get logits, a
+   * chunk of SCORE_ROWS rows at a time, so no [tokens × vocab] matrix is ever held.
+   */
   score(requests: ScoreRequest[], opts: ScoreOptions = {}): Float32Array[] {
-    const invT = 1 / (opts.temperature ?? 1);
-    const { hiddenSize: H, vocabSize: V } = this.model.cfg;
-    const results: Float32Array[] = [];
-    for (const req of requests) {
-      const { promptIds, responseIds } = req;
+    const V = this.model.cfg.vocabSize;
+    for (const { promptIds, responseIds } of requests) {
       if (promptIds.length === 0) throw new EngineError('bad_request', 'scoring needs at least one prompt token');
       const total = promptIds.length + responseIds.length;
       if (total - 1 > this.model.maxContext) throw new EngineError('context_length_exceeded', `prompt + response is ${total} tokens; this model's context is ${this.model.maxContext}`);
-      for (const id of [...promptIds, ...responseIds]) if (!Number.isInteger(id) || id < 0 || id >= V) throw new EngineError('bad_request', `token id ${id} is outside the vocabulary (0..${V - 1})`);
-      const out = new Float32Array(responseIds.length);
-      results.push(out);
-      if (responseIds.length === 0) continue;
-      const cache = this.model.newCache();
-      try {
-        // the last response token predicts nothing we need, so it is not fed
-        const input = [...promptIds, ...responseIds.slice(0, -1)];
-        const hidden = this.model.forward([{ tokens: input, cache }]);
-        const first = promptIds.length - 1; // row whose output predicts responseIds[0]
-        const logits = this.model.arena.alloc(Math.min(SCORE_ROWS, responseIds.length) * V);
+      for (const id of promptIds) if (!Number.isInteger(id) || id < 0 || id >= V) throw new EngineError('bad_request', `token id ${id} is outside the vocabulary (0..${V - 1})`);
+      for (const id of responseIds) if (!Number.isInteger(id) || id < 0 || id >= V) throw new EngineError('bad_request', `token id ${id} is outside the vocabulary (0..${V - 1})`);
+    }
+    const results = requests.map((r) => new Float32Array(r.responseIds.length));
+    let i = 0;
+    while (i < requests.length) {
+      // the last response token predicts nothing we need, so it is not fed
+      const inputLen = (r: ScoreRequest) => r.promptIds.length + Math.max(0, r.responseIds.length - 1);
+      let rows = inputLen(requests[i]);
+      let j = i + 1;
+      while (j < requests.length && rows + inputLen(requests[j]) <= SCORE_BATCH_ROWS) rows += inputLen(requests[j++]);
+      this.scoreBatch(requests.slice(i, j), results.slice(i, j), 1 / (opts.temperature ?? 1));
+      i = j;
+    }
+    return results;
+  }
+
+  private scoreBatch(requests: ScoreRequest[], out: Float32Array[], invT: number): void {
+    const { hiddenSize: H, vocabSize: V } = this.model.cfg;
+    const caches = requests.map(() => this.model.newCache());
+    const logits = this.model.arena.alloc(SCORE_ROWS * V);
+    try {
+      const hidden = this.model.forward(requests.map((r, k) => ({ tokens: [...r.promptIds, ...r.responseIds.slice(0, -1)], cache: caches[k] })));
+      let base = 0; // first hidden row of this request
+      requests.forEach(({ promptIds, responseIds }, k) => {
+        const first = base + promptIds.length - 1; // the row whose output predicts responseIds[0]
         for (let r0 = 0; r0 < responseIds.length; r0 += SCORE_ROWS) {
           const rows = Math.min(SCORE_ROWS, responseIds.length - r0);
           this.model.logits(logits, hidden.subarray((first + r0) * H, (first + r0 + rows) * H), rows);
-          for (let i = 0; i < rows; i++) {
-            out[r0 + i] = logits[i * V + responseIds[r0 + i]] * invT - logSumExp(logits, i * V, V, invT);
-          }
+          for (let t = 0; t < rows; t++) out[k][r0 + t] = logits[t * V + responseIds[r0 + t]] * invT - logSumExp(logits, t * V, V, invT);
         }
-        this.model.arena.free(logits);
-      } finally {
-        cache.release();
-      }
+        base += promptIds.length + Math.max(0, responseIds.length - 1);
+      });
+    } finally {
+      this.model.arena.free(logits);
+      for (const c of caches) c.release();
     }
-    return results;
   }
 
   async close(): Promise<void> { await this.model.close(); }
