@@ -169,3 +169,107 @@ export function attention(qkv: usize, ldq: i32, out: usize, table: usize, p0: i3
     }
   }
 }
+
+// gemm_nn: C[m, n] (+)= Σ_k A[m, k] · B[k, n] for columns [n0, n1) — the backward pass's dX = dY·W
+// with W in its [out, in] layout. A tile of 4 rows × 16 columns: 4 broadcasts of A and 4 vector
+// loads of B feed 16 fused multiply-adds.
+export function gemm_nn(a: usize, b: usize, c: usize, M: i32, n0: i32, n1: i32, K: i32, lda: i32, ldb: i32, ldc: i32, acc: i32): void {
+  let n = n0;
+  for (; n + 16 <= n1; n += 16) {
+    let m = 0;
+    for (; m + 4 <= M; m += 4) {
+      let c00 = f32x4.splat(0), c01 = f32x4.splat(0), c02 = f32x4.splat(0), c03 = f32x4.splat(0);
+      let c10 = f32x4.splat(0), c11 = f32x4.splat(0), c12 = f32x4.splat(0), c13 = f32x4.splat(0);
+      let c20 = f32x4.splat(0), c21 = f32x4.splat(0), c22 = f32x4.splat(0), c23 = f32x4.splat(0);
+      let c30 = f32x4.splat(0), c31 = f32x4.splat(0), c32 = f32x4.splat(0), c33 = f32x4.splat(0);
+      const a0 = a + (<usize>(m * lda) << 2), a1 = a0 + (<usize>lda << 2), a2 = a1 + (<usize>lda << 2), a3 = a2 + (<usize>lda << 2);
+      for (let k = 0; k < K; k++) {
+        const bk = b + (<usize>(k * ldb + n) << 2);
+        const b0 = v128.load(bk), b1 = v128.load(bk, 16), b2 = v128.load(bk, 32), b3 = v128.load(bk, 48);
+        const o = <usize>k << 2;
+        let x = f32x4.splat(load<f32>(a0 + o));
+        c00 = fma(x, b0, c00); c01 = fma(x, b1, c01); c02 = fma(x, b2, c02); c03 = fma(x, b3, c03);
+        x = f32x4.splat(load<f32>(a1 + o));
+        c10 = fma(x, b0, c10); c11 = fma(x, b1, c11); c12 = fma(x, b2, c12); c13 = fma(x, b3, c13);
+        x = f32x4.splat(load<f32>(a2 + o));
+        c20 = fma(x, b0, c20); c21 = fma(x, b1, c21); c22 = fma(x, b2, c22); c23 = fma(x, b3, c23);
+        x = f32x4.splat(load<f32>(a3 + o));
+        c30 = fma(x, b0, c30); c31 = fma(x, b1, c31); c32 = fma(x, b2, c32); c33 = fma(x, b3, c33);
+      }
+      const r0 = c + (<usize>(m * ldc + n) << 2);
+      const r1 = r0 + (<usize>ldc << 2), r2 = r1 + (<usize>ldc << 2), r3 = r2 + (<usize>ldc << 2);
+      put4(r0, c00, c01, c02, c03, acc); put4(r1, c10, c11, c12, c13, acc);
+      put4(r2, c20, c21, c22, c23, acc); put4(r3, c30, c31, c32, c33, acc);
+    }
+    for (; m < M; m++) {
+      let c0 = f32x4.splat(0), c1 = f32x4.splat(0), c2 = f32x4.splat(0), c3 = f32x4.splat(0);
+      const am = a + (<usize>(m * lda) << 2);
+      for (let k = 0; k < K; k++) {
+        const bk = b + (<usize>(k * ldb + n) << 2);
+        const x = f32x4.splat(load<f32>(am + (<usize>k << 2)));
+        c0 = fma(x, v128.load(bk), c0); c1 = fma(x, v128.load(bk, 16), c1); c2 = fma(x, v128.load(bk, 32), c2); c3 = fma(x, v128.load(bk, 48), c3);
+      }
+      put4(c + (<usize>(m * ldc + n) << 2), c0, c1, c2, c3, acc);
+    }
+  }
+  // leftover columns, one at a time
+  for (; n < n1; n++) {
+    for (let m = 0; m < M; m++) {
+      let s: f32 = 0;
+      const am = a + (<usize>(m * lda) << 2);
+      for (let k = 0; k < K; k++) s += load<f32>(am + (<usize>k << 2)) * load<f32>(b + (<usize>(k * ldb + n) << 2));
+      put(c + (<usize>(m * ldc + n) << 2), s, acc);
+    }
+  }
+}
+
+@inline function put4(p: usize, v0: v128, v1: v128, v2: v128, v3: v128, acc: i32): void {
+  if (acc) {
+    v0 = f32x4.add(v0, v128.load(p)); v1 = f32x4.add(v1, v128.load(p, 16));
+    v2 = f32x4.add(v2, v128.load(p, 32)); v3 = f32x4.add(v3, v128.load(p, 48));
+  }
+  v128.store(p, v0); v128.store(p, v1, 16); v128.store(p, v2, 32); v128.store(p, v3, 48);
+}
+
+// gemm_tn: C[i, j] (+)= Σ_m A[m, i] · B[m, j] for rows i in [i0, i1) and all columns j < N — the
+// weight gradients dW = dYᵀ·X of the LoRA matrices. Tile: 4 rows of C (a 4-wide vector of A
+// broadcast lane by lane) × 16 columns.
+export function gemm_tn(a: usize, b: usize, c: usize, i0: i32, i1: i32, N: i32, M: i32, lda: i32, ldb: i32, ldc: i32, acc: i32): void {
+  let i = i0;
+  for (; i + 4 <= i1; i += 4) {
+    let j = 0;
+    for (; j + 16 <= N; j += 16) {
+      let c00 = f32x4.splat(0), c01 = f32x4.splat(0), c02 = f32x4.splat(0), c03 = f32x4.splat(0);
+      let c10 = f32x4.splat(0), c11 = f32x4.splat(0), c12 = f32x4.splat(0), c13 = f32x4.splat(0);
+      let c20 = f32x4.splat(0), c21 = f32x4.splat(0), c22 = f32x4.splat(0), c23 = f32x4.splat(0);
+      let c30 = f32x4.splat(0), c31 = f32x4.splat(0), c32 = f32x4.splat(0), c33 = f32x4.splat(0);
+      for (let m = 0; m < M; m++) {
+        const bm = b + (<usize>(m * ldb + j) << 2);
+        const b0 = v128.load(bm), b1 = v128.load(bm, 16), b2 = v128.load(bm, 32), b3 = v128.load(bm, 48);
+        const am = a + (<usize>(m * lda + i) << 2);
+        let x = f32x4.splat(load<f32>(am));
+        c00 = fma(x, b0, c00); c01 = fma(x, b1, c01); c02 = fma(x, b2, c02); c03 = fma(x, b3, c03);
+        x = f32x4.splat(load<f32>(am, 4));
+        c10 = fma(x, b0, c10); c11 = fma(x, b1, c11); c12 = fma(x, b2, c12); c13 = fma(x, b3, c13);
+        x = f32x4.splat(load<f32>(am, 8));
+        c20 = fma(x, b0, c20); c21 = fma(x, b1, c21); c22 = fma(x, b2, c22); c23 = fma(x, b3, c23);
+        x = f32x4.splat(load<f32>(am, 12));
+        c30 = fma(x, b0, c30); c31 = fma(x, b1, c31); c32 = fma(x, b2, c32); c33 = fma(x, b3, c33);
+      }
+      const r0 = c + (<usize>(i * ldc + j) << 2);
+      const r1 = r0 + (<usize>ldc << 2), r2 = r1 + (<usize>ldc << 2), r3 = r2 + (<usize>ldc << 2);
+      put4(r0, c00, c01, c02, c03, acc); put4(r1, c10, c11, c12, c13, acc);
+      put4(r2, c20, c21, c22, c23, acc); put4(r3, c30, c31, c32, c33, acc);
+    }
+    for (; j < N; j++) tn_scalar(a, b, c, i, i + 4, j, M, lda, ldb, ldc, acc);
+  }
+  for (; i < i1; i++) for (let j = 0; j < N; j++) tn_scalar(a, b, c, i, i + 1, j, M, lda, ldb, ldc, acc);
+}
+
+function tn_scalar(a: usize, b: usize, c: usize, i0: i32, i1: i32, j: i32, M: i32, lda: i32, ldb: i32, ldc: i32, acc: i32): void {
+  for (let i = i0; i < i1; i++) {
+    let s: f32 = 0;
+    for (let m = 0; m < M; m++) s += load<f32>(a + (<usize>(m * lda + i) << 2)) * load<f32>(b + (<usize>(m * ldb + j) << 2));
+    put(c + (<usize>(i * ldc + j) << 2), s, acc);
+  }
+}

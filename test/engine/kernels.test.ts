@@ -50,6 +50,37 @@ test('WASM SIMD kernel matches the TypeScript kernel within float32 rounding, wi
   }
 });
 
+test('WASM NN and TN matrix multiplies (the forms of the backward pass) match the TypeScript kernel', async () => {
+  const arena = new Arena();
+  const ts = new TsKernel(), w1 = new WasmKernel(arena, 1), w2 = new WasmKernel(arena, 2);
+  const rng = new Rng(9);
+  try {
+    for (const [M, K, N] of [...SHAPES, [64, 576, 16], [16, 256, 576], [300, 48, 33]] as [number, number, number][]) {
+      for (const form of ['NN', 'TN'] as const) {
+        // NN: A[M×K]·B[K×N]; TN: A[K×M]ᵀ·B[K×N]
+        const lda = form === 'NN' ? K + 1 : M + 3, ldb = N + 2, ldc = N + 1;
+        const a = arena.alloc((form === 'NN' ? M : K) * lda), b = arena.alloc(K * ldb);
+        for (const x of [a, b]) for (let i = 0; i < x.length; i++) x[i] = rng.next() * 2 - 1;
+        const init = Float32Array.from({ length: M * ldc }, () => rng.next());
+        const outs = [ts, w1, w2].map((kern) => {
+          const c = arena.alloc(M * ldc);
+          c.set(init);
+          (form === 'NN' ? kern.matmulNN : kern.matmulTN).call(kern, c, a, b, M, N, K, { lda, ldb, ldc, accumulate: true });
+          return c;
+        });
+        for (const c of outs.slice(1)) for (let m = 0; m < M; m++) for (let n = 0; n <= N; n++) {
+          const i = m * ldc + n;
+          assert.ok(Math.abs(c[i] - outs[0][i]) <= 1e-5 * Math.sqrt(K) + 1e-6 * Math.abs(outs[0][i]), `${form} ${M}×${K}×${N} at (${m},${n}): ${c[i]} vs ${outs[0][i]}`);
+        }
+        for (const c of outs) arena.free(c);
+        arena.free(a); arena.free(b);
+      }
+    }
+  } finally {
+    await w1.close(); await w2.close();
+  }
+});
+
 test('WASM attention matches the TypeScript attention: GQA, rows at different positions of different caches, sliding window', async () => {
   const arena = new Arena();
   const ts = new TsKernel(), w1 = new WasmKernel(arena, 1), w2 = new WasmKernel(arena, 2);

@@ -5,7 +5,7 @@
 import type { AttentionShape } from '../ops/attention.ts';
 
 export interface MatmulOptions {
-  /** row strides in floats (default: K for A and B, N for C) */
+  /** row strides in floats (default: the row length of each operand as stored) */
   lda?: number;
   ldb?: number;
   ldc?: number;
@@ -32,6 +32,10 @@ export interface Kernel {
   readonly threads: number;
   /** C[M×N] (+)= A[M×K] · B[N×K]ᵀ — B in Hugging Face's [out, in] weight layout. */
   matmulNT(c: Float32Array, a: Float32Array, b: Float32Array, M: number, N: number, K: number, opts?: MatmulOptions): void;
+  /** C[M×N] (+)= A[M×K] · B[K×N] — e.g. dX = dY · W with W in its [out, in] layout. */
+  matmulNN(c: Float32Array, a: Float32Array, b: Float32Array, M: number, N: number, K: number, opts?: MatmulOptions): void;
+  /** C[M×N] (+)= A[K×M]ᵀ · B[K×N] — e.g. a weight gradient dW = dYᵀ · X summed over K rows. lda/ldb are the strides of A's and B's K rows. */
+  matmulTN(c: Float32Array, a: Float32Array, b: Float32Array, M: number, N: number, K: number, opts?: MatmulOptions): void;
   /** causal grouped-query attention (see ops/attention.ts for the exact definition) */
   attention(batch: AttentionBatch, shape: AttentionShape): void;
   close(): Promise<void>;

@@ -33,6 +33,36 @@ export class TsKernel implements Kernel {
     }
   }
 
+  matmulNN(c: Float32Array, a: Float32Array, b: Float32Array, M: number, N: number, K: number, opts: MatmulOptions = {}): void {
+    const lda = opts.lda ?? K, ldb = opts.ldb ?? N, ldc = opts.ldc ?? N;
+    const row = new Float64Array(N);
+    for (let m = 0; m < M; m++) {
+      row.fill(0);
+      for (let k = 0; k < K; k++) {
+        const x = a[m * lda + k], bo = k * ldb;
+        if (x !== 0) for (let n = 0; n < N; n++) row[n] += x * b[bo + n];
+      }
+      const co = m * ldc;
+      if (opts.accumulate) for (let n = 0; n < N; n++) c[co + n] += row[n];
+      else for (let n = 0; n < N; n++) c[co + n] = row[n];
+    }
+  }
+
+  matmulTN(c: Float32Array, a: Float32Array, b: Float32Array, M: number, N: number, K: number, opts: MatmulOptions = {}): void {
+    const lda = opts.lda ?? M, ldb = opts.ldb ?? N, ldc = opts.ldc ?? N;
+    const out = new Float64Array(M * N);
+    for (let k = 0; k < K; k++) {
+      const ao = k * lda, bo = k * ldb;
+      for (let m = 0; m < M; m++) {
+        const x = a[ao + m];
+        if (x !== 0) for (let n = 0; n < N; n++) out[m * N + n] += x * b[bo + n];
+      }
+    }
+    for (let m = 0; m < M; m++) for (let n = 0; n < N; n++) {
+      if (opts.accumulate) c[m * ldc + n] += out[m * N + n]; else c[m * ldc + n] = out[m * N + n];
+    }
+  }
+
   private scores = new Float64Array(0);
 
   attention(b: AttentionBatch, shape: AttentionShape): void {

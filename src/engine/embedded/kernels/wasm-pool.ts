@@ -8,10 +8,12 @@ export const CTRL_INTS = P + 16;
 /** claim word: (tag << 16) | next chunk index; the sentinel index closes a finished job */
 export const CLOSED = 0xffff;
 export const MAX_CHUNKS = 4096;
-export const OP_GEMM = 0, OP_ATTENTION = 1;
+export const OP_GEMM = 0, OP_ATTENTION = 1, OP_NN = 2, OP_TN = 3;
 
 export interface WasmKernelExports {
   gemm_nt(a: number, b: number, c: number, M: number, n0: number, n1: number, K: number, lda: number, ldb: number, ldc: number, acc: number): void;
+  gemm_nn(a: number, b: number, c: number, M: number, n0: number, n1: number, K: number, lda: number, ldb: number, ldc: number, acc: number): void;
+  gemm_tn(a: number, b: number, c: number, i0: number, i1: number, N: number, M: number, lda: number, ldb: number, ldc: number, acc: number): void;
   attention(qkv: number, ldq: number, out: number, table: number, p0: number, p1: number, nHeads: number, nKv: number, hd: number, window: number, scale: number, scratch: number): void;
 }
 
@@ -22,8 +24,13 @@ function bitsFloat(x: number): number { i32[0] = x; return f32[0]; }
 /** Run chunks [i0, i1) of the job described by the control block. */
 function exec(ctrl: Int32Array, k: WasmKernelExports, i0: number, i1: number, thread: number): void {
   const p = (i: number) => ctrl[P + i];
-  if (ctrl[OP] === OP_GEMM) {
+  const op = ctrl[OP];
+  if (op === OP_GEMM) {
     k.gemm_nt(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+  } else if (op === OP_NN) {
+    k.gemm_nn(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+  } else if (op === OP_TN) {
+    k.gemm_tn(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, i0, i1, p(3), p(4), p(5), p(6), p(7), p(8));
   } else {
     k.attention(p(0) >>> 0, p(1), p(2) >>> 0, p(3) >>> 0, i0, i1, p(4), p(5), p(6), p(7), bitsFloat(p(8)), (p(9) >>> 0) + thread * p(10));
   }

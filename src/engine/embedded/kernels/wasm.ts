@@ -6,7 +6,7 @@ import { availableParallelism } from 'node:os';
 import type { Arena } from '../arena.ts';
 import type { Kernel, MatmulOptions, AttentionBatch } from './kernel.ts';
 import type { AttentionShape } from '../ops/attention.ts';
-import { GEN, CLAIM, DONE, NCHUNKS, CHUNK, TOTAL, OP, STOP, P, CTRL_INTS, CLOSED, MAX_CHUNKS, OP_GEMM, OP_ATTENTION, runChunks, floatBits, type WasmKernelExports } from './wasm-pool.ts';
+import { GEN, CLAIM, DONE, NCHUNKS, CHUNK, TOTAL, OP, STOP, P, CTRL_INTS, CLOSED, MAX_CHUNKS, OP_GEMM, OP_ATTENTION, OP_NN, OP_TN, runChunks, floatBits, type WasmKernelExports } from './wasm-pool.ts';
 
 const EXT = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 let cachedModule: WebAssembly.Module | null = null;
@@ -46,10 +46,10 @@ export class WasmKernel implements Kernel {
 
   /** Publish a job, work on it, and return when every chunk is done. */
   private run(op: number, total: number, params: number[]): void {
-    // ~8 chunks per thread balances uneven progress; gemm chunks are multiples of its 4-column tile
-    let chunk = Math.max(op === OP_GEMM ? 4 : 1, Math.ceil(total / (this.threads * 8)));
-    if (op === OP_GEMM) chunk = Math.ceil(chunk / 4) * 4;
-    if (Math.ceil(total / chunk) > MAX_CHUNKS) chunk = Math.ceil(total / MAX_CHUNKS / 4) * 4;
+    // ~8 chunks per thread balances uneven progress; chunks are multiples of each kernel's tile
+    const tile = op === OP_NN ? 16 : op === OP_ATTENTION ? 1 : 4;
+    let chunk = Math.ceil(Math.max(1, Math.ceil(total / (this.threads * 8))) / tile) * tile;
+    if (Math.ceil(total / chunk) > MAX_CHUNKS) chunk = Math.ceil(total / MAX_CHUNKS / tile) * tile;
     const nChunks = Math.ceil(total / chunk);
     const ctrl = this.ctrl;
     this.tag = (this.tag + 1) & 0x7fff;
@@ -72,6 +72,24 @@ export class WasmKernel implements Kernel {
       return;
     }
     this.run(OP_GEMM, n, [a.byteOffset, b.byteOffset, c.byteOffset, m, k, lda, ldb, ldc, acc]);
+  }
+
+  matmulNN(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {
+    const lda = opts.lda ?? k, ldb = opts.ldb ?? n, ldc = opts.ldc ?? n, acc = opts.accumulate ? 1 : 0;
+    if (this.helpers.length === 0 || m * n * k < PARALLEL_MIN_MACS) {
+      this.k.gemm_nn(a.byteOffset, b.byteOffset, c.byteOffset, m, 0, n, k, lda, ldb, ldc, acc);
+      return;
+    }
+    this.run(OP_NN, n, [a.byteOffset, b.byteOffset, c.byteOffset, m, k, lda, ldb, ldc, acc]);
+  }
+
+  matmulTN(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {
+    const lda = opts.lda ?? m, ldb = opts.ldb ?? n, ldc = opts.ldc ?? n, acc = opts.accumulate ? 1 : 0;
+    if (this.helpers.length === 0 || m * n * k < PARALLEL_MIN_MACS) {
+      this.k.gemm_tn(a.byteOffset, b.byteOffset, c.byteOffset, 0, m, n, k, lda, ldb, ldc, acc);
+      return;
+    }
+    this.run(OP_TN, m, [a.byteOffset, b.byteOffset, c.byteOffset, n, k, lda, ldb, ldc, acc]);
   }
 
   attention(batch: AttentionBatch, s: AttentionShape): void {
