@@ -79,3 +79,57 @@ export async function collect(events: AsyncIterable<SampleEvent>): Promise<Sampl
   for await (const ev of events) if (ev.type === 'done') return ev.result;
   throw new EngineError('internal', 'sample stream ended without a result');
 }
+
+// ---- training (LoRA) ----
+
+/** One training sequence: the exact sampled ids with the log-probs they were sampled with. */
+export interface Datum {
+  promptIds: number[];
+  responseIds: number[];
+  /** per response token (ppo) */
+  advantages?: number[];
+  /** per response token: log-probs under the behaviour policy that sampled them (ppo) */
+  behaviourLogprobs?: number[];
+  /** per response token weight, usually 0/1 (default: all 1) */
+  lossMask?: number[];
+  /** per response token, optional: only reported (|teacher − behaviour|), the advantages carry it into the loss */
+  teacherLogprobs?: number[];
+}
+
+export interface AdamParams {
+  learningRate: number;
+  beta1?: number;
+  beta2?: number;
+  eps?: number;
+  weightDecay?: number;
+  /** clip the global gradient norm to this (0 = off) */
+  gradClipNorm?: number;
+}
+export const ADAM_DEFAULTS = { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, gradClipNorm: 1 };
+
+export interface ForwardBackwardMetrics {
+  /** mean loss per unmasked token of this call */
+  loss: number;
+  tokens: number;
+  /** share of tokens whose PPO ratio was clipped (no gradient) */
+  clipFraction: number;
+  meanRatio: number;
+  /** mean k3 KL to the base model (only when the loss has a KL term) */
+  kl: number | null;
+  /** mean |teacher − behaviour| over tokens that carry teacher log-probs */
+  teacherBehaviourGap: number | null;
+  /** learner log-probs of every response token, per datum */
+  logprobs: number[][];
+  /** norm of the gradient accumulated so far, as the next optimStep would see it */
+  gradNorm: number;
+}
+
+export interface OptimStepMetrics {
+  step: number;
+  gradNorm: number;
+  /** the update was refused (non-finite gradients or loss): adapters unchanged */
+  skipped: boolean;
+  reason?: string;
+  tokens: number;
+  learningRate: number;
+}

@@ -1,7 +1,10 @@
 // The decoder-only transformer (Llama / Mistral / Qwen2 / Qwen3) of the embedded engine.
 // `forward` runs a batch of sequences at once: all their new tokens are stacked as rows, so the
 // GEMMs see one matrix (prefill of one prompt and decode steps of many sequences alike), while
-// attention runs per row against that row's own KV cache.
+// attention runs per row against that row's own KV cache. Each sequence may carry its own LoRA
+// adapter (a published version); the base GEMM is shared and the low-rank update is added per
+// run of rows that share an adapter. `runLayer` can record a tape of one layer's internals, which
+// the backward pass (backward.ts) uses after recomputing that layer from its checkpoint.
 import { loadConfig, type ModelConfig } from './config.ts';
 import { Arena } from './arena.ts';
 import { loadWeights, type ModelWeights } from './weights.ts';
@@ -12,8 +15,9 @@ import { swigluForward } from './ops/swiglu.ts';
 import type { Kernel, KernelName } from './kernels/kernel.ts';
 import { TsKernel } from './kernels/ts.ts';
 import { WasmKernel } from './kernels/wasm.ts';
+import type { LoraAdapter, LoraModule, LoraTarget } from './lora.ts';
 
-export interface BatchItem { tokens: ArrayLike<number>; cache: KvCache }
+export interface BatchItem { tokens: ArrayLike<number>; cache: KvCache; adapter?: LoraAdapter | null }
 
 export interface LoadOptions { kernel?: KernelName; threads?: number; maxContext?: number }
 
@@ -21,24 +25,46 @@ export function createKernel(arena: Arena, name: KernelName = 'wasm', threads?: 
   return name === 'ts' ? new TsKernel() : new WasmKernel(arena, threads);
 }
 
+/** Rows [row0, row0 + rows) use `adapter` (null: the base model). */
+export interface Segment { row0: number; rows: number; adapter: LoraAdapter | null }
+
+/** Row bookkeeping of one forward pass. */
+export interface BatchContext {
+  rows: number;
+  rowPos: Int32Array;
+  rowCache: KvCache[];
+  segments: Segment[];
+}
+
+/** One layer's internals, kept for its backward pass. `u` holds each LoRA module's s·A·x rows. */
+export interface LayerTape {
+  xn1: Float32Array; qkvRaw: Float32Array; qkv: Float32Array; att: Float32Array;
+  x2: Float32Array; xn2: Float32Array; gu: Float32Array; act: Float32Array;
+  u: Partial<Record<LoraTarget, Float32Array>>;
+}
+
+interface Workspace { x: Float32Array; xn: Float32Array; qkv: Float32Array; att: Float32Array; gu: Float32Array; act: Float32Array; u: Float32Array }
+
 export class Transformer {
   readonly rope: RopeTable;
   readonly qDim: number;
   readonly kvDim: number;
+  readonly ldqkv: number;
   readonly maxContext: number;
-  private capacity = 0;
-  private ws!: { x: Float32Array; xn: Float32Array; qkv: Float32Array; att: Float32Array; gu: Float32Array; act: Float32Array };
-
   readonly cfg: ModelConfig;
   readonly weights: ModelWeights;
   readonly kernel: Kernel;
   readonly arena: Arena;
+  private capacity = 0;
+  private rankCapacity = 0;
+  private ws!: Workspace;
 
   constructor(cfg: ModelConfig, weights: ModelWeights, kernel: Kernel, arena: Arena, maxContext?: number) {
     this.cfg = cfg; this.weights = weights; this.kernel = kernel; this.arena = arena;
     this.rope = new RopeTable(ropeFrequencies(cfg));
     this.qDim = cfg.numHeads * cfg.headDim;
     this.kvDim = cfg.numKvHeads * cfg.headDim;
+    this.ldqkv = this.qDim + 2 * this.kvDim;
     this.maxContext = Math.min(maxContext ?? cfg.maxPositionEmbeddings, cfg.maxPositionEmbeddings);
   }
 
@@ -53,38 +79,43 @@ export class Transformer {
     return new KvCache(this.arena, this.cfg.numLayers, this.kvDim, this.maxContext);
   }
 
-  private workspace(rows: number) {
-    if (rows > this.capacity) {
+  /** Scratch buffers for `rows` rows (grown by powers of two, reused across calls). */
+  workspace(rows: number, maxRank = 0): Workspace {
+    if (rows > this.capacity || maxRank > this.rankCapacity) {
       if (this.capacity > 0) for (const b of Object.values(this.ws)) this.arena.free(b);
-      const cap = 2 ** Math.ceil(Math.log2(Math.max(rows, 4)));
+      const cap = Math.max(this.capacity, 2 ** Math.ceil(Math.log2(Math.max(rows, 4))));
       const { hiddenSize: H, intermediateSize: I } = this.cfg;
+      this.rankCapacity = Math.max(this.rankCapacity, maxRank, 1);
       this.ws = {
-        x: this.arena.alloc(cap * H), xn: this.arena.alloc(cap * H),
-        qkv: this.arena.alloc(cap * (this.qDim + 2 * this.kvDim)), att: this.arena.alloc(cap * this.qDim),
-        gu: this.arena.alloc(cap * 2 * I), act: this.arena.alloc(cap * I),
+        x: this.arena.alloc(cap * H), xn: this.arena.alloc(cap * H), qkv: this.arena.alloc(cap * this.ldqkv),
+        att: this.arena.alloc(cap * this.qDim), gu: this.arena.alloc(cap * 2 * I), act: this.arena.alloc(cap * I),
+        u: this.arena.alloc(cap * this.rankCapacity),
       };
       this.capacity = cap;
     }
     return this.ws;
   }
 
-  /**
-   * Runs every item's new tokens and appends their keys/values to the item's cache.
-   * Returns the final-norm hidden states, one row per token in item order ([Σ tokens, hidden]);
-   * the array is reused by the next call.
-   */
-  forward(items: BatchItem[]): Float32Array {
-    const { cfg, weights: W, kernel } = this;
-    const H = cfg.hiddenSize, I = cfg.intermediateSize, hd = cfg.headDim, qDim = this.qDim, kvDim = this.kvDim;
-    const ldqkv = qDim + 2 * kvDim;
-    let R = 0;
-    for (const it of items) { it.cache.reserve(it.tokens.length); R += it.tokens.length; }
-    const ws = this.workspace(R);
+  /** Embed every item's new tokens into ws.x, reserve cache room, and describe the rows. */
+  prepare(items: BatchItem[]): { ws: Workspace; ctx: BatchContext } {
+    const { cfg, weights: W } = this;
+    const H = cfg.hiddenSize;
+    let R = 0, maxRank = 0;
+    for (const it of items) {
+      it.cache.reserve(it.tokens.length);
+      R += it.tokens.length;
+      if (it.adapter) maxRank = Math.max(maxRank, it.adapter.config.rank);
+    }
+    const ws = this.workspace(R, maxRank);
     const rowPos = new Int32Array(R);
     const rowCache: KvCache[] = new Array(R);
-
+    const segments: Segment[] = [];
     let r = 0;
     for (const it of items) {
+      const adapter = it.adapter ?? null;
+      const last = segments.at(-1);
+      if (last && last.adapter === adapter) last.rows += it.tokens.length;
+      else segments.push({ row0: r, rows: it.tokens.length, adapter });
       for (let t = 0; t < it.tokens.length; t++, r++) {
         const tok = it.tokens[t];
         if (!Number.isInteger(tok) || tok < 0 || tok >= cfg.vocabSize) throw new RangeError(`token id ${tok} is outside the vocabulary (0..${cfg.vocabSize - 1})`);
@@ -93,37 +124,92 @@ export class Transformer {
         rowCache[r] = it.cache;
       }
     }
+    return { ws, ctx: { rows: R, rowPos, rowCache, segments } };
+  }
 
+  /**
+   * Runs every item's new tokens and appends their keys/values to the item's cache.
+   * Returns the final-norm hidden states, one row per token in item order ([Σ tokens, hidden]);
+   * the array is reused by the next call. `checkpoints[l]` (if given) receives layer l's input
+   * rows and `checkpoints[numLayers]` the last layer's output: what the backward pass recomputes from.
+   */
+  forward(items: BatchItem[], checkpoints?: Float32Array[]): Float32Array {
+    return this.forwardWithContext(items, checkpoints).hidden;
+  }
+
+  /** `forward`, also returning the rows' bookkeeping (the backward pass needs it). */
+  forwardWithContext(items: BatchItem[], checkpoints?: Float32Array[]): { hidden: Float32Array; ctx: BatchContext } {
+    const { ws, ctx } = this.prepare(items);
+    const { cfg } = this;
+    const R = ctx.rows, H = cfg.hiddenSize;
     for (let l = 0; l < cfg.numLayers; l++) {
-      const L = W.layers[l];
-      const rowK = rowCache.map((c) => c.k[l]), rowV = rowCache.map((c) => c.v[l]);
-      // attention block
-      rmsnormForward(ws.xn, ws.x, L.inputNorm, R, H, cfg.rmsNormEps);
-      kernel.matmulNT(ws.qkv, ws.xn, L.wqkv, R, ldqkv, H);
-      for (let i = 0; i < R; i++) {
-        const o = i * ldqkv;
-        if (L.bqkv) for (let j = 0; j < ldqkv; j++) ws.qkv[o + j] += L.bqkv[j];
-        if (L.qNorm && L.kNorm) {
-          rmsnormForward(ws.qkv, ws.qkv, L.qNorm, cfg.numHeads, hd, cfg.rmsNormEps, hd, hd, o, o);
-          rmsnormForward(ws.qkv, ws.qkv, L.kNorm, cfg.numKvHeads, hd, cfg.rmsNormEps, hd, hd, o + qDim, o + qDim);
-        }
-        for (let h = 0; h < cfg.numHeads; h++) this.rope.apply(ws.qkv, o + h * hd, rowPos[i]);
-        for (let h = 0; h < cfg.numKvHeads; h++) this.rope.apply(ws.qkv, o + qDim + h * hd, rowPos[i]);
-        // append this row's key and value to its cache
-        rowK[i].set(ws.qkv.subarray(o + qDim, o + qDim + kvDim), rowPos[i] * kvDim);
-        rowV[i].set(ws.qkv.subarray(o + qDim + kvDim, o + ldqkv), rowPos[i] * kvDim);
-      }
-      kernel.attention({ q: ws.qkv, ldq: ldqkv, out: ws.att, rows: R, rowK, rowV, rowPos }, cfg);
-      kernel.matmulNT(ws.x, ws.att, L.wo, R, H, qDim, { accumulate: true }); // residual add for free
-      // MLP block
-      rmsnormForward(ws.xn, ws.x, L.postNorm, R, H, cfg.rmsNormEps);
-      kernel.matmulNT(ws.gu, ws.xn, L.wgu, R, 2 * I, H);
-      swigluForward(ws.act, ws.gu, R, I);
-      kernel.matmulNT(ws.x, ws.act, L.wdown, R, H, I, { accumulate: true });
+      if (checkpoints) checkpoints[l].set(ws.x.subarray(0, R * H));
+      this.runLayer(l, ws, ctx, null);
     }
+    if (checkpoints) checkpoints[cfg.numLayers].set(ws.x.subarray(0, R * H));
     for (const it of items) it.cache.length += it.tokens.length;
-    rmsnormForward(ws.xn, ws.x, W.finalNorm, R, H, cfg.rmsNormEps);
-    return ws.xn.subarray(0, R * H);
+    rmsnormForward(ws.xn, ws.x, this.weights.finalNorm, R, H, cfg.rmsNormEps);
+    return { hidden: ws.xn.subarray(0, R * H), ctx };
+  }
+
+  /** y[rows, out] (+)= ũ·Bᵀ with ũ = s·A·x, for every segment that has an adapter with this module. */
+  private lora(target: LoraTarget, l: number, ctx: BatchContext, x: Float32Array, ldx: number, y: Float32Array, ldy: number, ws: Workspace, tape: LayerTape | null): void {
+    for (const seg of ctx.segments) {
+      const m: LoraModule | undefined = seg.adapter?.layers[l][target];
+      if (!m || !seg.adapter) continue;
+      const r = seg.adapter.config.rank, s = seg.adapter.scale;
+      const u = tape?.u[target] ?? ws.u;
+      const useg = u.subarray(seg.row0 * r, (seg.row0 + seg.rows) * r);
+      this.kernel.matmulNT(useg, x.subarray(seg.row0 * ldx), m.a, seg.rows, r, m.in, { lda: ldx });
+      for (let i = 0; i < useg.length; i++) useg[i] *= s;
+      this.kernel.matmulNT(y.subarray(seg.row0 * ldy), useg, m.b, seg.rows, m.out, r, { ldc: ldy, accumulate: true });
+    }
+  }
+
+  /** Layer l on ws.x (its input; its output on return). With a tape, the internals are copied there. */
+  runLayer(l: number, ws: Workspace, ctx: BatchContext, tape: LayerTape | null): void {
+    const { cfg, kernel, qDim, kvDim, ldqkv } = this;
+    const L = this.weights.layers[l];
+    const R = ctx.rows, H = cfg.hiddenSize, I = cfg.intermediateSize, hd = cfg.headDim;
+    const { rowPos, rowCache } = ctx;
+    const qkv = tape?.qkv ?? ws.qkv, att = tape?.att ?? ws.att, gu = tape?.gu ?? ws.gu, act = tape?.act ?? ws.act;
+
+    // attention block
+    const xn1 = tape?.xn1 ?? ws.xn;
+    rmsnormForward(xn1, ws.x, L.inputNorm, R, H, cfg.rmsNormEps);
+    kernel.matmulNT(qkv, xn1, L.wqkv, R, ldqkv, H);
+    this.lora('q_proj', l, ctx, xn1, H, qkv, ldqkv, ws, tape);
+    this.lora('k_proj', l, ctx, xn1, H, qkv.subarray(qDim), ldqkv, ws, tape);
+    this.lora('v_proj', l, ctx, xn1, H, qkv.subarray(qDim + kvDim), ldqkv, ws, tape);
+    if (L.bqkv) for (let i = 0; i < R; i++) for (let j = 0; j < ldqkv; j++) qkv[i * ldqkv + j] += L.bqkv[j];
+    if (tape) tape.qkvRaw.set(qkv.subarray(0, R * ldqkv));
+    const rowK = rowCache.map((c) => c.k[l]), rowV = rowCache.map((c) => c.v[l]);
+    for (let i = 0; i < R; i++) {
+      const o = i * ldqkv;
+      if (L.qNorm && L.kNorm) {
+        rmsnormForward(qkv, qkv, L.qNorm, cfg.numHeads, hd, cfg.rmsNormEps, hd, hd, o, o);
+        rmsnormForward(qkv, qkv, L.kNorm, cfg.numKvHeads, hd, cfg.rmsNormEps, hd, hd, o + qDim, o + qDim);
+      }
+      for (let h = 0; h < cfg.numHeads; h++) this.rope.apply(qkv, o + h * hd, rowPos[i]);
+      for (let h = 0; h < cfg.numKvHeads; h++) this.rope.apply(qkv, o + qDim + h * hd, rowPos[i]);
+      // this row's key and value go to its cache (a recompute writes the same values again)
+      rowK[i].set(qkv.subarray(o + qDim, o + qDim + kvDim), rowPos[i] * kvDim);
+      rowV[i].set(qkv.subarray(o + qDim + kvDim, o + ldqkv), rowPos[i] * kvDim);
+    }
+    kernel.attention({ q: qkv, ldq: ldqkv, out: att, rows: R, rowK, rowV, rowPos }, cfg);
+    kernel.matmulNT(ws.x, att, L.wo, R, H, qDim, { accumulate: true }); // residual add for free
+    this.lora('o_proj', l, ctx, att, qDim, ws.x, H, ws, tape);
+    if (tape) tape.x2.set(ws.x.subarray(0, R * H));
+
+    // MLP block
+    const xn2 = tape?.xn2 ?? ws.xn;
+    rmsnormForward(xn2, ws.x, L.postNorm, R, H, cfg.rmsNormEps);
+    kernel.matmulNT(gu, xn2, L.wgu, R, 2 * I, H);
+    this.lora('gate_proj', l, ctx, xn2, H, gu, 2 * I, ws, tape);
+    this.lora('up_proj', l, ctx, xn2, H, gu.subarray(I), 2 * I, ws, tape);
+    swigluForward(act, gu, R, I);
+    kernel.matmulNT(ws.x, act, L.wdown, R, H, I, { accumulate: true });
+    this.lora('down_proj', l, ctx, act, I, ws.x, H, ws, tape);
   }
 
   /** logits [rows, vocab] of `rows` hidden states (into `out`, an arena array of ≥ rows·vocab). */

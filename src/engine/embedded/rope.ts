@@ -72,6 +72,17 @@ export class RopeTable {
     this.cos = cos; this.sin = sin; this.positions = cap;
   }
 
+  /** The backward of `apply`: rotate a gradient by the transposed rotation (−angle), in place. */
+  applyTransposed(x: Float32Array, off: number, p: number): void {
+    this.ensure(p + 1);
+    const half = this.freqs.invFreq.length, t = p * half;
+    for (let i = 0; i < half; i++) {
+      const a = x[off + i], b = x[off + i + half], c = this.cos[t + i], s = this.sin[t + i];
+      x[off + i] = a * c + b * s;
+      x[off + i + half] = b * c - a * s;
+    }
+  }
+
   /** Rotate one head vector x[off .. off+headDim) in place for position p. */
   apply(x: Float32Array, off: number, p: number): void {
     this.ensure(p + 1);

@@ -1,0 +1,233 @@
+// LoRA training on the embedded engine, shaped like the Tinker primitives:
+// forwardBackward(data, loss) accumulates gradients (summed over tokens) until optimStep(adam)
+// divides them by the number of loss tokens, clips, and updates the trainable adapter.
+import type { Transformer } from './model.ts';
+import { LoraAdapter, validateLoraConfig, type LoraConfig } from './lora.ts';
+import { Backprop } from './backward.ts';
+import { AdamW, gradNorm } from './optimizer.ts';
+import { rmsnormBackward } from './ops/rmsnorm.ts';
+import { logSumExp } from './ops/logits.ts';
+import { ppoToken, k3Token, crossEntropyToken, PPO_DEFAULTS, type LossSpec } from '../../learn/losses.ts';
+import { EngineError, type Datum, type ForwardBackwardMetrics, type OptimStepMetrics, type AdamParams } from '../types.ts';
+
+/** Rows (tokens) of several data packed into one forward/backward pass. */
+const TRAIN_BATCH_ROWS = 1024;
+/** Rows of logits held at once in the loss head ([rows × vocab] floats). */
+const HEAD_ROWS = 32;
+
+export class LoraTrainer {
+  readonly model: Transformer;
+  readonly adapter: LoraAdapter;
+  readonly grads: LoraAdapter;
+  readonly optimizer: AdamW;
+  /** loss tokens accumulated since the last optimizer step */
+  pendingTokens = 0;
+  private nonFinite: string | null = null;
+  private readonly backprop: Backprop;
+
+  constructor(model: Transformer, config: Partial<LoraConfig> = {}, adapter?: LoraAdapter) {
+    this.model = model;
+    const cfg = validateLoraConfig(config);
+    this.adapter = adapter ?? LoraAdapter.create(model.cfg, cfg, model.arena, 'peft');
+    this.grads = LoraAdapter.create(model.cfg, this.adapter.config, model.arena, 'zeros');
+    this.optimizer = new AdamW(this.adapter);
+    this.backprop = new Backprop(model, this.adapter, this.grads);
+  }
+
+  validate(d: Datum, spec: LossSpec): void {
+    const n = d.responseIds.length, V = this.model.cfg.vocabSize;
+    if (d.promptIds.length === 0) throw new EngineError('bad_request', 'a datum needs at least one prompt token');
+    if (n === 0) throw new EngineError('bad_request', 'a datum needs at least one response token');
+    if (d.promptIds.length + n - 1 > this.model.maxContext) throw new EngineError('context_length_exceeded', `a datum of ${d.promptIds.length + n} tokens exceeds the context of ${this.model.maxContext}`);
+    for (const id of [...d.promptIds, ...d.responseIds]) if (!Number.isInteger(id) || id < 0 || id >= V) throw new EngineError('bad_request', `token id ${id} is outside the vocabulary (0..${V - 1})`);
+    const perToken = (name: keyof Datum, required: boolean) => {
+      const v = d[name] as number[] | undefined;
+      if (v === undefined) { if (required) throw new EngineError('bad_request', `the ${spec.kind} loss needs ${name} for every response token`); return; }
+      if (v.length !== n) throw new EngineError('bad_request', `${name} has ${v.length} values for ${n} response tokens`);
+    };
+    perToken('advantages', spec.kind === 'ppo');
+    perToken('behaviourLogprobs', spec.kind === 'ppo');
+    perToken('lossMask', false);
+    perToken('teacherLogprobs', false);
+  }
+
+  /**
+   * Teacher-forced log-probs of each response token with an adapter (null = base model): the same
+   * arithmetic the training loss uses, so base/reference scores line up with training.
+   */
+  logprobs(data: Pick<Datum, 'promptIds' | 'responseIds'>[], adapter: LoraAdapter | null, temperature = 1): Float32Array[] {
+    const out: Float32Array[] = [];
+    for (const group of packRows(data)) {
+      const items = group.map((d) => ({ tokens: [...d.promptIds, ...d.responseIds.slice(0, -1)], cache: this.model.newCache(), adapter }));
+      try {
+        const hidden = this.model.forward(items);
+        let base = 0;
+        for (const d of group) {
+          const lp = new Float32Array(d.responseIds.length);
+          this.head(hidden, base + d.promptIds.length - 1, d.responseIds, temperature, (t, logp) => { lp[t] = logp; return 0; }, null);
+          out.push(lp);
+          base += d.promptIds.length + d.responseIds.length - 1;
+        }
+      } finally {
+        for (const it of items) it.cache.release();
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Loss head over the response rows [first, first + n) of `hidden`, HEAD_ROWS rows at a time.
+   * `term(t, logp)` returns ∂loss/∂logp of token t; with `dHidden`, the gradient w.r.t. those
+   * hidden rows is written there (dlogits = dlogp·(onehot − softmax)/T, then ·E).
+   */
+  private head(hidden: Float32Array, first: number, targets: number[], temperature: number, term: (t: number, logp: number) => number, dHidden: Float32Array | null): void {
+    const { cfg, arena, kernel } = this.model;
+    const H = cfg.hiddenSize, V = cfg.vocabSize, invT = 1 / temperature;
+    const logits = arena.alloc(HEAD_ROWS * V);
+    try {
+      for (let t0 = 0; t0 < targets.length; t0 += HEAD_ROWS) {
+        const rows = Math.min(HEAD_ROWS, targets.length - t0);
+        this.model.logits(logits, hidden.subarray((first + t0) * H, (first + t0 + rows) * H), rows);
+        let anyGrad = false;
+        for (let i = 0; i < rows; i++) {
+          const o = i * V, target = targets[t0 + i];
+          const lse = logSumExp(logits, o, V, invT);
+          const logp = logits[o + target] * invT - lse;
+          const g = term(t0 + i, logp);
+          if (!dHidden) continue;
+          // dlogits = g·(onehot − p)/T, written over the logits row
+          const c = g * invT;
+          for (let v = 0; v < V; v++) logits[o + v] = -c * Math.exp(logits[o + v] * invT - lse);
+          logits[o + target] += c;
+          if (g !== 0) anyGrad = true;
+        }
+        if (dHidden && anyGrad) kernel.matmulNN(dHidden.subarray((first + t0) * H), logits, this.model.weights.lmHead, rows, H, V, { accumulate: true });
+      }
+    } finally {
+      arena.free(logits);
+    }
+  }
+
+  forwardBackward(data: Datum[], spec: LossSpec): ForwardBackwardMetrics {
+    if (data.length === 0) throw new EngineError('bad_request', 'forwardBackward needs at least one datum');
+    for (const d of data) this.validate(d, spec);
+    const temperature = spec.temperature ?? 1;
+    const ppo = spec.kind === 'ppo' ? { ...PPO_DEFAULTS, ...spec } : null;
+    const base = ppo && ppo.klCoef > 0 ? this.logprobs(data, null, temperature) : null;
+    const metrics = { loss: 0, tokens: 0, clipped: 0, ratio: 0, kl: 0, gap: 0, gapTokens: 0 };
+    const logprobs: number[][] = [];
+    let index = 0;
+    for (const group of packRows(data)) {
+      const first = index;
+      index += group.length;
+      this.step(group, (k, t, logp) => {
+        const d = group[k], mask = d.lossMask?.[t] ?? 1;
+        (logprobs[first + k] ??= [])[t] = logp;
+        if (mask === 0) return 0;
+        let loss: number, dlogp: number;
+        if (ppo) {
+          const term = ppoToken(logp, d.behaviourLogprobs![t], d.advantages![t], ppo.clipLow, ppo.clipHigh);
+          loss = term.loss; dlogp = term.dlogp;
+          metrics.ratio += term.ratio;
+          if (term.clipped) metrics.clipped++;
+          if (base) {
+            const kl = k3Token(logp, base[first + k][t]);
+            loss += ppo.klCoef * kl.kl; dlogp += ppo.klCoef * kl.dlogp;
+            metrics.kl += kl.kl;
+          }
+          if (d.teacherLogprobs) { metrics.gap += Math.abs(d.teacherLogprobs[t] - d.behaviourLogprobs![t]); metrics.gapTokens++; }
+        } else {
+          ({ loss, dlogp } = crossEntropyToken(logp));
+        }
+        if (!Number.isFinite(loss) || !Number.isFinite(dlogp)) this.nonFinite ??= `non-finite loss at datum ${first + k}, token ${t}`;
+        metrics.loss += loss * mask;
+        metrics.tokens += mask;
+        return dlogp * mask;
+      }, temperature);
+    }
+    this.pendingTokens += metrics.tokens;
+    const n = Math.max(metrics.tokens, 1e-12);
+    return {
+      loss: metrics.loss / n, tokens: metrics.tokens,
+      clipFraction: ppo ? metrics.clipped / n : 0, meanRatio: ppo ? metrics.ratio / n : 1,
+      kl: base ? metrics.kl / n : null, teacherBehaviourGap: metrics.gapTokens > 0 ? metrics.gap / metrics.gapTokens : null,
+      logprobs, gradNorm: gradNorm(this.grads, 1 / Math.max(this.pendingTokens, 1)),
+    };
+  }
+
+  /** One packed forward + loss + backward over `group`, adding into the gradients. */
+  private step(group: Datum[], term: (datum: number, t: number, logp: number) => number, temperature: number): void {
+    const { model } = this;
+    const { arena, cfg } = model;
+    const H = cfg.hiddenSize, L = cfg.numLayers;
+    const items = group.map((d) => ({ tokens: [...d.promptIds, ...d.responseIds.slice(0, -1)], cache: model.newCache(), adapter: this.adapter }));
+    const R = items.reduce((a, it) => a + it.tokens.length, 0);
+    const checkpoints = Array.from({ length: L + 1 }, () => arena.alloc(R * H));
+    const dx = arena.alloc(R * H);
+    const dK: Float32Array[] = [], dV: Float32Array[] = [];
+    try {
+      const { hidden, ctx } = model.forwardWithContext(items, checkpoints);
+      // loss head: dx collects ∂L/∂(final hidden) on response rows
+      let row = 0;
+      group.forEach((d, k) => {
+        this.head(hidden, row + d.promptIds.length - 1, d.responseIds, temperature, (t, logp) => term(k, t, logp), dx);
+        row += items[k].tokens.length;
+      });
+      const dFinal = arena.alloc(R * H);
+      rmsnormBackward(dFinal, dx, checkpoints[L], model.weights.finalNorm, R, H, cfg.rmsNormEps, false);
+      dx.set(dFinal);
+      arena.free(dFinal);
+      // per-row views of per-sequence dK/dV blocks
+      const blocks = items.map((it) => [arena.alloc(it.tokens.length * model.kvDim), arena.alloc(it.tokens.length * model.kvDim)]);
+      items.forEach((it, k) => { for (let t = 0; t < it.tokens.length; t++) { dK.push(blocks[k][0]); dV.push(blocks[k][1]); } });
+      for (let l = L - 1; l >= 0; l--) this.backprop.layer(l, checkpoints[l], ctx, dx, dK, dV);
+      for (const [a, b] of blocks) { arena.free(a); arena.free(b); }
+    } finally {
+      for (const c of checkpoints) arena.free(c);
+      arena.free(dx);
+      for (const it of items) it.cache.release();
+    }
+  }
+
+  /**
+   * Mean the accumulated gradients over their loss tokens, clip, and update. A step whose loss or
+   * gradients are not finite is refused: the adapter is unchanged and the gradients are dropped.
+   */
+  optimStep(p: AdamParams): OptimStepMetrics {
+    if (!(p.learningRate >= 0)) throw new EngineError('bad_request', `learningRate must be a non-negative number (got ${p.learningRate})`);
+    const tokens = this.pendingTokens;
+    const scale = 1 / Math.max(tokens, 1);
+    const norm = gradNorm(this.grads, scale);
+    const reason = this.nonFinite ?? (Number.isFinite(norm) ? null : 'non-finite gradient norm');
+    const clip = p.gradClipNorm ?? 1;
+    let skipped = false;
+    if (reason) skipped = true;
+    else if (tokens > 0) {
+      const factor = scale * (clip > 0 && norm > clip ? clip / norm : 1);
+      for (const t of this.grads.tensors()) for (let i = 0; i < t.data.length; i++) t.data[i] *= factor;
+      this.optimizer.apply(this.adapter, this.grads, p);
+    }
+    this.grads.zero();
+    this.pendingTokens = 0;
+    this.nonFinite = null;
+    return { step: this.optimizer.step, gradNorm: norm, skipped, reason: reason ?? undefined, tokens, learningRate: p.learningRate };
+  }
+
+  release(): void {
+    this.backprop.release();
+    this.grads.free();
+  }
+}
+
+/** Split data into groups whose packed rows stay within TRAIN_BATCH_ROWS (a longer datum goes alone). */
+function packRows<T extends Pick<Datum, 'promptIds' | 'responseIds'>>(data: T[]): T[][] {
+  const groups: T[][] = [];
+  let rows = 0;
+  for (const d of data) {
+    const n = d.promptIds.length + d.responseIds.length - 1;
+    if (groups.length === 0 || rows + n > TRAIN_BATCH_ROWS) { groups.push([]); rows = 0; }
+    groups.at(-1)!.push(d);
+    rows += n;
+  }
+  return groups;
+}

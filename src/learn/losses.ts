@@ -1,0 +1,47 @@
+// Per-token losses and their derivatives with respect to the learner's log-prob. Pure functions:
+// the engine calls them for every response token and backpropagates `dlogp`.
+//
+// Aggregation is token-level: losses are summed over every unmasked token of every forward/backward
+// call, and the optimizer step divides by the number of those tokens (the mean over the optimizer
+// batch), so long and short responses weigh the same per token.
+
+export interface PpoLoss {
+  kind: 'ppo';
+  /** ratio clip range [1 − clipLow, 1 + clipHigh] (defaults 0.2 / 0.28, as upstream) */
+  clipLow?: number;
+  clipHigh?: number;
+  /** β of the β·KL(π_θ‖π_base) penalty (k3 estimator), 0 = off; costs one forward with adapters off */
+  klCoef?: number;
+}
+export interface CrossEntropyLoss { kind: 'cross_entropy' }
+export type LossSpec = (PpoLoss | CrossEntropyLoss) & {
+  /** log-probs are of softmax(logits / T): use the temperature the tokens were sampled at (default 1) */
+  temperature?: number;
+};
+
+export const PPO_DEFAULTS = { clipLow: 0.2, clipHigh: 0.28, klCoef: 0 };
+
+export interface TokenTerm { loss: number; dlogp: number; ratio: number; clipped: boolean }
+
+/**
+ * Clipped surrogate: loss = −min(ρ·A, clip(ρ, 1−εl, 1+εh)·A) with ρ = exp(logp − behaviourLogp).
+ * Where the clipped branch is the minimum the loss is flat in logp (no gradient).
+ */
+export function ppoToken(logp: number, behaviourLogp: number, advantage: number, clipLow: number, clipHigh: number): TokenTerm {
+  const ratio = Math.exp(logp - behaviourLogp);
+  const clippedRatio = Math.min(Math.max(ratio, 1 - clipLow), 1 + clipHigh);
+  const unclipped = ratio * advantage, clipped = clippedRatio * advantage;
+  if (clipped < unclipped) return { loss: -clipped, dlogp: 0, ratio, clipped: true };
+  return { loss: -unclipped, dlogp: -ratio * advantage, ratio, clipped: false };
+}
+
+/** k3 estimator of KL(π‖π_base) at a sampled token: e^(b−p) − (b−p) − 1 ≥ 0, with its derivative in p. */
+export function k3Token(logp: number, baseLogp: number): { kl: number; dlogp: number } {
+  const d = baseLogp - logp;
+  return { kl: Math.exp(d) - d - 1, dlogp: 1 - Math.exp(d) };
+}
+
+/** Negative log-likelihood of the target token. */
+export function crossEntropyToken(logp: number): { loss: number; dlogp: number } {
+  return { loss: -logp, dlogp: -1 };
+}

@@ -1,0 +1,101 @@
+// The hand-written backward pass against central finite differences.
+// Method: a careful float32 check of directional derivatives. For a random direction d over every
+// LoRA parameter, (L(θ + h·d) − L(θ − h·d)) / 2h must match Σ ∂L/∂θ · d. The loss is the token sum
+// (what forwardBackward accumulates before optimStep divides by the token count), h = 1e-3, and the
+// tolerance is 1% relative — float32 rounding of the two losses limits the quotient to ~1e-4.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { Transformer } from '../../src/engine/embedded/model.ts';
+import { LoraTrainer } from '../../src/engine/embedded/trainer.ts';
+import { ppoToken, k3Token, PPO_DEFAULTS, type LossSpec } from '../../src/learn/losses.ts';
+import { Rng } from '../../src/engine/embedded/rng.ts';
+import { tinyConfig } from '../../src/bench/shapes.ts';
+import type { Datum } from '../../src/engine/types.ts';
+import { tempDir, tinyModel } from '../helpers/models.ts';
+
+const tmp = tempDir();
+after(tmp.cleanup);
+
+function lossSum(tr: LoraTrainer, data: Datum[], spec: LossSpec): number {
+  const T = spec.temperature ?? 1;
+  const lps = tr.logprobs(data, tr.adapter, T);
+  const base = spec.kind === 'ppo' && spec.klCoef ? tr.logprobs(data, null, T) : null;
+  let sum = 0;
+  data.forEach((d, k) => lps[k].forEach((lp, t) => {
+    const mask = d.lossMask?.[t] ?? 1;
+    if (spec.kind === 'cross_entropy') { sum += -lp * mask; return; }
+    let l = ppoToken(lp, d.behaviourLogprobs![t], d.advantages![t], spec.clipLow ?? PPO_DEFAULTS.clipLow, spec.clipHigh ?? PPO_DEFAULTS.clipHigh).loss;
+    if (base) l += spec.klCoef! * k3Token(lp, base[k][t]).kl;
+    sum += l * mask;
+  }));
+  return sum;
+}
+
+/** `only` restricts the direction to one module's A or B (e.g. 'o_proj.A'), so no error hides behind larger terms. */
+function directionalCheck(tr: LoraTrainer, data: Datum[], spec: LossSpec, seed: number, only?: string): { analytic: number; numeric: number } {
+  const rng = new Rng(seed);
+  const params = [...tr.adapter.tensors()];
+  const dirs = params.map((p) => Float32Array.from({ length: p.data.length }, () => (!only || only === `${p.target}.${p.which}` ? rng.next() * 2 - 1 : 0)));
+  tr.grads.zero(); tr.pendingTokens = 0;
+  tr.forwardBackward(data, spec);
+  let analytic = 0;
+  [...tr.grads.tensors()].forEach((g, i) => { for (let j = 0; j < g.data.length; j++) analytic += g.data[j] * dirs[i][j]; });
+  tr.grads.zero(); tr.pendingTokens = 0;
+  const h = 1e-3;
+  const shift = (sign: number) => params.forEach((p, i) => { for (let j = 0; j < p.data.length; j++) p.data[j] += sign * h * dirs[i][j]; });
+  shift(1);
+  const plus = lossSum(tr, data, spec);
+  shift(-2);
+  const minus = lossSum(tr, data, spec);
+  shift(1);
+  return { analytic, numeric: (plus - minus) / (2 * h) };
+}
+
+const ARCHS = {
+  llama: tinyConfig('llama'),
+  qwen2: tinyConfig('qwen2'),
+  qwen3: tinyConfig('qwen3', { head_dim: 16 }),
+  'mistral (sliding window 4)': tinyConfig('mistral', { sliding_window: 4 }),
+};
+
+for (const [name, raw] of Object.entries(ARCHS)) {
+  for (const kernel of ['ts', 'wasm'] as const) {
+    test(`gradient check, ${name} (${kernel} kernel): PPO with KL, and cross-entropy, match finite differences`, async () => {
+      const dir = join(tmp.dir, name.replace(/\W+/g, '-'));
+      tinyModel(dir, raw, { scale: 10 });
+      const model = Transformer.load(dir, { kernel });
+      try {
+        const tr = new LoraTrainer(model, { rank: 4, alpha: 8, seed: 1 });
+        // B starts at zero (PEFT); make it non-zero so A gets gradients too
+        const rng = new Rng(2);
+        for (const t of tr.adapter.tensors()) if (t.which === 'B') for (let i = 0; i < t.data.length; i++) t.data[i] = (rng.next() * 2 - 1) * 0.2;
+        const data: Datum[] = [
+          { promptIds: [1, 7, 9, 11], responseIds: [20, 30, 40, 50, 60, 70] },
+          { promptIds: [1, 100], responseIds: [200, 300, 400], lossMask: [1, 0, 1] },
+        ];
+        // behaviour log-probs near the current ones keep every ratio inside the clip range (the surrogate is smooth there)
+        const current = tr.logprobs(data, tr.adapter);
+        data.forEach((d, k) => {
+          d.behaviourLogprobs = Array.from(current[k], (lp, t) => lp + 0.05 * Math.sin(t + k));
+          d.advantages = d.responseIds.map((_, t) => (t % 2 ? 1 : -0.5));
+        });
+        const directions = [undefined, ...['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'].flatMap((t) => [`${t}.A`, `${t}.B`])];
+        let worst = 0;
+        for (const spec of [{ kind: 'ppo', klCoef: 0.3 }, { kind: 'cross_entropy', temperature: 0.7 }] as LossSpec[]) {
+          for (const only of directions) {
+            const { analytic, numeric } = directionalCheck(tr, data, spec, 11, only);
+            assert.ok(Math.abs(analytic) > 1e-4, `${spec.kind} ${only ?? 'all'}: the directional derivative should not vanish (${analytic})`);
+            const rel = Math.abs(analytic - numeric) / Math.max(Math.abs(numeric), 1e-6);
+            worst = Math.max(worst, rel);
+            assert.ok(rel < 1e-2, `${spec.kind} ${only ?? 'all parameters'}: analytic ${analytic} vs numeric ${numeric} (relative error ${rel.toExponential(2)})`);
+          }
+        }
+        console.log(`# ${name} (${kernel}): worst relative error over ${2 * directions.length} directional checks: ${worst.toExponential(2)}`);
+        tr.release();
+      } finally {
+        await model.close();
+      }
+    });
+  }
+}
