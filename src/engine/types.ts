@@ -44,7 +44,16 @@ export interface SampleResult {
 export type SampleEvent = { type: 'token'; token: SampledToken } | { type: 'done'; result: SampleResult };
 
 export interface ScoreRequest { promptIds: number[]; responseIds: number[] }
-export interface ScoreOptions { /** scale logits by 1/T before the log-softmax (default 1) */ temperature?: number }
+/**
+ * Which weights score: 'published' (what new requests are served with, the default), 'current'
+ * (the adapter being trained), 'base' (adapters off), or a saved version number.
+ */
+export type AdapterSelector = 'published' | 'current' | 'base' | number;
+export interface ScoreOptions {
+  /** scale logits by 1/T before the log-softmax (default 1) */
+  temperature?: number;
+  adapter?: AdapterSelector;
+}
 
 export interface EngineInfo {
   modelId: string;

@@ -9,11 +9,18 @@ import type { KvCache } from './kv-cache.ts';
 import { sampleToken } from './sampler.ts';
 import { Rng, randomSeed } from './rng.ts';
 import { IncrementalDecoder, StopMatcher } from './detokenize.ts';
-import { logSumExp } from './ops/logits.ts';
-import { EngineError, type EngineInfo, type SampleParams, type SampleResult, type SampledToken, type ScoreRequest, type ScoreOptions } from '../types.ts';
+import { scoreResponses } from './score.ts';
+import { LoraTrainer } from './trainer.ts';
+import type { LoraAdapter, LoraConfig } from './lora.ts';
+import { saveAdapter, loadAdapter, saveTrainingState, loadTrainingState } from './peft.ts';
+import type { LossSpec } from '../../learn/losses.ts';
+import { EngineError, type EngineInfo, type SampleParams, type SampleResult, type SampledToken, type ScoreRequest, type ScoreOptions, type AdapterSelector, type Datum, type ForwardBackwardMetrics, type OptimStepMetrics, type AdamParams } from '../types.ts';
 
 export interface Sequence {
   readonly key: number;
+  /** the weights version this sequence is served by, from admission to the end */
+  readonly version: number;
+  readonly adapter: LoraAdapter | null;
   readonly promptIds: number[];
   readonly params: SampleParams;
   readonly cache: KvCache;
@@ -34,16 +41,18 @@ export interface StepOutput { key: number; token: SampledToken | null; result: S
 
 /** Largest number of prompt tokens admitted into one step (bounds a step's latency and memory). */
 const PREFILL_BUDGET = 2048;
-/** Rows of logits computed at once when scoring (bounds memory to rows × vocab floats). */
-const SCORE_ROWS = 64;
-/** Tokens of several scoring requests packed into one forward pass. */
-const SCORE_BATCH_ROWS = 2048;
+/** A saved set of weights: version 0 is the base model (no adapter). */
+interface WeightsVersion { adapter: LoraAdapter | null; refs: number }
 
 export class EmbeddedRuntime {
   readonly model: Transformer;
   readonly tokenizer: ChatTokenizer;
   readonly info: EngineInfo;
-  policyVersion = 0;
+  /** the version new requests are served with */
+  published = 0;
+  trainer: LoraTrainer | null = null;
+  private readonly versions = new Map<number, WeightsVersion>([[0, { adapter: null, refs: 0 }]]);
+  private latestVersion = 0;
   private readonly waiting: Sequence[] = [];
   private readonly running: Sequence[] = [];
   private nextKey = 1;
@@ -76,10 +85,13 @@ export class EmbeddedRuntime {
       throw new EngineError('context_length_exceeded', `the prompt has ${promptIds.length} tokens; this model's context is ${this.model.maxContext} tokens, and at least one must remain for the answer`);
     }
     const key = this.nextKey++;
+    const version = this.published;
+    const pinned = this.versions.get(version)!;
+    pinned.refs++;
     const stopIds = new Set<number>(params.stopTokenIds ?? []);
     if (!params.ignoreEos) for (const id of this.model.cfg.eosTokenIds) stopIds.add(id);
     this.waiting.push({
-      key, promptIds, params, cache: this.model.newCache(), ids: [], logprobs: [],
+      key, version, adapter: pinned.adapter, promptIds, params, cache: this.model.newCache(), ids: [], logprobs: [],
       rng: new Rng(params.seed ?? randomSeed()), decoder: new IncrementalDecoder(this.tokenizer, promptIds),
       stops: new StopMatcher(params.stop ?? []), stopIds, prefilled: false, aborted: false, tail: '', result: null,
     });
@@ -107,7 +119,7 @@ export class EmbeddedRuntime {
     }
     if (this.running.length === 0) return out;
 
-    const items: BatchItem[] = this.running.map((s) => ({ tokens: s.prefilled ? [s.ids[s.ids.length - 1]] : s.promptIds, cache: s.cache }));
+    const items: BatchItem[] = this.running.map((s) => ({ tokens: s.prefilled ? [s.ids[s.ids.length - 1]] : s.promptIds, cache: s.cache, adapter: s.adapter }));
     const hidden = this.model.forward(items);
     const { hiddenSize: H, vocabSize: V } = this.model.cfg;
     const n = items.length;
@@ -148,7 +160,9 @@ export class EmbeddedRuntime {
       else stoppedBy = s.stops.matched;
     }
     s.cache.release();
-    return { ids: s.ids, logprobs: s.logprobs, text: s.stops.fullText, finishReason: reason, stoppedBy, promptTokens: s.promptIds.length, policyVersion: this.policyVersion };
+    this.versions.get(s.version)!.refs--;
+    this.collectVersions();
+    return { ids: s.ids, logprobs: s.logprobs, text: s.stops.fullText, finishReason: reason, stoppedBy, promptTokens: s.promptIds.length, policyVersion: s.version };
   }
 
   /** Run one sequence to completion on this thread (tests, CLI). */
@@ -163,54 +177,109 @@ export class EmbeddedRuntime {
     }
   }
 
-  /**
-   * Teacher-forced log-probs of each response token (see ScoreOptions). Requests are packed into
-   * shared forward passes of up to SCORE_BATCH_ROWS tokens; only response rows get logits, a
-   * chunk of SCORE_ROWS rows at a time, so no [tokens × vocab] matrix is ever held.
-   */
+  /** Teacher-forced log-probs of each response token (see ScoreOptions; default: the published weights). */
   score(requests: ScoreRequest[], opts: ScoreOptions = {}): Float32Array[] {
     const V = this.model.cfg.vocabSize;
     for (const { promptIds, responseIds } of requests) {
       if (promptIds.length === 0) throw new EngineError('bad_request', 'scoring needs at least one prompt token');
       const total = promptIds.length + responseIds.length;
       if (total - 1 > this.model.maxContext) throw new EngineError('context_length_exceeded', `prompt + response is ${total} tokens; this model's context is ${this.model.maxContext}`);
-      for (const id of promptIds) if (!Number.isInteger(id) || id < 0 || id >= V) throw new EngineError('bad_request', `token id ${id} is outside the vocabulary (0..${V - 1})`);
-      for (const id of responseIds) if (!Number.isInteger(id) || id < 0 || id >= V) throw new EngineError('bad_request', `token id ${id} is outside the vocabulary (0..${V - 1})`);
+      for (const list of [promptIds, responseIds]) for (const id of list) if (!Number.isInteger(id) || id < 0 || id >= V) throw new EngineError('bad_request', `token id ${id} is outside the vocabulary (0..${V - 1})`);
     }
-    const results = requests.map((r) => new Float32Array(r.responseIds.length));
-    let i = 0;
-    while (i < requests.length) {
-      // the last response token predicts nothing we need, so it is not fed
-      const inputLen = (r: ScoreRequest) => r.promptIds.length + Math.max(0, r.responseIds.length - 1);
-      let rows = inputLen(requests[i]);
-      let j = i + 1;
-      while (j < requests.length && rows + inputLen(requests[j]) <= SCORE_BATCH_ROWS) rows += inputLen(requests[j++]);
-      this.scoreBatch(requests.slice(i, j), results.slice(i, j), 1 / (opts.temperature ?? 1));
-      i = j;
-    }
-    return results;
+    return scoreResponses(this.model, requests, this.adapterFor(opts.adapter ?? 'published'), opts.temperature ?? 1);
   }
 
-  private scoreBatch(requests: ScoreRequest[], out: Float32Array[], invT: number): void {
-    const { hiddenSize: H, vocabSize: V } = this.model.cfg;
-    const caches = requests.map(() => this.model.newCache());
-    const logits = this.model.arena.alloc(SCORE_ROWS * V);
-    try {
-      const hidden = this.model.forward(requests.map((r, k) => ({ tokens: [...r.promptIds, ...r.responseIds.slice(0, -1)], cache: caches[k] })));
-      let base = 0; // first hidden row of this request
-      requests.forEach(({ promptIds, responseIds }, k) => {
-        const first = base + promptIds.length - 1; // the row whose output predicts responseIds[0]
-        for (let r0 = 0; r0 < responseIds.length; r0 += SCORE_ROWS) {
-          const rows = Math.min(SCORE_ROWS, responseIds.length - r0);
-          this.model.logits(logits, hidden.subarray((first + r0) * H, (first + r0 + rows) * H), rows);
-          for (let t = 0; t < rows; t++) out[k][r0 + t] = logits[t * V + responseIds[r0 + t]] * invT - logSumExp(logits, t * V, V, invT);
-        }
-        base += promptIds.length + Math.max(0, responseIds.length - 1);
-      });
-    } finally {
-      this.model.arena.free(logits);
-      for (const c of caches) c.release();
+  // ---- weights versions ----
+
+  adapterFor(sel: AdapterSelector): LoraAdapter | null {
+    if (sel === 'base') return null;
+    if (sel === 'current') {
+      if (!this.trainer) throw new EngineError('bad_request', "no adapter is being trained: 'current' needs configureTraining first");
+      return this.trainer.adapter;
     }
+    const v = sel === 'published' ? this.published : sel;
+    const found = this.versions.get(v);
+    if (!found) throw new EngineError('bad_request', `weights version ${v} does not exist (or was freed: only published, newer and in-use versions are kept)`);
+    return found.adapter;
+  }
+
+  /** Versions whose adapter memory is held (for tests and /metrics). */
+  get liveVersions(): number[] { return [...this.versions.keys()].sort((a, b) => a - b); }
+
+  /** Add an adapter as a new version (not yet published). */
+  private addVersion(adapter: LoraAdapter | null): number {
+    const v = ++this.latestVersion;
+    this.versions.set(v, { adapter, refs: 0 });
+    return v;
+  }
+
+  /** Snapshot the trained adapter as version v+1; requests keep using the published one until publish(v+1). */
+  saveWeights(): number {
+    if (!this.trainer) throw new EngineError('bad_request', 'nothing to save: configureTraining first');
+    return this.addVersion(this.trainer.adapter.clone());
+  }
+
+  /** Serve `version` to requests that start from now on; running requests finish on theirs. */
+  publish(version: number): void {
+    if (!this.versions.has(version)) throw new EngineError('bad_request', `weights version ${version} does not exist`);
+    this.published = version;
+    this.collectVersions();
+  }
+
+  /** Free versions older than the published one that no request uses (the base stays). */
+  private collectVersions(): void {
+    for (const [v, w] of this.versions) {
+      if (v !== 0 && v < this.published && w.refs === 0) { w.adapter?.free(); this.versions.delete(v); }
+    }
+  }
+
+  // ---- training ----
+
+  configureTraining(lora: Partial<LoraConfig> = {}): void {
+    this.trainer?.release();
+    this.trainer = new LoraTrainer(this.model, lora);
+  }
+
+  private requireTrainer(): LoraTrainer {
+    if (!this.trainer) throw new EngineError('bad_request', 'training is not configured: call configureTraining first');
+    return this.trainer;
+  }
+
+  forwardBackwardSteps(data: Datum[], spec: LossSpec): Generator<void, ForwardBackwardMetrics> {
+    return this.requireTrainer().forwardBackwardSteps(data, spec);
+  }
+
+  forwardBackward(data: Datum[], spec: LossSpec): ForwardBackwardMetrics { return this.requireTrainer().forwardBackward(data, spec); }
+
+  optimStep(p: AdamParams): OptimStepMetrics { return this.requireTrainer().optimStep(p); }
+
+  /** Write an adapter (default: the published version) as a PEFT folder. */
+  saveAdapter(dir: string, sel: AdapterSelector = 'published'): void {
+    const adapter = this.adapterFor(sel);
+    if (!adapter) throw new EngineError('bad_request', 'the base model has no adapter to save');
+    saveAdapter(dir, adapter, { baseModel: this.info.modelId, version: typeof sel === 'number' ? sel : sel === 'published' ? this.published : undefined });
+  }
+
+  /** Load a PEFT adapter folder as a new version (returned; publish it to serve it). */
+  loadAdapter(dir: string): number {
+    return this.addVersion(loadAdapter(dir, this.model.cfg, this.model.arena));
+  }
+
+  /** Checkpoint the trained adapter with its optimizer state. */
+  saveTrainingState(dir: string): void {
+    const tr = this.requireTrainer();
+    saveTrainingState(dir, tr.adapter, tr.optimizer, { baseModel: this.info.modelId, version: this.latestVersion });
+  }
+
+  /** Resume training from a checkpoint; also adds its adapter as a new version (returned). */
+  loadTrainingState(dir: string): number {
+    const state = loadTrainingState(dir, this.model.cfg, this.model.arena);
+    this.trainer?.release();
+    this.trainer = new LoraTrainer(this.model, state.adapter.config, state.adapter);
+    state.m.forEach((m, i) => this.trainer!.optimizer.m[i].set(m));
+    state.v.forEach((v, i) => this.trainer!.optimizer.v[i].set(v));
+    this.trainer.optimizer.step = state.step;
+    return this.addVersion(state.adapter.clone());
   }
 
   async close(): Promise<void> { await this.model.close(); }

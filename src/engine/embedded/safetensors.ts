@@ -97,6 +97,11 @@ export function listModelTensors(dir: string): Map<string, TensorInfo> {
   return out;
 }
 
+/** The tensors of one safetensors file by name. */
+export function listModelTensorsIn(file: string): Map<string, TensorInfo> {
+  return new Map(readHeader(file).tensors.map((t) => [t.name, t]));
+}
+
 /** Read a tensor and widen it to float32 into `dst` (or a new array). */
 export function readTensorF32(t: TensorInfo, dst?: Float32Array): Float32Array {
   const count = t.shape.reduce((a, d) => a * d, 1);

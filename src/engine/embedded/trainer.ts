@@ -7,11 +7,10 @@ import { Backprop } from './backward.ts';
 import { AdamW, gradNorm } from './optimizer.ts';
 import { rmsnormBackward } from './ops/rmsnorm.ts';
 import { logSumExp } from './ops/logits.ts';
+import { scoreResponses, packRows, fedTokens, type ResponseRequest } from './score.ts';
 import { ppoToken, k3Token, crossEntropyToken, PPO_DEFAULTS, type LossSpec } from '../../learn/losses.ts';
 import { EngineError, type Datum, type ForwardBackwardMetrics, type OptimStepMetrics, type AdamParams } from '../types.ts';
 
-/** Rows (tokens) of several data packed into one forward/backward pass. */
-const TRAIN_BATCH_ROWS = 1024;
 /** Rows of logits held at once in the loss head ([rows × vocab] floats). */
 const HEAD_ROWS = 32;
 
@@ -51,28 +50,9 @@ export class LoraTrainer {
     perToken('teacherLogprobs', false);
   }
 
-  /**
-   * Teacher-forced log-probs of each response token with an adapter (null = base model): the same
-   * arithmetic the training loss uses, so base/reference scores line up with training.
-   */
-  logprobs(data: Pick<Datum, 'promptIds' | 'responseIds'>[], adapter: LoraAdapter | null, temperature = 1): Float32Array[] {
-    const out: Float32Array[] = [];
-    for (const group of packRows(data)) {
-      const items = group.map((d) => ({ tokens: [...d.promptIds, ...d.responseIds.slice(0, -1)], cache: this.model.newCache(), adapter }));
-      try {
-        const hidden = this.model.forward(items);
-        let base = 0;
-        for (const d of group) {
-          const lp = new Float32Array(d.responseIds.length);
-          this.head(hidden, base + d.promptIds.length - 1, d.responseIds, temperature, (t, logp) => { lp[t] = logp; return 0; }, null);
-          out.push(lp);
-          base += d.promptIds.length + d.responseIds.length - 1;
-        }
-      } finally {
-        for (const it of items) it.cache.release();
-      }
-    }
-    return out;
+  /** Log-probs of each response token under `adapter` (null = base), by the same arithmetic as the loss. */
+  logprobs(data: ResponseRequest[], adapter: LoraAdapter | null, temperature = 1): Float32Array[] {
+    return scoreResponses(this.model, data, adapter, temperature);
   }
 
   /**
@@ -109,6 +89,15 @@ export class LoraTrainer {
   }
 
   forwardBackward(data: Datum[], spec: LossSpec): ForwardBackwardMetrics {
+    const steps = this.forwardBackwardSteps(data, spec);
+    for (;;) { const r = steps.next(); if (r.done) return r.value; }
+  }
+
+  /**
+   * forwardBackward one packed group at a time: the generator yields between groups so a caller
+   * can serve requests in between; its return value is the call's metrics.
+   */
+  *forwardBackwardSteps(data: Datum[], spec: LossSpec): Generator<void, ForwardBackwardMetrics> {
     if (data.length === 0) throw new EngineError('bad_request', 'forwardBackward needs at least one datum');
     for (const d of data) this.validate(d, spec);
     const temperature = spec.temperature ?? 1;
@@ -144,6 +133,7 @@ export class LoraTrainer {
         metrics.tokens += mask;
         return dlogp * mask;
       }, temperature);
+      if (index < data.length) yield;
     }
     this.pendingTokens += metrics.tokens;
     const n = Math.max(metrics.tokens, 1e-12);
@@ -160,7 +150,7 @@ export class LoraTrainer {
     const { model } = this;
     const { arena, cfg } = model;
     const H = cfg.hiddenSize, L = cfg.numLayers;
-    const items = group.map((d) => ({ tokens: [...d.promptIds, ...d.responseIds.slice(0, -1)], cache: model.newCache(), adapter: this.adapter }));
+    const items = group.map((d) => ({ tokens: fedTokens(d), cache: model.newCache(), adapter: this.adapter }));
     const R = items.reduce((a, it) => a + it.tokens.length, 0);
     const checkpoints = Array.from({ length: L + 1 }, () => arena.alloc(R * H));
     const dx = arena.alloc(R * H);
@@ -219,15 +209,3 @@ export class LoraTrainer {
   }
 }
 
-/** Split data into groups whose packed rows stay within TRAIN_BATCH_ROWS (a longer datum goes alone). */
-function packRows<T extends Pick<Datum, 'promptIds' | 'responseIds'>>(data: T[]): T[][] {
-  const groups: T[][] = [];
-  let rows = 0;
-  for (const d of data) {
-    const n = d.promptIds.length + d.responseIds.length - 1;
-    if (groups.length === 0 || rows + n > TRAIN_BATCH_ROWS) { groups.push([]); rows = 0; }
-    groups.at(-1)!.push(d);
-    rows += n;
-  }
-  return groups;
-}
