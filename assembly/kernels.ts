@@ -273,3 +273,124 @@ function tn_scalar(a: usize, b: usize, c: usize, i0: i32, i1: i32, j: i32, M: i3
     put(c + (<usize>(i * ldc + j) << 2), s, acc);
   }
 }
+
+// Backward of `attention` for training rows (every position of each sequence is a row).
+// Work unit p = (sequence p / nKv, key/value head p % nKv): it owns that head's columns of the
+// sequence's dK/dV blocks and the dq columns of the query heads that read it, so threads never
+// write the same memory. `table` per row: K, V, dK, dV byte offsets and position; `segs` per
+// sequence: first row and row count. With P = softmax(S), o = Σ P_j v_j and incoming dO:
+//   dP_j = dO·v_j,  dS_j = P_j (dP_j − dO·o),  dq = Σ dS_j k_j·scale,  dk_j += dS_j q·scale,  dv_j += P_j dO.
+export function attention_backward(dq: usize, lddq: i32, dout: usize, out: usize, q: usize, ldq: i32, table: usize, segs: usize, p0: i32, p1: i32, nHeads: i32, nKv: i32, hd: i32, window: i32, scale: f32, scratch: usize): void {
+  const group = nHeads / nKv;
+  const kvDim = nKv * hd;
+  const qDim = nHeads * hd;
+  for (let p = p0; p < p1; p++) {
+    const seq = p / nKv, kvh = p % nKv;
+    const row0 = load<i32>(segs + (<usize>(seq * 2) << 2)), rows = load<i32>(segs + (<usize>(seq * 2 + 1) << 2));
+    const kvo = kvh * hd;
+    for (let r = row0; r < row0 + rows; r++) {
+      const t = table + (<usize>(r * 5) << 2);
+      const K = <usize>load<u32>(t), V = <usize>load<u32>(t, 4), dK = <usize>load<u32>(t, 8), dV = <usize>load<u32>(t, 12), pos = load<i32>(t, 16);
+      const start = window > 0 ? max(0, pos - window + 1) : 0;
+      for (let h = kvh * group; h < (kvh + 1) * group; h++) {
+        const qh = q + (<usize>(r * ldq + h * hd) << 2);
+        const oh = out + (<usize>(r * qDim + h * hd) << 2);
+        const doh = dout + (<usize>(r * qDim + h * hd) << 2);
+        const dqh = dq + (<usize>(r * lddq + h * hd) << 2);
+        let mx: f32 = -Infinity;
+        for (let j = start; j <= pos; j++) {
+          const s = dot(qh, K + (<usize>(j * kvDim + kvo) << 2), hd) * scale;
+          store<f32>(scratch + (<usize>(j - start) << 2), s);
+          if (s > mx) mx = s;
+        }
+        let sum: f32 = 0;
+        for (let j = start; j <= pos; j++) {
+          const a = scratch + (<usize>(j - start) << 2);
+          const e = Mathf.exp(load<f32>(a) - mx);
+          store<f32>(a, e);
+          sum += e;
+        }
+        const inv: f32 = 1 / sum;
+        const D = dot(doh, oh, hd);
+        for (let d = 0; d < hd; d++) store<f32>(dqh + (<usize>d << 2), 0);
+        for (let j = start; j <= pos; j++) {
+          const P = load<f32>(scratch + (<usize>(j - start) << 2)) * inv;
+          const ko = <usize>(j * kvDim + kvo) << 2;
+          const dP = dot(doh, V + ko, hd);
+          const dS = P * (dP - D) * scale;
+          axpy(dV + ko, doh, P, hd);
+          axpy(dqh, K + ko, dS, hd);
+          axpy(dK + ko, qh, dS, hd);
+        }
+      }
+    }
+  }
+}
+
+/** y[0..n) += a·x[0..n) */
+@inline function axpy(y: usize, x: usize, a: f32, n: i32): void {
+  const n4 = n & ~3;
+  const va = f32x4.splat(a);
+  for (let d = 0; d < n4; d += 4) {
+    const o = <usize>d << 2;
+    v128.store(y + o, fma(va, v128.load(x + o), v128.load(y + o)));
+  }
+  for (let d = n4; d < n; d++) store<f32>(y + (<usize>d << 2), load<f32>(y + (<usize>d << 2)) + a * load<f32>(x + (<usize>d << 2)));
+}
+
+// e^x for four lanes: x = n·ln2 + r with |r| ≤ ln2/2, e^r by its degree-6 Taylor polynomial
+// (relative error < 2e-7 on that interval), 2^n built in the exponent bits. Inputs are clamped to
+// the float32 range of e^x.
+@inline function exp4(x: v128): v128 {
+  x = f32x4.max(f32x4.min(x, f32x4.splat(88.3762626647949)), f32x4.splat(-87.3365478515625));
+  const n = f32x4.nearest(f32x4.mul(x, f32x4.splat(1.44269504088896341)));
+  let r = f32x4.sub(x, f32x4.mul(n, f32x4.splat(0.693359375)));
+  r = f32x4.sub(r, f32x4.mul(n, f32x4.splat(-2.12194440e-4)));
+  let p = f32x4.splat(1.0 / 720.0);
+  p = fma(p, r, f32x4.splat(1.0 / 120.0));
+  p = fma(p, r, f32x4.splat(1.0 / 24.0));
+  p = fma(p, r, f32x4.splat(1.0 / 6.0));
+  p = fma(p, r, f32x4.splat(0.5));
+  p = fma(p, r, f32x4.splat(1.0));
+  p = fma(p, r, f32x4.splat(1.0));
+  const pow2n = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23);
+  return f32x4.mul(p, pow2n);
+}
+
+// Row-wise log-sum-exp of logits/T for rows [r0, r1) of a [rows × V] block: lse[r] = log Σ_v e^(x_v/T).
+export function rows_lse(logits: usize, r0: i32, r1: i32, V: i32, invT: f32, lse: usize): void {
+  const V4 = V & ~3;
+  for (let r = r0; r < r1; r++) {
+    const row = logits + (<usize>(r * V) << 2);
+    let vm = f32x4.splat(-Infinity);
+    for (let v = 0; v < V4; v += 4) vm = f32x4.max(vm, v128.load(row + (<usize>v << 2)));
+    let mx = max(max(f32x4.extract_lane(vm, 0), f32x4.extract_lane(vm, 1)), max(f32x4.extract_lane(vm, 2), f32x4.extract_lane(vm, 3)));
+    for (let v = V4; v < V; v++) mx = max(mx, load<f32>(row + (<usize>v << 2)));
+    const m = mx * invT;
+    const vT = f32x4.splat(invT), vmT = f32x4.splat(m);
+    let acc = f32x4.splat(0);
+    for (let v = 0; v < V4; v += 4) acc = f32x4.add(acc, exp4(f32x4.sub(f32x4.mul(v128.load(row + (<usize>v << 2)), vT), vmT)));
+    let s = hsum(acc);
+    for (let v = V4; v < V; v++) s += Mathf.exp(load<f32>(row + (<usize>v << 2)) * invT - m);
+    store<f32>(lse + (<usize>r << 2), m + Mathf.log(s));
+  }
+}
+
+// Overwrites rows [r0, r1) of logits with −coef[r]·softmax(x/T): the gradient of coef[r]·logp
+// with respect to the logits, except the +coef[r] at the target (the caller adds it).
+export function rows_softmax_grad(logits: usize, r0: i32, r1: i32, V: i32, invT: f32, lse: usize, coef: usize): void {
+  const V4 = V & ~3;
+  for (let r = r0; r < r1; r++) {
+    const row = logits + (<usize>(r * V) << 2);
+    const c = load<f32>(coef + (<usize>r << 2)), l = load<f32>(lse + (<usize>r << 2));
+    const vT = f32x4.splat(invT), vl = f32x4.splat(l), vc = f32x4.splat(-c);
+    for (let v = 0; v < V4; v += 4) {
+      const p = row + (<usize>v << 2);
+      v128.store(p, f32x4.mul(vc, exp4(f32x4.sub(f32x4.mul(v128.load(p), vT), vl))));
+    }
+    for (let v = V4; v < V; v++) {
+      const p = row + (<usize>v << 2);
+      store<f32>(p, -c * Mathf.exp(load<f32>(p) * invT - l));
+    }
+  }
+}

@@ -53,6 +53,35 @@ test('score --prompt-ids/--response-ids scores exactly the given ids; --prompt/-
   assert.deepEqual(b.logprobs, a.logprobs);
 });
 
+test('--adapter DIR: generate and score use base + a PEFT adapter (written here by the engine itself)', async () => {
+  const { EmbeddedRuntime } = await import('../src/engine/embedded/runtime.ts');
+  const { tempDir } = await import('./helpers/models.ts');
+  const t = tempDir();
+  const rt = new EmbeddedRuntime(STORIES);
+  try {
+    rt.configureTraining({ rank: 4, alpha: 8, seed: 1 });
+    const prompt = [1, 403, 407, 261, 378];
+    const target = rt.tokenizer.encode('Once upon a time, a purple whale sang.').slice(prompt.length);
+    for (let i = 0; i < 20; i++) { rt.forwardBackward([{ promptIds: prompt, responseIds: target }], { kind: 'cross_entropy' }); rt.optimStep({ learningRate: 1e-2 }); }
+    const dir = join(t.dir, 'adapter');
+    rt.saveAdapter(dir, rt.saveWeights());
+    const ids = target.join(',');
+    const base = JSON.parse((await cli('score', '--model', STORIES, '--prompt-ids', prompt.join(','), '--response-ids', ids, '--json')).stdout);
+    const tuned = JSON.parse((await cli('score', '--model', STORIES, '--adapter', dir, '--prompt-ids', prompt.join(','), '--response-ids', ids, '--json')).stdout);
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    assert.ok(sum(tuned.logprobs) > sum(base.logprobs) + 5, `adapter log-likelihood ${sum(tuned.logprobs)} vs base ${sum(base.logprobs)}`);
+    const gen = await cli('generate', '--model', STORIES, '--adapter', dir, '--prompt', 'Once upon a time', '--temperature', '0', '--max-tokens', '14', '--json');
+    assert.equal(gen.code, 0, gen.stderr);
+    assert.match(JSON.parse(gen.stdout).text, /purple whale/);
+    const bad = await cli('generate', '--model', STORIES, '--adapter', join(t.dir, 'nope'), '--prompt', 'x');
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /adapter_config\.json not found/);
+  } finally {
+    await rt.close();
+    t.cleanup();
+  }
+});
+
 test('usage errors exit 2 with a clear message; a bad model folder exits 1 naming the problem', async () => {
   const noModel = await cli('generate', '--prompt', 'x');
   assert.equal(noModel.code, 2);

@@ -7,6 +7,7 @@ import { UsageError, num, idList, modelDir } from './args.ts';
 
 const common = {
   model: { type: 'string' },
+  adapter: { type: 'string' },
   json: { type: 'boolean', default: false },
   kernel: { type: 'string' },
   threads: { type: 'string' },
@@ -30,6 +31,7 @@ export async function generateCommand(argv: string[]): Promise<void> {
   if ((o.prompt === undefined) === (o.messages === undefined)) throw new UsageError('give exactly one of --prompt TEXT (raw text) or --messages JSON (chat messages, rendered with the chat template)');
   const engine = await EmbeddedEngine.load(modelDir(o.model), { kernel: kernelOpt(o.kernel), threads: o.threads ? num(o.threads, '--threads', 1, (x) => x >= 1) : undefined });
   try {
+    if (o.adapter) await engine.publish(await engine.loadAdapter(o.adapter));
     let promptIds: number[];
     if (o.messages !== undefined) {
       let messages: ChatMessage[];
@@ -72,6 +74,7 @@ export async function scoreCommand(argv: string[]): Promise<void> {
   if (byText === byIds) throw new UsageError('give either --prompt TEXT --response TEXT, or --prompt-ids 1,2,3 --response-ids 4,5');
   const engine = await EmbeddedEngine.load(modelDir(o.model), { kernel: kernelOpt(o.kernel) });
   try {
+    if (o.adapter) await engine.publish(await engine.loadAdapter(o.adapter));
     let promptIds: number[], responseIds: number[];
     if (byIds) {
       // ids are scored exactly as given: no re-tokenization

@@ -11,8 +11,10 @@ Usage:
   openclaw-rl score    --model DIR (--prompt TEXT --response TEXT | --prompt-ids 1,2 --response-ids 3,4)
                        [--temperature T] [--json]
   openclaw-rl bench engine [--model DIR | --shape 15m|135m|0.6b] [--kernel wasm|ts] [--threads N] [--json]
+  openclaw-rl bench train  [--model DIR | --shape 15m|135m|0.6b] [--rank 16] [--seq 256] [--batch 4] [--json]
 
-Common options: --kernel wasm|ts (matrix kernel, default wasm), --threads N (default: all cores).
+Common options: --kernel wasm|ts (matrix kernel, default wasm), --threads N (default: all cores),
+--adapter DIR (generate, score: a PEFT LoRA adapter folder, used on top of the model).
 The model is a local Hugging Face folder (config.json, model.safetensors, tokenizer.json);
 --model may be left out when OPENCLAW_RL_MODEL is set.`;
 

@@ -1,6 +1,7 @@
 // The Engine interface: what the server, judge and trainer need from a model, whether it runs
 // in-process (embedded) or elsewhere. Shaped after the Tinker primitives so remote GPU engines fit.
 import type { ChatTokenizer } from './embedded/tokenizer.ts';
+import type { LossSpec } from '../learn/losses.ts';
 
 export type FinishReason = 'stop' | 'length' | 'abort';
 
@@ -141,4 +142,25 @@ export interface OptimStepMetrics {
   reason?: string;
   tokens: number;
   learningRate: number;
+}
+
+export interface LoraSettings { rank?: number; alpha?: number; targets?: string[]; seed?: number }
+
+/** An engine that also trains LoRA adapters and publishes them as new weights versions. */
+export interface TrainingEngine extends Engine {
+  /** Start (or restart) training a fresh adapter. */
+  configureTraining(lora?: LoraSettings): Promise<void>;
+  /** Accumulates gradients (summed over tokens) until optimStep. */
+  forwardBackward(data: Datum[], loss: LossSpec): Promise<ForwardBackwardMetrics>;
+  optimStep(adam: AdamParams): Promise<OptimStepMetrics>;
+  /** Snapshot the trained adapter as a new version (not yet served). */
+  saveWeights(): Promise<number>;
+  /** Serve `version` to requests that start from now on; running ones finish on theirs. */
+  publish(version: number): Promise<void>;
+  saveAdapter(dir: string, adapter?: AdapterSelector): Promise<void>;
+  /** Load a PEFT adapter folder as a new version. */
+  loadAdapter(dir: string): Promise<number>;
+  saveTrainingState(dir: string): Promise<void>;
+  loadTrainingState(dir: string): Promise<number>;
+  versions(): Promise<{ published: number; live: number[]; optimizerStep: number | null }>;
 }

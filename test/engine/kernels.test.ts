@@ -111,6 +111,66 @@ test('WASM attention matches the TypeScript attention: GQA, rows at different po
   }
 });
 
+test('WASM attention backward matches the TypeScript one: several sequences, GQA, sliding window, 1 and 2 threads', async () => {
+  const arena = new Arena();
+  const ts = new TsKernel(), w1 = new WasmKernel(arena, 1), w2 = new WasmKernel(arena, 2);
+  const rng = new Rng(8);
+  const fill = (a: Float32Array, k = 1) => { for (let i = 0; i < a.length; i++) a[i] = (rng.next() * 2 - 1) * k; return a; };
+  try {
+    for (const [numHeads, numKvHeads, headDim, slidingWindow] of [[4, 2, 8, null], [9, 3, 64, null], [6, 6, 10, 5]] as const) {
+      const kvDim = numKvHeads * headDim, qDim = numHeads * headDim, ldq = qDim + 2 * kvDim;
+      const lengths = [7, 40, 3];
+      const rows = lengths.reduce((a, b) => a + b, 0);
+      const K = lengths.map((n) => fill(arena.alloc(n * kvDim))), V = lengths.map((n) => fill(arena.alloc(n * kvDim)));
+      const rowK: Float32Array[] = [], rowV: Float32Array[] = [], pos: number[] = [], seqOf: number[] = [];
+      lengths.forEach((n, s) => { for (let p = 0; p < n; p++) { rowK.push(K[s]); rowV.push(V[s]); pos.push(p); seqOf.push(s); } });
+      const rowPos = Int32Array.from(pos);
+      const q = fill(arena.alloc(rows * ldq), 2), dOut = fill(arena.alloc(rows * qDim));
+      const out = arena.alloc(rows * qDim);
+      ts.attention({ q, ldq, out, rows, rowK, rowV, rowPos }, { numHeads, numKvHeads, headDim, slidingWindow });
+      const results = [ts, w1, w2].map((kern) => {
+        const dq = arena.alloc(rows * ldq);
+        const dK = lengths.map((n) => arena.alloc(n * kvDim)), dV = lengths.map((n) => arena.alloc(n * kvDim));
+        kern.attentionBackward({ q, ldq, out, rows, rowK, rowV, rowPos, dOut, dq, lddq: ldq, rowDK: seqOf.map((s) => dK[s]), rowDV: seqOf.map((s) => dV[s]) }, { numHeads, numKvHeads, headDim, slidingWindow });
+        return { dq, dK, dV };
+      });
+      for (const r of results.slice(1)) {
+        const cmp = (a: Float32Array, b: Float32Array, what: string) => { for (let i = 0; i < a.length; i++) assert.ok(Math.abs(a[i] - b[i]) < 5e-5, `${what} ${numHeads}/${numKvHeads}×${headDim} at ${i}: ${a[i]} vs ${b[i]}`); };
+        cmp(r.dq, results[0].dq, 'dq');
+        r.dK.forEach((d, s) => cmp(d, results[0].dK[s], `dK[${s}]`));
+        r.dV.forEach((d, s) => cmp(d, results[0].dV[s], `dV[${s}]`));
+      }
+    }
+  } finally {
+    await w1.close(); await w2.close();
+  }
+});
+
+test('WASM row log-sum-exp and softmax gradient (vectorised exp) match the TypeScript versions', async () => {
+  const arena = new Arena();
+  const ts = new TsKernel(), w2 = new WasmKernel(arena, 2);
+  const rng = new Rng(10);
+  try {
+    for (const [rows, V, T] of [[1, 7, 1], [5, 512, 0.7], [33, 1003, 1.3], [64, 32000, 1]]) {
+      const x = arena.alloc(rows * V);
+      for (let i = 0; i < x.length; i++) x[i] = (rng.next() * 2 - 1) * 30; // spans e^±30
+      const coef = arena.alloc(rows);
+      for (let r = 0; r < rows; r++) coef[r] = rng.next() * 2 - 1;
+      const outs = [ts, w2].map((k) => {
+        const l = arena.alloc(rows), g = arena.alloc(rows * V);
+        g.set(x);
+        k.rowsLogSumExp(x, rows, V, 1 / T, l);
+        k.rowsSoftmaxGrad(g, rows, V, 1 / T, l, coef);
+        return { l, g };
+      });
+      for (let r = 0; r < rows; r++) assert.ok(Math.abs(outs[1].l[r] - outs[0].l[r]) < 2e-5 * Math.max(1, Math.abs(outs[0].l[r])), `lse row ${r}: ${outs[1].l[r]} vs ${outs[0].l[r]}`);
+      for (let i = 0; i < x.length; i++) assert.ok(Math.abs(outs[1].g[i] - outs[0].g[i]) < 1e-5 * Math.abs(coef[Math.floor(i / V)]) + 1e-9, `grad ${i}: ${outs[1].g[i]} vs ${outs[0].g[i]}`);
+    }
+  } finally {
+    await w2.close();
+  }
+});
+
 test('the committed kernels.wasm is reproducible from assembly/kernels.ts with the npm AssemblyScript compiler', () => {
   const t = tempDir();
   try {

@@ -1,12 +1,12 @@
 // The backward pass for LoRA training: gradients flow through the frozen model into the LoRA
-// matrices. Each layer is recomputed from its checkpoint (its input rows) with a tape of its
-// internals, then differentiated; only one layer's tape exists at a time, so activation memory is
-// the checkpoints (one [rows × hidden] per layer) plus one layer's internals.
+// matrices. Each layer is differentiated from a tape of its internals: the one its forward pass
+// recorded when the trainer could afford to keep every layer's tape, or else one recomputed here
+// from the layer's checkpoint (its input rows) — then only one layer's tape exists at a time and
+// activation memory is the checkpoints (one [rows × hidden] per layer) plus one layer's internals.
 import type { Transformer, BatchContext, LayerTape } from './model.ts';
 import type { LoraAdapter, LoraTarget } from './lora.ts';
 import { rmsnormBackward } from './ops/rmsnorm.ts';
 import { swigluBackward } from './ops/swiglu.ts';
-import { attentionBackward } from './ops/attention.ts';
 
 export class Backprop {
   private readonly m: Transformer;
@@ -15,7 +15,6 @@ export class Backprop {
   private rows = 0;
   private tape!: LayerTape;
   private buf!: { dqkv: Float32Array; datt: Float32Array; dgu: Float32Array; dact: Float32Array; dh: Float32Array; du: Float32Array };
-  private scores = new Float64Array(0);
 
   constructor(model: Transformer, adapter: LoraAdapter, grads: LoraAdapter) {
     this.m = model; this.adapter = adapter; this.grads = grads;
@@ -27,12 +26,7 @@ export class Backprop {
     this.release();
     const { arena, cfg, qDim, ldqkv } = this.m;
     const H = cfg.hiddenSize, I = cfg.intermediateSize, r = this.adapter.config.rank;
-    const u: LayerTape['u'] = {};
-    for (const t of this.adapter.config.targets) u[t] = arena.alloc(rows * r);
-    this.tape = {
-      xn1: arena.alloc(rows * H), qkvRaw: arena.alloc(rows * ldqkv), qkv: arena.alloc(rows * ldqkv), att: arena.alloc(rows * qDim),
-      x2: arena.alloc(rows * H), xn2: arena.alloc(rows * H), gu: arena.alloc(rows * 2 * I), act: arena.alloc(rows * I), u,
-    };
+    this.tape = this.m.allocTape(rows, r, this.adapter.config.targets);
     this.buf = {
       dqkv: arena.alloc(rows * ldqkv), datt: arena.alloc(rows * qDim), dgu: arena.alloc(rows * 2 * I),
       dact: arena.alloc(rows * I), dh: arena.alloc(rows * H), du: arena.alloc(rows * r),
@@ -42,12 +36,8 @@ export class Backprop {
 
   release(): void {
     if (this.rows === 0) return;
-    const { arena } = this.m;
-    for (const [k, v] of Object.entries(this.tape)) {
-      if (k === 'u') for (const a of Object.values(v as LayerTape['u'])) arena.free(a!);
-      else arena.free(v as Float32Array);
-    }
-    for (const v of Object.values(this.buf)) arena.free(v);
+    this.m.freeTape(this.tape);
+    for (const v of Object.values(this.buf)) this.m.arena.free(v);
     this.rows = 0;
   }
 
@@ -55,11 +45,11 @@ export class Backprop {
    * LoRA backward of one module for rows sharing the trained adapter: with ũ = s·A·x on the tape,
    * y += B·ũ gives  dB += dyᵀ·ũ,  dũ = dy·B,  dA += s·dũᵀ·x,  dx += s·dũ·A.
    */
-  private lora(target: LoraTarget, l: number, x: Float32Array, ldx: number, dy: Float32Array, ldy: number, dx: Float32Array, ldDx: number, R: number): void {
+  private lora(tape: LayerTape, target: LoraTarget, l: number, x: Float32Array, ldx: number, dy: Float32Array, ldy: number, dx: Float32Array, ldDx: number, R: number): void {
     const m = this.adapter.layers[l][target], g = this.grads.layers[l][target];
     if (!m || !g) return;
     const k = this.m.kernel, r = this.adapter.config.rank, s = this.adapter.scale;
-    const u = this.tape.u[target]!, du = this.buf.du;
+    const u = tape.u[target]!, du = this.buf.du;
     k.matmulTN(g.b, dy, u, m.out, r, R, { lda: ldy, ldb: r, ldc: r, accumulate: true });
     k.matmulNN(du, dy, m.b, R, r, m.out, { lda: ldy, ldb: r, ldc: r });
     for (let i = 0; i < R * r; i++) du[i] *= s;
@@ -70,40 +60,40 @@ export class Backprop {
   /**
    * dx holds ∂L/∂(layer l's output) for every row; on return ∂L/∂(its input). LoRA gradients of the
    * layer are added to `grads`. `input` is the layer's checkpointed input; `dK`/`dV` are per-row
-   * scratch blocks shaped like the rows' caches (zeroed here).
+   * scratch blocks shaped like the rows' caches (zeroed here). `recorded` is the layer's tape from
+   * the forward pass, if it was kept; otherwise the layer is recomputed first.
    */
-  layer(l: number, input: Float32Array, ctx: BatchContext, dx: Float32Array, dK: Float32Array[], dV: Float32Array[]): void {
+  layer(l: number, input: Float32Array, ctx: BatchContext, dx: Float32Array, dK: Float32Array[], dV: Float32Array[], recorded: LayerTape | null): void {
     const { m } = this;
     const { cfg, kernel, qDim, kvDim, ldqkv } = m;
     const R = ctx.rows, H = cfg.hiddenSize, I = cfg.intermediateSize, hd = cfg.headDim, eps = cfg.rmsNormEps;
     const L = m.weights.layers[l];
     this.ensure(R);
-    const { tape, buf } = this;
-
-    // recompute the layer with its tape (rewrites the same K/V into the caches)
-    const ws = m.workspace(R, this.adapter.config.rank);
-    ws.x.set(input.subarray(0, R * H));
-    const single = { ...ctx, segments: [{ row0: 0, rows: R, adapter: this.adapter }] };
-    m.runLayer(l, ws, single, tape);
+    const { buf } = this;
+    let tape = recorded;
+    if (!tape) {
+      // recompute the layer with a tape (rewrites the same K/V into the caches)
+      tape = this.tape;
+      const ws = m.workspace(R, this.adapter.config.rank);
+      ws.x.set(input.subarray(0, R * H));
+      m.runLayer(l, ws, { ...ctx, segments: [{ row0: 0, rows: R, adapter: this.adapter }] }, tape);
+    }
 
     // MLP: x3 = x2 + down(swiglu(gate_up(norm(x2))))
     kernel.matmulNN(buf.dact, dx, L.wdown, R, I, H);
-    this.lora('down_proj', l, tape.act, I, dx, H, buf.dact, I, R);
+    this.lora(tape, 'down_proj', l, tape.act, I, dx, H, buf.dact, I, R);
     swigluBackward(buf.dgu, buf.dact, tape.gu, R, I);
     kernel.matmulNN(buf.dh, buf.dgu, L.wgu, R, H, 2 * I);
-    this.lora('gate_proj', l, tape.xn2, H, buf.dgu, 2 * I, buf.dh, H, R);
-    this.lora('up_proj', l, tape.xn2, H, buf.dgu.subarray(I), 2 * I, buf.dh, H, R);
+    this.lora(tape, 'gate_proj', l, tape.xn2, H, buf.dgu, 2 * I, buf.dh, H, R);
+    this.lora(tape, 'up_proj', l, tape.xn2, H, buf.dgu.subarray(I), 2 * I, buf.dh, H, R);
     rmsnormBackward(dx, buf.dh, tape.x2, L.postNorm, R, H, eps, true);
 
     // attention: x2 = x + o(attention(rope(norm_qk(qkv(norm(x))))))
     kernel.matmulNN(buf.datt, dx, L.wo, R, qDim, H);
-    this.lora('o_proj', l, tape.att, qDim, dx, H, buf.datt, qDim, R);
+    this.lora(tape, 'o_proj', l, tape.att, qDim, dx, H, buf.datt, qDim, R);
     const rowK = ctx.rowCache.map((c) => c.k[l]), rowV = ctx.rowCache.map((c) => c.v[l]);
     for (const b of new Set([...dK, ...dV])) b.fill(0);
-    let maxPos = 0;
-    for (let i = 0; i < R; i++) maxPos = Math.max(maxPos, ctx.rowPos[i] + 1);
-    if (this.scores.length < maxPos) this.scores = new Float64Array(maxPos);
-    attentionBackward(buf.dqkv, 0, ldqkv, buf.datt, tape.att, tape.qkv, 0, ldqkv, R, rowK, rowV, dK, dV, ctx.rowPos, cfg, this.scores);
+    kernel.attentionBackward({ q: tape.qkv, ldq: ldqkv, out: tape.att, rows: R, rowK, rowV, rowPos: ctx.rowPos, dOut: buf.datt, dq: buf.dqkv, lddq: ldqkv, rowDK: dK, rowDV: dV }, cfg);
     for (let i = 0; i < R; i++) {
       const o = i * ldqkv, p = ctx.rowPos[i] * kvDim;
       buf.dqkv.set(dK[i].subarray(p, p + kvDim), o + qDim);
@@ -116,9 +106,9 @@ export class Backprop {
       }
     }
     kernel.matmulNN(buf.dh, buf.dqkv, L.wqkv, R, H, ldqkv);
-    this.lora('q_proj', l, tape.xn1, H, buf.dqkv, ldqkv, buf.dh, H, R);
-    this.lora('k_proj', l, tape.xn1, H, buf.dqkv.subarray(qDim), ldqkv, buf.dh, H, R);
-    this.lora('v_proj', l, tape.xn1, H, buf.dqkv.subarray(qDim + kvDim), ldqkv, buf.dh, H, R);
+    this.lora(tape, 'q_proj', l, tape.xn1, H, buf.dqkv, ldqkv, buf.dh, H, R);
+    this.lora(tape, 'k_proj', l, tape.xn1, H, buf.dqkv.subarray(qDim), ldqkv, buf.dh, H, R);
+    this.lora(tape, 'v_proj', l, tape.xn1, H, buf.dqkv.subarray(qDim + kvDim), ldqkv, buf.dh, H, R);
     rmsnormBackward(dx, buf.dh, input, L.inputNorm, R, H, eps, true);
   }
 }

@@ -6,17 +6,22 @@ import { ChatTokenizer } from './tokenizer.ts';
 import { loadConfig } from './config.ts';
 import { ModelFileError } from './safetensors.ts';
 import type { LoadOptions } from './model.ts';
-import { EngineError, type Engine, type EngineInfo, type SampleEvent, type SampleParams, type ScoreOptions, type ScoreRequest } from '../types.ts';
+import type { JobName } from './worker.ts';
+import type { LossSpec } from '../../learn/losses.ts';
+import {
+  EngineError, type TrainingEngine, type EngineInfo, type SampleEvent, type SampleParams, type ScoreOptions, type ScoreRequest,
+  type Datum, type AdamParams, type ForwardBackwardMetrics, type OptimStepMetrics, type AdapterSelector, type LoraSettings,
+} from '../types.ts';
 
 const EXT = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 
 type Pending =
   | { kind: 'sample'; push: (ev: SampleEvent | Error) => void }
-  | { kind: 'score'; resolve: (v: Float32Array[]) => void; reject: (e: Error) => void };
+  | { kind: 'job'; resolve: (v: never) => void; reject: (e: Error) => void };
 
 export interface EmbeddedEngineOptions extends LoadOptions { modelId?: string }
 
-export class EmbeddedEngine implements Engine {
+export class EmbeddedEngine implements TrainingEngine {
   readonly info: EngineInfo;
   readonly tokenizer: ChatTokenizer;
   private readonly worker: Worker;
@@ -47,7 +52,7 @@ export class EmbeddedEngine implements Engine {
     return new EmbeddedEngine(worker, info, tokenizer);
   }
 
-  private onMessage(m: { op: string; id?: number; events?: { id: number; token?: unknown; result?: unknown }[]; logprobs?: Float32Array[]; error?: { message: string; code: EngineError['code'] } }): void {
+  private onMessage(m: { op: string; id?: number; events?: { id: number; token?: unknown; result?: unknown }[]; value?: unknown; error?: { message: string; code: EngineError['code'] } }): void {
     if (m.op === 'step') {
       for (const ev of m.events!) {
         const p = this.pending.get(ev.id);
@@ -55,13 +60,14 @@ export class EmbeddedEngine implements Engine {
         if (ev.token) p.push({ type: 'token', token: ev.token as never });
         if (ev.result) { p.push({ type: 'done', result: ev.result as never }); this.pending.delete(ev.id); }
       }
-    } else if (m.op === 'scored') {
+    } else if (m.op === 'result') {
       const p = this.pending.get(m.id!);
-      if (p?.kind === 'score') { p.resolve(m.logprobs!); this.pending.delete(m.id!); }
+      if (p?.kind === 'job') { p.resolve(m.value as never); this.pending.delete(m.id!); }
     } else if (m.op === 'error') {
       const p = this.pending.get(m.id!);
       const err = new EngineError(m.error!.code in { bad_request: 1, context_length_exceeded: 1 } ? m.error!.code : 'internal', m.error!.message);
-      if (p?.kind === 'sample') p.push(err); else if (p) p.reject(err);
+      if (!p) return;
+      if (p.kind === 'sample') p.push(err); else p.reject(err);
       this.pending.delete(m.id!);
     }
   }
@@ -99,14 +105,27 @@ export class EmbeddedEngine implements Engine {
     }
   }
 
-  score(requests: ScoreRequest[], opts: ScoreOptions = {}): Promise<Float32Array[]> {
+  /** Run a job on the engine thread (queued behind earlier jobs, interleaved with sampling). */
+  private job<T>(name: JobName, ...args: unknown[]): Promise<T> {
     if (this.closed) return Promise.reject(new EngineError('closed', 'the engine has stopped'));
     const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { kind: 'score', resolve, reject });
-      this.worker.postMessage({ op: 'score', id, requests, opts });
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { kind: 'job', resolve: resolve as (v: never) => void, reject });
+      this.worker.postMessage({ op: 'job', id, name, args });
     });
   }
+
+  score(requests: ScoreRequest[], opts: ScoreOptions = {}): Promise<Float32Array[]> { return this.job('score', requests, opts); }
+  configureTraining(lora: LoraSettings = {}): Promise<void> { return this.job('configureTraining', lora); }
+  forwardBackward(data: Datum[], loss: LossSpec): Promise<ForwardBackwardMetrics> { return this.job('forwardBackward', data, loss); }
+  optimStep(adam: AdamParams): Promise<OptimStepMetrics> { return this.job('optimStep', adam); }
+  saveWeights(): Promise<number> { return this.job('saveWeights'); }
+  publish(version: number): Promise<void> { return this.job('publish', version); }
+  saveAdapter(dir: string, adapter: AdapterSelector = 'published'): Promise<void> { return this.job('saveAdapter', resolve(dir), adapter); }
+  loadAdapter(dir: string): Promise<number> { return this.job('loadAdapter', resolve(dir)); }
+  saveTrainingState(dir: string): Promise<void> { return this.job('saveTrainingState', resolve(dir)); }
+  loadTrainingState(dir: string): Promise<number> { return this.job('loadTrainingState', resolve(dir)); }
+  versions(): Promise<{ published: number; live: number[]; optimizerStep: number | null }> { return this.job('versions'); }
 
   async close(): Promise<void> {
     if (this.closed) return;

@@ -137,14 +137,14 @@ export class Transformer {
     return this.forwardWithContext(items, checkpoints).hidden;
   }
 
-  /** `forward`, also returning the rows' bookkeeping (the backward pass needs it). */
-  forwardWithContext(items: BatchItem[], checkpoints?: Float32Array[]): { hidden: Float32Array; ctx: BatchContext } {
+  /** `forward`, also returning the rows' bookkeeping (the backward pass needs it); `tapes[l]` records layer l. */
+  forwardWithContext(items: BatchItem[], checkpoints?: Float32Array[], tapes?: LayerTape[]): { hidden: Float32Array; ctx: BatchContext } {
     const { ws, ctx } = this.prepare(items);
     const { cfg } = this;
     const R = ctx.rows, H = cfg.hiddenSize;
     for (let l = 0; l < cfg.numLayers; l++) {
       if (checkpoints) checkpoints[l].set(ws.x.subarray(0, R * H));
-      this.runLayer(l, ws, ctx, null);
+      this.runLayer(l, ws, ctx, tapes?.[l] ?? null);
     }
     if (checkpoints) checkpoints[cfg.numLayers].set(ws.x.subarray(0, R * H));
     for (const it of items) it.cache.length += it.tokens.length;
@@ -210,6 +210,30 @@ export class Transformer {
     swigluForward(act, gu, R, I);
     kernel.matmulNT(ws.x, act, L.wdown, R, H, I, { accumulate: true });
     this.lora('down_proj', l, ctx, act, I, ws.x, H, ws, tape);
+  }
+
+  /** Floats one layer's tape holds per row (for memory planning). */
+  tapeFloatsPerRow(rank: number, targets: number): number {
+    const { hiddenSize: H, intermediateSize: I } = this.cfg;
+    return 3 * H + 2 * this.ldqkv + this.qDim + 3 * I + rank * targets;
+  }
+
+  allocTape(rows: number, rank: number, targets: LoraTarget[]): LayerTape {
+    const { arena, cfg, qDim, ldqkv } = this;
+    const H = cfg.hiddenSize, I = cfg.intermediateSize;
+    const u: LayerTape['u'] = {};
+    for (const t of targets) u[t] = arena.alloc(rows * rank);
+    return {
+      xn1: arena.alloc(rows * H), qkvRaw: arena.alloc(rows * ldqkv), qkv: arena.alloc(rows * ldqkv), att: arena.alloc(rows * qDim),
+      x2: arena.alloc(rows * H), xn2: arena.alloc(rows * H), gu: arena.alloc(rows * 2 * I), act: arena.alloc(rows * I), u,
+    };
+  }
+
+  freeTape(tape: LayerTape): void {
+    for (const [k, v] of Object.entries(tape)) {
+      if (k === 'u') for (const a of Object.values(v as LayerTape['u'])) this.arena.free(a!);
+      else this.arena.free(v as Float32Array);
+    }
   }
 
   /** logits [rows, vocab] of `rows` hidden states (into `out`, an arena array of ≥ rows·vocab). */

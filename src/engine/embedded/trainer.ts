@@ -6,13 +6,18 @@ import { LoraAdapter, validateLoraConfig, type LoraConfig } from './lora.ts';
 import { Backprop } from './backward.ts';
 import { AdamW, gradNorm } from './optimizer.ts';
 import { rmsnormBackward } from './ops/rmsnorm.ts';
-import { logSumExp } from './ops/logits.ts';
 import { scoreResponses, packRows, fedTokens, type ResponseRequest } from './score.ts';
 import { ppoToken, k3Token, crossEntropyToken, PPO_DEFAULTS, type LossSpec } from '../../learn/losses.ts';
 import { EngineError, type Datum, type ForwardBackwardMetrics, type OptimStepMetrics, type AdamParams } from '../types.ts';
 
 /** Rows of logits held at once in the loss head ([rows × vocab] floats). */
-const HEAD_ROWS = 32;
+const HEAD_ROWS = 128;
+/**
+ * Keep every layer's tape from the forward pass (no recompute in the backward pass: a third less
+ * work) when they fit in this many bytes and in what the 4 GiB WebAssembly memory has left.
+ */
+export const TAPE_BUDGET_BYTES = 1.5 * 2 ** 30;
+const WASM_MEMORY_BYTES = 4 * 2 ** 30;
 
 export class LoraTrainer {
   readonly model: Transformer;
@@ -21,6 +26,8 @@ export class LoraTrainer {
   readonly optimizer: AdamW;
   /** loss tokens accumulated since the last optimizer step */
   pendingTokens = 0;
+  /** see TAPE_BUDGET_BYTES; 0 forces recomputation in the backward pass */
+  tapeBudgetBytes = TAPE_BUDGET_BYTES;
   private nonFinite: string | null = null;
   private readonly backprop: Backprop;
 
@@ -56,35 +63,33 @@ export class LoraTrainer {
   }
 
   /**
-   * Loss head over the response rows [first, first + n) of `hidden`, HEAD_ROWS rows at a time.
-   * `term(t, logp)` returns ∂loss/∂logp of token t; with `dHidden`, the gradient w.r.t. those
-   * hidden rows is written there (dlogits = dlogp·(onehot − softmax)/T, then ·E).
+   * Loss head over the response rows [first, first + n) of `hidden`, HEAD_ROWS rows at a time (no
+   * [tokens × vocab] matrix is ever held). `term(t, logp)` returns ∂loss/∂logp of token t; the
+   * gradient with respect to those hidden rows is added into `dHidden`.
    */
-  private head(hidden: Float32Array, first: number, targets: number[], temperature: number, term: (t: number, logp: number) => number, dHidden: Float32Array | null): void {
+  private head(hidden: Float32Array, first: number, targets: number[], temperature: number, term: (t: number, logp: number) => number, dHidden: Float32Array): void {
     const { cfg, arena, kernel } = this.model;
     const H = cfg.hiddenSize, V = cfg.vocabSize, invT = 1 / temperature;
-    const logits = arena.alloc(HEAD_ROWS * V);
+    const logits = arena.alloc(HEAD_ROWS * V), lse = arena.alloc(HEAD_ROWS), coef = arena.alloc(HEAD_ROWS);
     try {
       for (let t0 = 0; t0 < targets.length; t0 += HEAD_ROWS) {
         const rows = Math.min(HEAD_ROWS, targets.length - t0);
         this.model.logits(logits, hidden.subarray((first + t0) * H, (first + t0 + rows) * H), rows);
+        kernel.rowsLogSumExp(logits, rows, V, invT, lse);
         let anyGrad = false;
         for (let i = 0; i < rows; i++) {
-          const o = i * V, target = targets[t0 + i];
-          const lse = logSumExp(logits, o, V, invT);
-          const logp = logits[o + target] * invT - lse;
-          const g = term(t0 + i, logp);
-          if (!dHidden) continue;
-          // dlogits = g·(onehot − p)/T, written over the logits row
-          const c = g * invT;
-          for (let v = 0; v < V; v++) logits[o + v] = -c * Math.exp(logits[o + v] * invT - lse);
-          logits[o + target] += c;
+          const g = term(t0 + i, logits[i * V + targets[t0 + i]] * invT - lse[i]);
+          coef[i] = g * invT;
           if (g !== 0) anyGrad = true;
         }
-        if (dHidden && anyGrad) kernel.matmulNN(dHidden.subarray((first + t0) * H), logits, this.model.weights.lmHead, rows, H, V, { accumulate: true });
+        if (!anyGrad) continue;
+        // dlogits = (g/T)·(onehot − softmax(x/T)), then the hidden rows' gradient dlogits·E
+        kernel.rowsSoftmaxGrad(logits, rows, V, invT, lse, coef);
+        for (let i = 0; i < rows; i++) logits[i * V + targets[t0 + i]] += coef[i];
+        kernel.matmulNN(dHidden.subarray((first + t0) * H), logits, this.model.weights.lmHead, rows, H, V, { accumulate: true });
       }
     } finally {
-      arena.free(logits);
+      arena.free(logits); arena.free(lse); arena.free(coef);
     }
   }
 
@@ -155,8 +160,12 @@ export class LoraTrainer {
     const checkpoints = Array.from({ length: L + 1 }, () => arena.alloc(R * H));
     const dx = arena.alloc(R * H);
     const dK: Float32Array[] = [], dV: Float32Array[] = [];
+    const { rank, targets } = this.adapter.config;
+    const tapeBytes = R * L * model.tapeFloatsPerRow(rank, targets.length) * 4;
+    const keepTapes = tapeBytes <= Math.min(this.tapeBudgetBytes, WASM_MEMORY_BYTES - arena.usedBytes - 512 * 2 ** 20);
+    const tapes = keepTapes ? Array.from({ length: L }, () => model.allocTape(R, rank, targets)) : undefined;
     try {
-      const { hidden, ctx } = model.forwardWithContext(items, checkpoints);
+      const { hidden, ctx } = model.forwardWithContext(items, checkpoints, tapes);
       // loss head: dx collects ∂L/∂(final hidden) on response rows
       let row = 0;
       group.forEach((d, k) => {
@@ -170,10 +179,11 @@ export class LoraTrainer {
       // per-row views of per-sequence dK/dV blocks
       const blocks = items.map((it) => [arena.alloc(it.tokens.length * model.kvDim), arena.alloc(it.tokens.length * model.kvDim)]);
       items.forEach((it, k) => { for (let t = 0; t < it.tokens.length; t++) { dK.push(blocks[k][0]); dV.push(blocks[k][1]); } });
-      for (let l = L - 1; l >= 0; l--) this.backprop.layer(l, checkpoints[l], ctx, dx, dK, dV);
+      for (let l = L - 1; l >= 0; l--) this.backprop.layer(l, checkpoints[l], ctx, dx, dK, dV, tapes?.[l] ?? null);
       for (const [a, b] of blocks) { arena.free(a); arena.free(b); }
     } finally {
       for (const c of checkpoints) arena.free(c);
+      for (const t of tapes ?? []) model.freeTape(t);
       arena.free(dx);
       for (const it of items) it.cache.release();
     }

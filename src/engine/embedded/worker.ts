@@ -1,15 +1,21 @@
 // The engine thread: owns the model and runs the batch scheduler, so the caller's event loop
-// (the HTTP server) never waits on compute. Messages in: sample, abort, score, close.
-// Messages out: ready | tokens (one per step, for every sequence that advanced) | done | scored | error.
+// (the HTTP server) never waits on compute. Sampling runs step by step; every other request
+// (scoring, training, versions, files) is a job. Training jobs advance one packed micro-batch per
+// turn, alternating with sampling steps, so a long forward/backward never stalls the streams.
+// Messages in: sample, abort, job, close. Out: ready | step | result | error | closed.
 import { parentPort, workerData } from 'node:worker_threads';
 import { EmbeddedRuntime } from './runtime.ts';
 import type { LoadOptions } from './model.ts';
-import type { SampleParams, ScoreRequest, ScoreOptions } from '../types.ts';
+import type { LoraConfig } from './lora.ts';
+import { EngineError, type SampleParams } from '../types.ts';
+
+export type JobName = 'score' | 'configureTraining' | 'forwardBackward' | 'optimStep' | 'saveWeights' | 'publish'
+  | 'saveAdapter' | 'loadAdapter' | 'saveTrainingState' | 'loadTrainingState' | 'versions';
 
 export type WorkerRequest =
   | { op: 'sample'; id: number; promptIds: number[]; params: SampleParams }
   | { op: 'abort'; id: number }
-  | { op: 'score'; id: number; requests: ScoreRequest[]; opts: ScoreOptions }
+  | { op: 'job'; id: number; name: JobName; args: unknown[] }
   | { op: 'close' };
 
 const port = parentPort!;
@@ -24,11 +30,32 @@ try {
   process.exit(0);
 }
 
+/** A job's work, one unit per `next()`. */
+type Work = Generator<void, unknown>;
+// eslint-disable-next-line require-yield
+function* once(f: () => unknown): Work { return f(); }
+
+function startJob(name: JobName, args: unknown[]): Work {
+  const a = args as never[];
+  switch (name) {
+    case 'score': return once(() => rt.score(a[0], a[1]));
+    case 'configureTraining': return once(() => rt.configureTraining(a[0] as Partial<LoraConfig>));
+    case 'forwardBackward': return rt.forwardBackwardSteps(a[0], a[1]);
+    case 'optimStep': return once(() => rt.optimStep(a[0]));
+    case 'saveWeights': return once(() => rt.saveWeights());
+    case 'publish': return once(() => rt.publish(a[0]));
+    case 'saveAdapter': return once(() => rt.saveAdapter(a[0], a[1]));
+    case 'loadAdapter': return once(() => rt.loadAdapter(a[0]));
+    case 'saveTrainingState': return once(() => rt.saveTrainingState(a[0]));
+    case 'loadTrainingState': return once(() => rt.loadTrainingState(a[0]));
+    case 'versions': return once(() => ({ published: rt.published, live: rt.liveVersions, optimizerStep: rt.trainer?.optimizer.step ?? null }));
+  }
+}
+
 const requestOf = new Map<number, number>(); // runtime key → request id
 const keyOf = new Map<number, number>();
-const scores: Extract<WorkerRequest, { op: 'score' }>[] = [];
+const jobs: { id: number; name: JobName; args: unknown[]; work: Work | null }[] = [];
 let scheduled = false;
-let steps = 0;
 
 function schedule(): void {
   if (scheduled) return;
@@ -38,42 +65,51 @@ function schedule(): void {
 
 function errorPayload(e: unknown) {
   const err = e as Error & { code?: string };
-  return { name: err.name, message: err.message, code: err.code ?? 'internal' };
+  const code = e instanceof EngineError ? err.code : err instanceof RangeError ? 'bad_request' : err.name === 'ModelFileError' ? 'bad_request' : 'internal';
+  return { name: err.name, message: err.message, code };
+}
+
+function sampleStep(): void {
+  try {
+    const outputs = rt.step();
+    const events = [];
+    for (const o of outputs) {
+      const id = requestOf.get(o.key)!;
+      if (o.token) events.push({ id, token: o.token });
+      if (o.result) {
+        events.push({ id, result: o.result });
+        requestOf.delete(o.key); keyOf.delete(id);
+      }
+    }
+    if (events.length > 0) port.postMessage({ op: 'step', events });
+  } catch (e) {
+    // a failed step fails the sequences in it, never the thread
+    for (const [key, id] of requestOf) { rt.abort(key); port.postMessage({ op: 'error', id, error: errorPayload(e) }); }
+    requestOf.clear(); keyOf.clear();
+    try { rt.step(); } catch { /* nothing left to retire */ }
+  }
+}
+
+function jobUnit(): void {
+  const job = jobs[0];
+  try {
+    job.work ??= startJob(job.name, job.args);
+    const r = job.work.next();
+    if (!r.done) return;
+    jobs.shift();
+    port.postMessage({ op: 'result', id: job.id, value: r.value });
+  } catch (e) {
+    jobs.shift();
+    port.postMessage({ op: 'error', id: job.id, error: errorPayload(e) });
+  }
 }
 
 function run(): void {
   scheduled = false;
-  // sampling comes first; a queued scoring job runs when nothing samples, or every 8th step
-  const doScore = scores.length > 0 && (!rt.busy || ++steps % 8 === 0);
-  if (doScore) {
-    const job = scores.shift()!;
-    try {
-      const out = rt.score(job.requests, job.opts);
-      port.postMessage({ op: 'scored', id: job.id, logprobs: out });
-    } catch (e) {
-      port.postMessage({ op: 'error', id: job.id, error: errorPayload(e) });
-    }
-  } else if (rt.busy) {
-    try {
-      const outputs = rt.step();
-      const tokens = [];
-      for (const o of outputs) {
-        const id = requestOf.get(o.key)!;
-        if (o.token) tokens.push({ id, token: o.token });
-        if (o.result) {
-          tokens.push({ id, result: o.result });
-          requestOf.delete(o.key); keyOf.delete(id);
-        }
-      }
-      if (tokens.length > 0) port.postMessage({ op: 'step', events: tokens });
-    } catch (e) {
-      // a failed step fails the sequences in it, never the thread
-      for (const [key, id] of requestOf) { rt.abort(key); port.postMessage({ op: 'error', id, error: errorPayload(e) }); }
-      requestOf.clear(); keyOf.clear();
-      try { rt.step(); } catch { /* nothing left to retire */ }
-    }
-  }
-  if (rt.busy || scores.length > 0) schedule();
+  // sampling and jobs take turns: one decode step, then one job unit
+  if (rt.busy) sampleStep();
+  if (jobs.length > 0) jobUnit();
+  if (rt.busy || jobs.length > 0) schedule();
 }
 
 port.on('message', async (msg: WorkerRequest) => {
@@ -92,8 +128,8 @@ port.on('message', async (msg: WorkerRequest) => {
       if (key !== undefined) { rt.abort(key); schedule(); }
       break;
     }
-    case 'score':
-      scores.push(msg);
+    case 'job':
+      jobs.push({ id: msg.id, name: msg.name, args: msg.args, work: null });
       schedule();
       break;
     case 'close':

@@ -27,6 +27,18 @@ export interface AttentionBatch {
   rowPos: Int32Array;
 }
 
+/** The backward of one attention call over training rows (every position of each sequence is a row). */
+export interface AttentionBackwardBatch extends AttentionBatch {
+  /** incoming gradient of `out` ([rows, numHeads·headDim]) */
+  dOut: Float32Array;
+  /** receives ∂/∂q (layout of q: row r at r·lddq) */
+  dq: Float32Array;
+  lddq: number;
+  /** per row: the [positions × kvDim] gradient blocks of its sequence's keys and values (accumulated into) */
+  rowDK: Float32Array[];
+  rowDV: Float32Array[];
+}
+
 export interface Kernel {
   readonly name: string;
   readonly threads: number;
@@ -38,6 +50,11 @@ export interface Kernel {
   matmulTN(c: Float32Array, a: Float32Array, b: Float32Array, M: number, N: number, K: number, opts?: MatmulOptions): void;
   /** causal grouped-query attention (see ops/attention.ts for the exact definition) */
   attention(batch: AttentionBatch, shape: AttentionShape): void;
+  attentionBackward(batch: AttentionBackwardBatch, shape: AttentionShape): void;
+  /** lse[r] = log Σ_v exp(logits[r, v] / T) for a [rows × V] block */
+  rowsLogSumExp(logits: Float32Array, rows: number, V: number, invT: number, lse: Float32Array): void;
+  /** logits[r, ·] ← −coef[r]·softmax(logits[r, ·] / T), using lse from rowsLogSumExp */
+  rowsSoftmaxGrad(logits: Float32Array, rows: number, V: number, invT: number, lse: Float32Array, coef: Float32Array): void;
   close(): Promise<void>;
 }
 

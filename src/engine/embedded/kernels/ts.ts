@@ -1,6 +1,7 @@
 // Plain TypeScript kernels: the reference the WASM kernels are tested against, and the fallback.
-import type { Kernel, MatmulOptions, AttentionBatch } from './kernel.ts';
-import { attentionForward, type AttentionShape } from '../ops/attention.ts';
+import type { Kernel, MatmulOptions, AttentionBatch, AttentionBackwardBatch } from './kernel.ts';
+import { attentionForward, attentionBackward, type AttentionShape } from '../ops/attention.ts';
+import { logSumExp } from '../ops/logits.ts';
 
 export class TsKernel implements Kernel {
   readonly name = 'ts';
@@ -66,10 +67,30 @@ export class TsKernel implements Kernel {
   private scores = new Float64Array(0);
 
   attention(b: AttentionBatch, shape: AttentionShape): void {
+    this.ensureScores(b);
+    attentionForward(b.out, b.q, 0, b.ldq, b.rows, b.rowK, b.rowV, b.rowPos, shape, this.scores);
+  }
+
+  attentionBackward(b: AttentionBackwardBatch, shape: AttentionShape): void {
+    this.ensureScores(b);
+    attentionBackward(b.dq, 0, b.lddq, b.dOut, b.out, b.q, 0, b.ldq, b.rows, b.rowK, b.rowV, b.rowDK, b.rowDV, b.rowPos, shape, this.scores);
+  }
+
+  rowsLogSumExp(logits: Float32Array, rows: number, V: number, invT: number, lse: Float32Array): void {
+    for (let r = 0; r < rows; r++) lse[r] = logSumExp(logits, r * V, V, invT);
+  }
+
+  rowsSoftmaxGrad(logits: Float32Array, rows: number, V: number, invT: number, lse: Float32Array, coef: Float32Array): void {
+    for (let r = 0; r < rows; r++) {
+      const o = r * V, c = coef[r], l = lse[r];
+      for (let v = 0; v < V; v++) logits[o + v] = -c * Math.exp(logits[o + v] * invT - l);
+    }
+  }
+
+  private ensureScores(b: AttentionBatch): void {
     let maxPos = 0;
     for (let r = 0; r < b.rows; r++) maxPos = Math.max(maxPos, b.rowPos[r] + 1);
     if (this.scores.length < maxPos) this.scores = new Float64Array(maxPos * 2);
-    attentionForward(b.out, b.q, 0, b.ldq, b.rows, b.rowK, b.rowV, b.rowPos, shape, this.scores);
   }
 
   async close(): Promise<void> {}

@@ -4,9 +4,9 @@ import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
 import type { Arena } from '../arena.ts';
-import type { Kernel, MatmulOptions, AttentionBatch } from './kernel.ts';
+import type { Kernel, MatmulOptions, AttentionBatch, AttentionBackwardBatch } from './kernel.ts';
 import type { AttentionShape } from '../ops/attention.ts';
-import { GEN, CLAIM, DONE, NCHUNKS, CHUNK, TOTAL, OP, STOP, P, CTRL_INTS, CLOSED, MAX_CHUNKS, OP_GEMM, OP_ATTENTION, OP_NN, OP_TN, runChunks, floatBits, type WasmKernelExports } from './wasm-pool.ts';
+import { GEN, CLAIM, DONE, NCHUNKS, CHUNK, TOTAL, OP, STOP, P, CTRL_INTS, CLOSED, MAX_CHUNKS, OP_GEMM, OP_ATTENTION, OP_NN, OP_TN, OP_ATTENTION_BACKWARD, OP_ROWS_LSE, OP_ROWS_SOFTMAX_GRAD, runChunks, floatBits, type WasmKernelExports } from './wasm-pool.ts';
 
 const EXT = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 let cachedModule: WebAssembly.Module | null = null;
@@ -26,8 +26,8 @@ export class WasmKernel implements Kernel {
   private readonly ctrl: Int32Array;
   private readonly helpers: Worker[] = [];
   private tag = 0;
-  /** per-row [K ptr, V ptr, position] for attention, and per-thread score scratch */
-  private table: Float32Array | null = null;
+  /** arena-backed integer tables (per-row pointers for attention), and per-thread score scratch */
+  private readonly intSlots = new Map<string, Float32Array>();
   private scratch: Float32Array | null = null;
 
   constructor(arena: Arena, threads = availableParallelism(), spinMs = 2) {
@@ -92,32 +92,81 @@ export class WasmKernel implements Kernel {
     this.run(OP_TN, m, [a.byteOffset, b.byteOffset, c.byteOffset, n, k, lda, ldb, ldc, acc]);
   }
 
-  attention(batch: AttentionBatch, s: AttentionShape): void {
-    const { rows } = batch;
-    let maxPos = 0;
-    for (let r = 0; r < rows; r++) maxPos = Math.max(maxPos, batch.rowPos[r] + 1);
-    if (!this.table || this.table.length < rows * 3) {
-      if (this.table) this.arena.free(this.table);
-      this.table = this.arena.alloc(Math.max(rows * 3, 192) * 2);
+  /** An Int32 view of `n` ints in the shared memory, reused per slot name. */
+  private ints(slot: string, n: number): Int32Array {
+    let buf = this.intSlots.get(slot);
+    if (!buf || buf.length < n) {
+      if (buf) this.arena.free(buf);
+      buf = this.arena.alloc(Math.max(n * 2, 256));
+      this.intSlots.set(slot, buf);
     }
-    const stride = Math.ceil(maxPos / 16) * 16;
+    return new Int32Array(buf.buffer, buf.byteOffset, n);
+  }
+
+  /** Per-thread float scratch of `perThread` values; returns [base byte offset, per-thread byte stride]. */
+  private threadScratch(perThread: number): [number, number] {
+    const stride = Math.ceil(perThread / 16) * 16;
     if (!this.scratch || this.scratch.length < stride * this.threads) {
       if (this.scratch) this.arena.free(this.scratch);
       this.scratch = this.arena.alloc(stride * this.threads * 2);
     }
-    const scratchStride = Math.floor(this.scratch.length / this.threads) * 4;
-    const t = new Int32Array(this.table.buffer, this.table.byteOffset, rows * 3);
+    return [this.scratch.byteOffset, Math.floor(this.scratch.length / this.threads) * 4];
+  }
+
+  private static maxPosition(b: AttentionBatch): number {
+    let maxPos = 0;
+    for (let r = 0; r < b.rows; r++) maxPos = Math.max(maxPos, b.rowPos[r] + 1);
+    return maxPos;
+  }
+
+  attention(batch: AttentionBatch, s: AttentionShape): void {
+    const { rows } = batch;
+    const maxPos = WasmKernel.maxPosition(batch);
+    const t = this.ints('attention', rows * 3);
     for (let r = 0; r < rows; r++) {
       t[3 * r] = batch.rowK[r].byteOffset; t[3 * r + 1] = batch.rowV[r].byteOffset; t[3 * r + 2] = batch.rowPos[r];
     }
+    const [scratch, scratchStride] = this.threadScratch(maxPos);
     const pairs = rows * s.numHeads;
     const window = s.slidingWindow ?? 0, scale = 1 / Math.sqrt(s.headDim);
-    const params = [batch.q.byteOffset, batch.ldq, batch.out.byteOffset, this.table.byteOffset, s.numHeads, s.numKvHeads, s.headDim, window, floatBits(scale), this.scratch.byteOffset, scratchStride];
     if (this.helpers.length === 0 || pairs * maxPos * s.headDim < PARALLEL_MIN_MACS) {
-      this.k.attention(params[0], params[1], params[2], params[3], 0, pairs, params[4], params[5], params[6], params[7], scale, params[9]);
+      this.k.attention(batch.q.byteOffset, batch.ldq, batch.out.byteOffset, t.byteOffset, 0, pairs, s.numHeads, s.numKvHeads, s.headDim, window, scale, scratch);
       return;
     }
-    this.run(OP_ATTENTION, pairs, params);
+    this.run(OP_ATTENTION, pairs, [batch.q.byteOffset, batch.ldq, batch.out.byteOffset, t.byteOffset, s.numHeads, s.numKvHeads, s.headDim, window, floatBits(scale), scratch, scratchStride]);
+  }
+
+  attentionBackward(b: AttentionBackwardBatch, s: AttentionShape): void {
+    const { rows } = b;
+    const maxPos = WasmKernel.maxPosition(b);
+    const t = this.ints('attention-backward', rows * 5);
+    const seqs: number[] = [];
+    for (let r = 0; r < rows; r++) {
+      t[5 * r] = b.rowK[r].byteOffset; t[5 * r + 1] = b.rowV[r].byteOffset; t[5 * r + 2] = b.rowDK[r].byteOffset; t[5 * r + 3] = b.rowDV[r].byteOffset; t[5 * r + 4] = b.rowPos[r];
+      // a sequence is a run of rows sharing one cache block
+      if (r === 0 || b.rowK[r] !== b.rowK[r - 1]) seqs.push(r, 1); else seqs[seqs.length - 1]++;
+    }
+    const segs = this.ints('attention-backward-seqs', seqs.length);
+    segs.set(seqs);
+    const [scratch, scratchStride] = this.threadScratch(maxPos);
+    const units = (seqs.length / 2) * s.numKvHeads;
+    const window = s.slidingWindow ?? 0, scale = 1 / Math.sqrt(s.headDim);
+    const params = [b.dq.byteOffset, b.lddq, b.dOut.byteOffset, b.out.byteOffset, b.q.byteOffset, b.ldq, t.byteOffset, segs.byteOffset, s.numHeads, s.numKvHeads, s.headDim, window, floatBits(scale), scratch, scratchStride];
+    if (this.helpers.length === 0 || units === 1) {
+      this.k.attention_backward(params[0], params[1], params[2], params[3], params[4], params[5], params[6], params[7], 0, units, s.numHeads, s.numKvHeads, s.headDim, window, scale, scratch);
+      return;
+    }
+    this.run(OP_ATTENTION_BACKWARD, units, params);
+  }
+
+  rowsLogSumExp(logits: Float32Array, rows: number, V: number, invT: number, lse: Float32Array): void {
+    if (this.helpers.length === 0 || rows < 2) { this.k.rows_lse(logits.byteOffset, 0, rows, V, invT, lse.byteOffset); return; }
+    this.run(OP_ROWS_LSE, rows, [logits.byteOffset, V, floatBits(invT), lse.byteOffset]);
+  }
+
+  rowsSoftmaxGrad(logits: Float32Array, rows: number, V: number, invT: number, lse: Float32Array, coef: Float32Array): void {
+    if (this.helpers.length === 0 || rows < 2) { this.k.rows_softmax_grad(logits.byteOffset, 0, rows, V, invT, lse.byteOffset, coef.byteOffset); return; }
+    this.run(OP_ROWS_SOFTMAX_GRAD, rows, [logits.byteOffset, V, floatBits(invT), lse.byteOffset, coef.byteOffset]);
   }
 
   async close(): Promise<void> {
