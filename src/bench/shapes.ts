@@ -8,6 +8,7 @@ import { Arena } from '../engine/embedded/arena.ts';
 import type { ModelWeights, LayerWeights } from '../engine/embedded/weights.ts';
 import { writeSafetensors, type DType, type TensorToWrite } from '../engine/embedded/safetensors.ts';
 import { Rng } from '../engine/embedded/rng.ts';
+import { packedLength, type PackedMatrix } from '../engine/embedded/kernels/packed.ts';
 
 /** config.json contents of the shapes the benchmarks use */
 export const SHAPES: Record<string, Record<string, unknown>> = {
@@ -100,16 +101,27 @@ export function randomModelInMemory(raw: Record<string, unknown>, seed = 1): { c
   const H = cfg.hiddenSize, I = cfg.intermediateSize, hd = cfg.headDim, q = cfg.numHeads * hd, kv = cfg.numKvHeads * hd;
   let bytes = 0;
   const rand = (n: number, std = 0.02) => { const a = arena.alloc(n); fillRandom(a, rng, std); bytes += a.byteLength; return a; };
+  /** random weights straight into the packed layout (padding rows stay zero) */
+  const randPacked = (rows: number, cols: number): PackedMatrix => {
+    const data = arena.alloc(packedLength(rows, cols));
+    bytes += data.byteLength;
+    const r = 0.02 * Math.sqrt(3);
+    for (let row = 0; row < rows; row++) {
+      const base = Math.floor(row / 8) * cols * 8 + (row % 8);
+      for (let k = 0; k < cols; k++) data[base + k * 8] = (rng.next() * 2 - 1) * r;
+    }
+    return { data, rows, cols };
+  };
   const ones = (n: number) => { const a = arena.alloc(n); a.fill(1); bytes += a.byteLength; return a; };
-  const embed = rand(cfg.vocabSize * H);
+  const embed = randPacked(cfg.vocabSize, H);
   const layers: LayerWeights[] = [];
   for (let l = 0; l < cfg.numLayers; l++) {
     layers.push({
-      inputNorm: ones(H), postNorm: ones(H), wqkv: rand((q + 2 * kv) * H), bqkv: cfg.attentionBias ? rand(q + 2 * kv) : null,
-      qNorm: cfg.qkNorm ? ones(hd) : null, kNorm: cfg.qkNorm ? ones(hd) : null, wo: rand(H * q), wgu: rand(2 * I * H), wdown: rand(H * I),
+      inputNorm: ones(H), postNorm: ones(H), wqkv: randPacked(q + 2 * kv, H), bqkv: cfg.attentionBias ? rand(q + 2 * kv) : null,
+      qNorm: cfg.qkNorm ? ones(hd) : null, kNorm: cfg.qkNorm ? ones(hd) : null, wo: randPacked(H, q), wgu: randPacked(2 * I, H), wdown: randPacked(H, I),
     });
   }
   const finalNorm = ones(H);
-  const lmHead = cfg.tieWordEmbeddings ? embed : rand(cfg.vocabSize * H);
+  const lmHead = cfg.tieWordEmbeddings ? embed : randPacked(cfg.vocabSize, H);
   return { cfg, arena, weights: { embed, layers, finalNorm, lmHead, sourceDtypes: ['F32'], bytes } };
 }

@@ -34,10 +34,14 @@ class TimedKernel implements Kernel {
   get threads() { return this.inner.threads; }
   private timed<T>(f: () => T, add: (ms: number) => void): T { const t0 = performance.now(); const r = f(); add(performance.now() - t0); return r; }
   matmulNT(...a: Parameters<Kernel['matmulNT']>) { this.timed(() => this.inner.matmulNT(...a), (ms) => (this.matmulMs += ms)); }
+  matmulPacked(...a: Parameters<Kernel['matmulPacked']>) { this.timed(() => this.inner.matmulPacked(...a), (ms) => (this.matmulMs += ms)); }
+  matmulPackedT(...a: Parameters<Kernel['matmulPackedT']>) { this.timed(() => this.inner.matmulPackedT(...a), (ms) => (this.matmulMs += ms)); }
   matmulNN(...a: Parameters<Kernel['matmulNN']>) { this.timed(() => this.inner.matmulNN(...a), (ms) => (this.matmulMs += ms)); }
   matmulTN(...a: Parameters<Kernel['matmulTN']>) { this.timed(() => this.inner.matmulTN(...a), (ms) => (this.matmulMs += ms)); }
   attention(...a: Parameters<Kernel['attention']>) { this.timed(() => this.inner.attention(...a), (ms) => (this.attentionMs += ms)); }
   attentionBackward(...a: Parameters<Kernel['attentionBackward']>) { this.timed(() => this.inner.attentionBackward(...a), (ms) => (this.attentionMs += ms)); }
+  swiglu(...a: Parameters<Kernel['swiglu']>) { this.inner.swiglu(...a); }
+  swigluBackward(...a: Parameters<Kernel['swigluBackward']>) { this.inner.swigluBackward(...a); }
   rowsLogSumExp(...a: Parameters<Kernel['rowsLogSumExp']>) { this.inner.rowsLogSumExp(...a); }
   rowsSoftmaxGrad(...a: Parameters<Kernel['rowsSoftmaxGrad']>) { this.inner.rowsSoftmaxGrad(...a); }
   close() { return this.inner.close(); }

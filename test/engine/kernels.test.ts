@@ -9,6 +9,7 @@ import { TsKernel } from '../../src/engine/embedded/kernels/ts.ts';
 import { WasmKernel } from '../../src/engine/embedded/kernels/wasm.ts';
 import { buildWasm, WASM_OUT } from '../../scripts/build-wasm.ts';
 import { Rng } from '../../src/engine/embedded/rng.ts';
+import { packPanels, packedLength, unpackRow } from '../../src/engine/embedded/kernels/packed.ts';
 import { tempDir } from '../helpers/models.ts';
 
 const SHAPES: [number, number, number][] = [
@@ -74,6 +75,47 @@ test('WASM NN and TN matrix multiplies (the forms of the backward pass) match th
         }
         for (const c of outs) arena.free(c);
         arena.free(a); arena.free(b);
+      }
+    }
+  } finally {
+    await w1.close(); await w2.close();
+  }
+});
+
+test('packed weights: forward C = A·Wᵀ and backward C = A·W match the plain kernels, for any row count and partial panels', async () => {
+  const arena = new Arena();
+  const ts = new TsKernel(), w1 = new WasmKernel(arena, 1), w2 = new WasmKernel(arena, 2);
+  const rng = new Rng(12);
+  try {
+    // [M, rows (out), cols (in)]: M covers the 6-, 2- and 1-row paths; rows % 8 != 0 gives a partial panel
+    for (const [M, rows, cols] of [[1, 8, 8], [1, 13, 5], [2, 16, 33], [5, 172, 64], [7, 64, 172], [13, 21, 10], [64, 576, 300], [300, 96, 130]] as [number, number, number][]) {
+      const w = arena.alloc(rows * cols);
+      for (let i = 0; i < w.length; i++) w[i] = rng.next() * 2 - 1;
+      const packed = { data: arena.alloc(packedLength(rows, cols)), rows, cols };
+      packPanels(w, rows, cols, packed.data);
+      const row = new Float32Array(cols);
+      unpackRow(packed, rows - 1, row);
+      assert.deepEqual(Array.from(row), Array.from(w.subarray((rows - 1) * cols, rows * cols)));
+      // forward: A [M × cols] (stride cols + 3) → C [M × rows] (stride rows + 2), accumulating
+      const a = arena.alloc(M * (cols + 3)), g = arena.alloc(M * (rows + 1));
+      for (const x of [a, g]) for (let i = 0; i < x.length; i++) x[i] = rng.next() * 2 - 1;
+      const init = Float32Array.from({ length: M * (rows + 2) }, () => rng.next());
+      const ref = arena.alloc(M * (rows + 2));
+      ref.set(init);
+      ts.matmulNT(ref, a, w, M, rows, cols, { lda: cols + 3, ldc: rows + 2, accumulate: true });
+      const initT = Float32Array.from({ length: M * (cols + 2) }, () => rng.next());
+      const refT = arena.alloc(M * (cols + 2));
+      refT.set(initT);
+      ts.matmulNN(refT, g, w, M, cols, rows, { lda: rows + 1, ldc: cols + 2, accumulate: true });
+      for (const k of [ts, w1, w2]) {
+        const c = arena.alloc(M * (rows + 2));
+        c.set(init);
+        k.matmulPacked(c, a, packed, M, { lda: cols + 3, ldc: rows + 2, accumulate: true });
+        for (let i = 0; i < c.length; i++) assert.ok(Math.abs(c[i] - ref[i]) < 1e-5 * Math.sqrt(cols) + 1e-6, `${k.name}/${k.threads} packed ${M}×${rows}×${cols} at ${i}: ${c[i]} vs ${ref[i]}`);
+        const cT = arena.alloc(M * (cols + 2));
+        cT.set(initT);
+        k.matmulPackedT(cT, g, packed, M, { lda: rows + 1, ldc: cols + 2, accumulate: true });
+        for (let i = 0; i < cT.length; i++) assert.ok(Math.abs(cT[i] - refT[i]) < 1e-5 * Math.sqrt(rows) + 1e-6, `${k.name}/${k.threads} packedT ${M}×${rows}×${cols} at ${i}: ${cT[i]} vs ${refT[i]}`);
       }
     }
   } finally {
@@ -168,6 +210,25 @@ test('WASM row log-sum-exp and softmax gradient (vectorised exp) match the TypeS
     }
   } finally {
     await w2.close();
+  }
+});
+
+test('WASM SwiGLU forward and backward match the TypeScript versions', async () => {
+  const arena = new Arena();
+  const ts = new TsKernel(), w = new WasmKernel(arena, 1);
+  const rng = new Rng(13);
+  try {
+    for (const [rows, I] of [[1, 3], [3, 172], [17, 1536]]) {
+      const gu = arena.alloc(rows * 2 * I), dout = arena.alloc(rows * I);
+      for (let i = 0; i < gu.length; i++) gu[i] = (rng.next() * 2 - 1) * 12;
+      for (let i = 0; i < dout.length; i++) dout[i] = rng.next() * 2 - 1;
+      const [o1, o2] = [ts, w].map((k) => { const o = arena.alloc(rows * I); k.swiglu(o, gu, rows, I); return o; });
+      const [g1, g2] = [ts, w].map((k) => { const g = arena.alloc(rows * 2 * I); k.swigluBackward(g, dout, gu, rows, I); return g; });
+      for (let i = 0; i < o1.length; i++) assert.ok(Math.abs(o1[i] - o2[i]) <= 1e-6 * Math.max(1, Math.abs(o1[i])), `swiglu ${rows}×${I} at ${i}: ${o2[i]} vs ${o1[i]}`);
+      for (let i = 0; i < g1.length; i++) assert.ok(Math.abs(g1[i] - g2[i]) <= 1e-6 * Math.max(1, Math.abs(g1[i])), `swiglu backward ${rows}×${I} at ${i}: ${g2[i]} vs ${g1[i]}`);
+    }
+  } finally {
+    await w.close();
   }
 });
 

@@ -21,14 +21,14 @@ export class Arena {
 
   get usedBytes(): number { return this.live; }
 
-  /** A zero-filled float32 array of `n` values inside the shared memory. */
-  alloc(n: number): Float32Array {
+  /** A float32 array of `n` values inside the shared memory, zero-filled unless `zero` is false (for buffers the caller overwrites whole). */
+  alloc(n: number, zero = true): Float32Array {
     const bytes = Math.max(ALIGN, Math.ceil((n * 4) / ALIGN) * ALIGN);
     const list = this.freeLists.get(bytes);
     let ptr: number;
     if (list && list.length > 0) {
       ptr = list.pop()!;
-      new Uint8Array(this.memory.buffer, ptr, bytes).fill(0);
+      if (zero) new Uint8Array(this.memory.buffer, ptr, bytes).fill(0);
     } else {
       ptr = this.top;
       const need = ptr + bytes;

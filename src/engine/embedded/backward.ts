@@ -6,7 +6,6 @@
 import type { Transformer, BatchContext, LayerTape } from './model.ts';
 import type { LoraAdapter, LoraTarget } from './lora.ts';
 import { rmsnormBackward } from './ops/rmsnorm.ts';
-import { swigluBackward } from './ops/swiglu.ts';
 
 export class Backprop {
   private readonly m: Transformer;
@@ -80,16 +79,16 @@ export class Backprop {
     }
 
     // MLP: x3 = x2 + down(swiglu(gate_up(norm(x2))))
-    kernel.matmulNN(buf.dact, dx, L.wdown, R, I, H);
+    kernel.matmulPackedT(buf.dact, dx, L.wdown, R);
     this.lora(tape, 'down_proj', l, tape.act, I, dx, H, buf.dact, I, R);
-    swigluBackward(buf.dgu, buf.dact, tape.gu, R, I);
-    kernel.matmulNN(buf.dh, buf.dgu, L.wgu, R, H, 2 * I);
+    kernel.swigluBackward(buf.dgu, buf.dact, tape.gu, R, I);
+    kernel.matmulPackedT(buf.dh, buf.dgu, L.wgu, R);
     this.lora(tape, 'gate_proj', l, tape.xn2, H, buf.dgu, 2 * I, buf.dh, H, R);
     this.lora(tape, 'up_proj', l, tape.xn2, H, buf.dgu.subarray(I), 2 * I, buf.dh, H, R);
     rmsnormBackward(dx, buf.dh, tape.x2, L.postNorm, R, H, eps, true);
 
     // attention: x2 = x + o(attention(rope(norm_qk(qkv(norm(x))))))
-    kernel.matmulNN(buf.datt, dx, L.wo, R, qDim, H);
+    kernel.matmulPackedT(buf.datt, dx, L.wo, R);
     this.lora(tape, 'o_proj', l, tape.att, qDim, dx, H, buf.datt, qDim, R);
     const rowK = ctx.rowCache.map((c) => c.k[l]), rowV = ctx.rowCache.map((c) => c.v[l]);
     for (const b of new Set([...dK, ...dV])) b.fill(0);
@@ -105,7 +104,7 @@ export class Backprop {
         rmsnormBackward(buf.dqkv, buf.dqkv, tape.qkvRaw, L.kNorm, cfg.numKvHeads, hd, eps, false, hd, hd, hd, o + qDim, o + qDim, o + qDim);
       }
     }
-    kernel.matmulNN(buf.dh, buf.dqkv, L.wqkv, R, H, ldqkv);
+    kernel.matmulPackedT(buf.dh, buf.dqkv, L.wqkv, R);
     this.lora(tape, 'q_proj', l, tape.xn1, H, buf.dqkv, ldqkv, buf.dh, H, R);
     this.lora(tape, 'k_proj', l, tape.xn1, H, buf.dqkv.subarray(qDim), ldqkv, buf.dh, H, R);
     this.lora(tape, 'v_proj', l, tape.xn1, H, buf.dqkv.subarray(qDim + kvDim), ldqkv, buf.dh, H, R);

@@ -11,11 +11,11 @@ import { loadWeights, type ModelWeights } from './weights.ts';
 import { RopeTable, ropeFrequencies } from './rope.ts';
 import { KvCache } from './kv-cache.ts';
 import { rmsnormForward } from './ops/rmsnorm.ts';
-import { swigluForward } from './ops/swiglu.ts';
 import type { Kernel, KernelName } from './kernels/kernel.ts';
 import { TsKernel } from './kernels/ts.ts';
 import { WasmKernel } from './kernels/wasm.ts';
 import type { LoraAdapter, LoraModule, LoraTarget } from './lora.ts';
+import { unpackRow } from './kernels/packed.ts';
 
 export interface BatchItem { tokens: ArrayLike<number>; cache: KvCache; adapter?: LoraAdapter | null }
 
@@ -119,7 +119,7 @@ export class Transformer {
       for (let t = 0; t < it.tokens.length; t++, r++) {
         const tok = it.tokens[t];
         if (!Number.isInteger(tok) || tok < 0 || tok >= cfg.vocabSize) throw new RangeError(`token id ${tok} is outside the vocabulary (0..${cfg.vocabSize - 1})`);
-        ws.x.set(W.embed.subarray(tok * H, (tok + 1) * H), r * H);
+        unpackRow(W.embed, tok, ws.x, r * H);
         rowPos[r] = it.cache.length + t;
         rowCache[r] = it.cache;
       }
@@ -177,7 +177,7 @@ export class Transformer {
     // attention block
     const xn1 = tape?.xn1 ?? ws.xn;
     rmsnormForward(xn1, ws.x, L.inputNorm, R, H, cfg.rmsNormEps);
-    kernel.matmulNT(qkv, xn1, L.wqkv, R, ldqkv, H);
+    kernel.matmulPacked(qkv, xn1, L.wqkv, R);
     this.lora('q_proj', l, ctx, xn1, H, qkv, ldqkv, ws, tape);
     this.lora('k_proj', l, ctx, xn1, H, qkv.subarray(qDim), ldqkv, ws, tape);
     this.lora('v_proj', l, ctx, xn1, H, qkv.subarray(qDim + kvDim), ldqkv, ws, tape);
@@ -197,18 +197,18 @@ export class Transformer {
       rowV[i].set(qkv.subarray(o + qDim + kvDim, o + ldqkv), rowPos[i] * kvDim);
     }
     kernel.attention({ q: qkv, ldq: ldqkv, out: att, rows: R, rowK, rowV, rowPos }, cfg);
-    kernel.matmulNT(ws.x, att, L.wo, R, H, qDim, { accumulate: true }); // residual add for free
+    kernel.matmulPacked(ws.x, att, L.wo, R, { accumulate: true }); // residual add for free
     this.lora('o_proj', l, ctx, att, qDim, ws.x, H, ws, tape);
     if (tape) tape.x2.set(ws.x.subarray(0, R * H));
 
     // MLP block
     const xn2 = tape?.xn2 ?? ws.xn;
     rmsnormForward(xn2, ws.x, L.postNorm, R, H, cfg.rmsNormEps);
-    kernel.matmulNT(gu, xn2, L.wgu, R, 2 * I, H);
+    kernel.matmulPacked(gu, xn2, L.wgu, R);
     this.lora('gate_proj', l, ctx, xn2, H, gu, 2 * I, ws, tape);
     this.lora('up_proj', l, ctx, xn2, H, gu.subarray(I), 2 * I, ws, tape);
-    swigluForward(act, gu, R, I);
-    kernel.matmulNT(ws.x, act, L.wdown, R, H, I, { accumulate: true });
+    kernel.swiglu(act, gu, R, I);
+    kernel.matmulPacked(ws.x, act, L.wdown, R, { accumulate: true });
     this.lora('down_proj', l, ctx, act, I, ws.x, H, ws, tape);
   }
 
@@ -221,11 +221,12 @@ export class Transformer {
   allocTape(rows: number, rank: number, targets: LoraTarget[]): LayerTape {
     const { arena, cfg, qDim, ldqkv } = this;
     const H = cfg.hiddenSize, I = cfg.intermediateSize;
+    // every entry is written whole by runLayer before it is read: no zero-fill
     const u: LayerTape['u'] = {};
-    for (const t of targets) u[t] = arena.alloc(rows * rank);
+    for (const t of targets) u[t] = arena.alloc(rows * rank, false);
     return {
-      xn1: arena.alloc(rows * H), qkvRaw: arena.alloc(rows * ldqkv), qkv: arena.alloc(rows * ldqkv), att: arena.alloc(rows * qDim),
-      x2: arena.alloc(rows * H), xn2: arena.alloc(rows * H), gu: arena.alloc(rows * 2 * I), act: arena.alloc(rows * I), u,
+      xn1: arena.alloc(rows * H, false), qkvRaw: arena.alloc(rows * ldqkv, false), qkv: arena.alloc(rows * ldqkv, false), att: arena.alloc(rows * qDim, false),
+      x2: arena.alloc(rows * H, false), xn2: arena.alloc(rows * H, false), gu: arena.alloc(rows * 2 * I, false), act: arena.alloc(rows * I, false), u,
     };
   }
 
@@ -238,7 +239,7 @@ export class Transformer {
 
   /** logits [rows, vocab] of `rows` hidden states (into `out`, an arena array of ≥ rows·vocab). */
   logits(out: Float32Array, hidden: Float32Array, rows: number): Float32Array {
-    this.kernel.matmulNT(out, hidden, this.weights.lmHead, rows, this.cfg.vocabSize, this.cfg.hiddenSize);
+    this.kernel.matmulPacked(out, hidden, this.weights.lmHead, rows);
     return out;
   }
 

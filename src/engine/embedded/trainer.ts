@@ -86,7 +86,7 @@ export class LoraTrainer {
         // dlogits = (g/T)·(onehot − softmax(x/T)), then the hidden rows' gradient dlogits·E
         kernel.rowsSoftmaxGrad(logits, rows, V, invT, lse, coef);
         for (let i = 0; i < rows; i++) logits[i * V + targets[t0 + i]] += coef[i];
-        kernel.matmulNN(dHidden.subarray((first + t0) * H), logits, this.model.weights.lmHead, rows, H, V, { accumulate: true });
+        kernel.matmulPackedT(dHidden.subarray((first + t0) * H), logits, this.model.weights.lmHead, rows, { accumulate: true });
       }
     } finally {
       arena.free(logits); arena.free(lse); arena.free(coef);
@@ -157,7 +157,7 @@ export class LoraTrainer {
     const H = cfg.hiddenSize, L = cfg.numLayers;
     const items = group.map((d) => ({ tokens: fedTokens(d), cache: model.newCache(), adapter: this.adapter }));
     const R = items.reduce((a, it) => a + it.tokens.length, 0);
-    const checkpoints = Array.from({ length: L + 1 }, () => arena.alloc(R * H));
+    const checkpoints = Array.from({ length: L + 1 }, () => arena.alloc(R * H, false));
     const dx = arena.alloc(R * H);
     const dK: Float32Array[] = [], dV: Float32Array[] = [];
     const { rank, targets } = this.adapter.config;

@@ -1,32 +1,35 @@
 // Loads a Hugging Face checkpoint into the arena as float32, validating every tensor's presence
 // and shape against config.json. q/k/v and gate/up are fused into one matrix each at load time so
-// a layer runs four GEMMs instead of seven (fewer thread wake-ups per token).
+// a layer runs four GEMMs instead of seven (fewer thread wake-ups per token), and every matrix is
+// repacked into 8-row panels (kernels/packed.ts) for the fast forward kernel.
 import type { ModelConfig } from './config.ts';
 import type { Arena } from './arena.ts';
 import { listModelTensors, readTensorF32, ModelFileError, type TensorInfo, type DType } from './safetensors.ts';
+import { packPanels, packedLength, type PackedMatrix } from './kernels/packed.ts';
 
 export interface LayerWeights {
   inputNorm: Float32Array;
   postNorm: Float32Array;
   /** [q; k; v] rows: [qDim + 2·kvDim, hidden] */
-  wqkv: Float32Array;
+  wqkv: PackedMatrix;
   bqkv: Float32Array | null;
   qNorm: Float32Array | null;
   kNorm: Float32Array | null;
   /** [hidden, qDim] */
-  wo: Float32Array;
+  wo: PackedMatrix;
   /** [gate; up] rows: [2·intermediate, hidden] */
-  wgu: Float32Array;
+  wgu: PackedMatrix;
   /** [hidden, intermediate] */
-  wdown: Float32Array;
+  wdown: PackedMatrix;
 }
 
 export interface ModelWeights {
-  embed: Float32Array;
+  /** [vocab, hidden]; embedding rows are read out of the panels (unpackRow) */
+  embed: PackedMatrix;
   layers: LayerWeights[];
   finalNorm: Float32Array;
   /** the embedding table itself when the embeddings are tied */
-  lmHead: Float32Array;
+  lmHead: PackedMatrix;
   /** dtypes found in the checkpoint, and the float32 bytes they occupy now */
   sourceDtypes: DType[];
   bytes: number;
@@ -55,10 +58,10 @@ export function loadWeights(dir: string, cfg: ModelConfig, arena: Arena): ModelW
     return readTensorF32(t, out);
   };
   /** stack several [rows_i, cols] tensors into one [Σrows_i, cols] matrix */
-  const stack = (parts: [string, number][], cols: number): Float32Array => {
+  const stack = (parts: [string, number][], cols: number, into?: Float32Array): Float32Array => {
     const total = parts.reduce((a, [, r]) => a + r, 0);
-    const out = arena.alloc(total * cols);
-    bytes += out.byteLength;
+    const out = into ?? arena.alloc(total * cols);
+    if (!into) bytes += out.byteLength;
     let row = 0;
     for (const [name, rows] of parts) {
       const shape = cols === 1 ? [rows] : [rows, cols];
@@ -67,8 +70,18 @@ export function loadWeights(dir: string, cfg: ModelConfig, arena: Arena): ModelW
     }
     return out;
   };
+  /** read (and stack) row-major into a scratch buffer, then pack into panels */
+  let scratch = new Float32Array(0);
+  const packed = (parts: [string, number][], cols: number): PackedMatrix => {
+    const rows = parts.reduce((a, [, r]) => a + r, 0);
+    if (scratch.length < rows * cols) scratch = new Float32Array(rows * cols);
+    const data = arena.alloc(packedLength(rows, cols));
+    bytes += data.byteLength;
+    packPanels(stack(parts, cols, scratch.subarray(0, rows * cols)), rows, cols, data);
+    return { data, rows, cols };
+  };
 
-  const embed = load('model.embed_tokens.weight', [cfg.vocabSize, H]);
+  const embed = packed([['model.embed_tokens.weight', cfg.vocabSize]], H);
   const layers: LayerWeights[] = [];
   for (let l = 0; l < cfg.numLayers; l++) {
     const p = `model.layers.${l}.`;
@@ -76,20 +89,20 @@ export function loadWeights(dir: string, cfg: ModelConfig, arena: Arena): ModelW
     layers.push({
       inputNorm: load(`${p}input_layernorm.weight`, [H]),
       postNorm: load(`${p}post_attention_layernorm.weight`, [H]),
-      wqkv: stack([[`${a}q_proj.weight`, qDim], [`${a}k_proj.weight`, kvDim], [`${a}v_proj.weight`, kvDim]], H),
+      wqkv: packed([[`${a}q_proj.weight`, qDim], [`${a}k_proj.weight`, kvDim], [`${a}v_proj.weight`, kvDim]], H),
       bqkv: cfg.attentionBias ? stack([[`${a}q_proj.bias`, qDim], [`${a}k_proj.bias`, kvDim], [`${a}v_proj.bias`, kvDim]], 1) : null,
       qNorm: cfg.qkNorm ? load(`${a}q_norm.weight`, [hd]) : null,
       kNorm: cfg.qkNorm ? load(`${a}k_norm.weight`, [hd]) : null,
-      wo: load(`${a}o_proj.weight`, [H, qDim]),
-      wgu: stack([[`${p}mlp.gate_proj.weight`, I], [`${p}mlp.up_proj.weight`, I]], H),
-      wdown: load(`${p}mlp.down_proj.weight`, [H, I]),
+      wo: packed([[`${a}o_proj.weight`, H]], qDim),
+      wgu: packed([[`${p}mlp.gate_proj.weight`, I], [`${p}mlp.up_proj.weight`, I]], H),
+      wdown: packed([[`${p}mlp.down_proj.weight`, H]], I),
     });
   }
   const finalNorm = load('model.norm.weight', [H]);
   let lmHead = embed;
   if (!cfg.tieWordEmbeddings) {
     if (!tensors.has('lm_head.weight')) throw new ModelFileError(`missing tensor 'lm_head.weight' (tie_word_embeddings is false in config.json)`);
-    lmHead = load('lm_head.weight', [cfg.vocabSize, H]);
+    lmHead = packed([['lm_head.weight', cfg.vocabSize]], H);
   }
   return { embed, layers, finalNorm, lmHead, sourceDtypes: [...dtypes], bytes };
 }

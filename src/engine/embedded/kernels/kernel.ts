@@ -3,6 +3,7 @@
 // rounding: WASM SIMD on worker threads (default) and plain TypeScript (always available, the
 // reference). Everything else in the engine is O(n) work in TypeScript.
 import type { AttentionShape } from '../ops/attention.ts';
+import type { PackedMatrix } from './packed.ts';
 
 export interface MatmulOptions {
   /** row strides in floats (default: the row length of each operand as stored) */
@@ -44,6 +45,10 @@ export interface Kernel {
   readonly threads: number;
   /** C[M×N] (+)= A[M×K] · B[N×K]ᵀ — B in Hugging Face's [out, in] weight layout. */
   matmulNT(c: Float32Array, a: Float32Array, b: Float32Array, M: number, N: number, K: number, opts?: MatmulOptions): void;
+  /** C[M×rows] (+)= A[M×cols] · Wᵀ for a packed frozen weight W [rows = out, cols = in] (the forward product). lda/ldc as usual. */
+  matmulPacked(c: Float32Array, a: Float32Array, w: PackedMatrix, M: number, opts?: MatmulOptions): void;
+  /** C[M×cols] (+)= A[M×rows] · W for a packed W — the backward pass's dX = dY · W. */
+  matmulPackedT(c: Float32Array, a: Float32Array, w: PackedMatrix, M: number, opts?: MatmulOptions): void;
   /** C[M×N] (+)= A[M×K] · B[K×N] — e.g. dX = dY · W with W in its [out, in] layout. */
   matmulNN(c: Float32Array, a: Float32Array, b: Float32Array, M: number, N: number, K: number, opts?: MatmulOptions): void;
   /** C[M×N] (+)= A[K×M]ᵀ · B[K×N] — e.g. a weight gradient dW = dYᵀ · X summed over K rows. lda/ldb are the strides of A's and B's K rows. */
@@ -51,6 +56,9 @@ export interface Kernel {
   /** causal grouped-query attention (see ops/attention.ts for the exact definition) */
   attention(batch: AttentionBatch, shape: AttentionShape): void;
   attentionBackward(batch: AttentionBackwardBatch, shape: AttentionShape): void;
+  /** out[r, i] = silu(gu[r, i])·gu[r, I + i] (see ops/swiglu.ts) */
+  swiglu(out: Float32Array, gu: Float32Array, rows: number, inter: number): void;
+  swigluBackward(dgu: Float32Array, dout: Float32Array, gu: Float32Array, rows: number, inter: number): void;
   /** lse[r] = log Σ_v exp(logits[r, v] / T) for a [rows × V] block */
   rowsLogSumExp(logits: Float32Array, rows: number, V: number, invT: number, lse: Float32Array): void;
   /** logits[r, ·] ← −coef[r]·softmax(logits[r, ·] / T), using lse from rowsLogSumExp */

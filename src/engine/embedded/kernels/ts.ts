@@ -2,6 +2,8 @@
 import type { Kernel, MatmulOptions, AttentionBatch, AttentionBackwardBatch } from './kernel.ts';
 import { attentionForward, attentionBackward, type AttentionShape } from '../ops/attention.ts';
 import { logSumExp } from '../ops/logits.ts';
+import { swigluForward, swigluBackward } from '../ops/swiglu.ts';
+import { packedAt, type PackedMatrix } from './packed.ts';
 
 export class TsKernel implements Kernel {
   readonly name = 'ts';
@@ -31,6 +33,32 @@ export class TsKernel implements Kernel {
         for (let k = 0; k < K; k++) s += a[a0 + k] * b[bo + k];
         if (acc) c[m * ldc + n] += s; else c[m * ldc + n] = s;
       }
+    }
+  }
+
+  matmulPacked(c: Float32Array, a: Float32Array, w: PackedMatrix, M: number, opts: MatmulOptions = {}): void {
+    const K = w.cols, N = w.rows, lda = opts.lda ?? K, ldc = opts.ldc ?? N;
+    const row = new Float32Array(K);
+    for (let n = 0; n < N; n++) {
+      for (let k = 0; k < K; k++) row[k] = packedAt(w, n, k);
+      for (let m = 0; m < M; m++) {
+        let s = 0;
+        for (let k = 0; k < K; k++) s += a[m * lda + k] * row[k];
+        if (opts.accumulate) c[m * ldc + n] += s; else c[m * ldc + n] = s;
+      }
+    }
+  }
+
+  matmulPackedT(c: Float32Array, a: Float32Array, w: PackedMatrix, M: number, opts: MatmulOptions = {}): void {
+    const N = w.rows, K = w.cols, lda = opts.lda ?? N, ldc = opts.ldc ?? K;
+    const out = new Float64Array(K);
+    for (let m = 0; m < M; m++) {
+      out.fill(0);
+      for (let n = 0; n < N; n++) {
+        const x = a[m * lda + n];
+        if (x !== 0) for (let k = 0; k < K; k++) out[k] += x * packedAt(w, n, k);
+      }
+      for (let k = 0; k < K; k++) if (opts.accumulate) c[m * ldc + k] += out[k]; else c[m * ldc + k] = out[k];
     }
   }
 
@@ -75,6 +103,9 @@ export class TsKernel implements Kernel {
     this.ensureScores(b);
     attentionBackward(b.dq, 0, b.lddq, b.dOut, b.out, b.q, 0, b.ldq, b.rows, b.rowK, b.rowV, b.rowDK, b.rowDV, b.rowPos, shape, this.scores);
   }
+
+  swiglu(out: Float32Array, gu: Float32Array, rows: number, inter: number): void { swigluForward(out, gu, rows, inter); }
+  swigluBackward(dgu: Float32Array, dout: Float32Array, gu: Float32Array, rows: number, inter: number): void { swigluBackward(dgu, dout, gu, rows, inter); }
 
   rowsLogSumExp(logits: Float32Array, rows: number, V: number, invT: number, lse: Float32Array): void {
     for (let r = 0; r < rows; r++) lse[r] = logSumExp(logits, r * V, V, invT);

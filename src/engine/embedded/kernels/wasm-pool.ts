@@ -8,13 +8,17 @@ export const CTRL_INTS = P + 16;
 /** claim word: (tag << 16) | next chunk index; the sentinel index closes a finished job */
 export const CLOSED = 0xffff;
 export const MAX_CHUNKS = 4096;
-export const OP_GEMM = 0, OP_ATTENTION = 1, OP_NN = 2, OP_TN = 3, OP_ATTENTION_BACKWARD = 4, OP_ROWS_LSE = 5, OP_ROWS_SOFTMAX_GRAD = 6;
+export const OP_GEMM = 0, OP_ATTENTION = 1, OP_NN = 2, OP_TN = 3, OP_ATTENTION_BACKWARD = 4, OP_ROWS_LSE = 5, OP_ROWS_SOFTMAX_GRAD = 6, OP_PACKED = 7, OP_PACKED_T = 8;
 
 export interface WasmKernelExports {
   gemm_nt(a: number, b: number, c: number, M: number, n0: number, n1: number, K: number, lda: number, ldb: number, ldc: number, acc: number): void;
   gemm_nn(a: number, b: number, c: number, M: number, n0: number, n1: number, K: number, lda: number, ldb: number, ldc: number, acc: number): void;
   gemm_tn(a: number, b: number, c: number, i0: number, i1: number, N: number, M: number, lda: number, ldb: number, ldc: number, acc: number): void;
   attention_backward(dq: number, lddq: number, dout: number, out: number, q: number, ldq: number, table: number, segs: number, p0: number, p1: number, nHeads: number, nKv: number, hd: number, window: number, scale: number, scratch: number): void;
+  gemm_packed(a: number, p: number, c: number, M: number, q0: number, q1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
+  gemm_packed_t(a: number, p: number, c: number, M: number, i0: number, i1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
+  swiglu(out: number, gu: number, r0: number, r1: number, I: number): void;
+  swiglu_backward(dgu: number, dout: number, gu: number, r0: number, r1: number, I: number): void;
   rows_lse(logits: number, r0: number, r1: number, V: number, invT: number, lse: number): void;
   rows_softmax_grad(logits: number, r0: number, r1: number, V: number, invT: number, lse: number, coef: number): void;
   attention(qkv: number, ldq: number, out: number, table: number, p0: number, p1: number, nHeads: number, nKv: number, hd: number, window: number, scale: number, scratch: number): void;
@@ -34,6 +38,10 @@ function exec(ctrl: Int32Array, k: WasmKernelExports, i0: number, i1: number, th
     k.gemm_nn(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
   } else if (op === OP_TN) {
     k.gemm_tn(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, i0, i1, p(3), p(4), p(5), p(6), p(7), p(8));
+  } else if (op === OP_PACKED) {
+    k.gemm_packed(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+  } else if (op === OP_PACKED_T) {
+    k.gemm_packed_t(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
   } else if (op === OP_ROWS_LSE) {
     k.rows_lse(p(0) >>> 0, i0, i1, p(1), bitsFloat(p(2)), p(3) >>> 0);
   } else if (op === OP_ROWS_SOFTMAX_GRAD) {

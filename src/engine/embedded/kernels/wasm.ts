@@ -6,7 +6,8 @@ import { availableParallelism } from 'node:os';
 import type { Arena } from '../arena.ts';
 import type { Kernel, MatmulOptions, AttentionBatch, AttentionBackwardBatch } from './kernel.ts';
 import type { AttentionShape } from '../ops/attention.ts';
-import { GEN, CLAIM, DONE, NCHUNKS, CHUNK, TOTAL, OP, STOP, P, CTRL_INTS, CLOSED, MAX_CHUNKS, OP_GEMM, OP_ATTENTION, OP_NN, OP_TN, OP_ATTENTION_BACKWARD, OP_ROWS_LSE, OP_ROWS_SOFTMAX_GRAD, runChunks, floatBits, type WasmKernelExports } from './wasm-pool.ts';
+import type { PackedMatrix } from './packed.ts';
+import { GEN, CLAIM, DONE, NCHUNKS, CHUNK, TOTAL, OP, STOP, P, CTRL_INTS, CLOSED, MAX_CHUNKS, OP_GEMM, OP_ATTENTION, OP_NN, OP_TN, OP_ATTENTION_BACKWARD, OP_ROWS_LSE, OP_ROWS_SOFTMAX_GRAD, OP_PACKED, OP_PACKED_T, runChunks, floatBits, type WasmKernelExports } from './wasm-pool.ts';
 
 const EXT = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 let cachedModule: WebAssembly.Module | null = null;
@@ -47,7 +48,7 @@ export class WasmKernel implements Kernel {
   /** Publish a job, work on it, and return when every chunk is done. */
   private run(op: number, total: number, params: number[]): void {
     // ~8 chunks per thread balances uneven progress; chunks are multiples of each kernel's tile
-    const tile = op === OP_NN ? 16 : op === OP_ATTENTION ? 1 : 4;
+    const tile = op === OP_NN ? 16 : op === OP_ATTENTION || op === OP_PACKED ? 1 : 4;
     let chunk = Math.ceil(Math.max(1, Math.ceil(total / (this.threads * 8))) / tile) * tile;
     if (Math.ceil(total / chunk) > MAX_CHUNKS) chunk = Math.ceil(total / MAX_CHUNKS / tile) * tile;
     const nChunks = Math.ceil(total / chunk);
@@ -72,6 +73,25 @@ export class WasmKernel implements Kernel {
       return;
     }
     this.run(OP_GEMM, n, [a.byteOffset, b.byteOffset, c.byteOffset, m, k, lda, ldb, ldc, acc]);
+  }
+
+  matmulPacked(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
+    const K = w.cols, N = w.rows, lda = opts.lda ?? K, ldc = opts.ldc ?? N, acc = opts.accumulate ? 1 : 0;
+    const panels = Math.ceil(N / 8);
+    if (this.helpers.length === 0 || m * N * K < PARALLEL_MIN_MACS) {
+      this.k.gemm_packed(a.byteOffset, w.data.byteOffset, c.byteOffset, m, 0, panels, K, N, lda, ldc, acc);
+      return;
+    }
+    this.run(OP_PACKED, panels, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
+  }
+
+  matmulPackedT(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
+    const K = w.cols, N = w.rows, lda = opts.lda ?? N, ldc = opts.ldc ?? K, acc = opts.accumulate ? 1 : 0;
+    if (this.helpers.length === 0 || m * N * K < PARALLEL_MIN_MACS) {
+      this.k.gemm_packed_t(a.byteOffset, w.data.byteOffset, c.byteOffset, m, 0, K, K, N, lda, ldc, acc);
+      return;
+    }
+    this.run(OP_PACKED_T, K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
   }
 
   matmulNN(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {
@@ -158,6 +178,10 @@ export class WasmKernel implements Kernel {
     }
     this.run(OP_ATTENTION_BACKWARD, units, params);
   }
+
+  // element-wise and cheap next to the GEMMs around them: one thread, no hand-off
+  swiglu(out: Float32Array, gu: Float32Array, rows: number, inter: number): void { this.k.swiglu(out.byteOffset, gu.byteOffset, 0, rows, inter); }
+  swigluBackward(dgu: Float32Array, dout: Float32Array, gu: Float32Array, rows: number, inter: number): void { this.k.swiglu_backward(dgu.byteOffset, dout.byteOffset, gu.byteOffset, 0, rows, inter); }
 
   rowsLogSumExp(logits: Float32Array, rows: number, V: number, invT: number, lse: Float32Array): void {
     if (this.helpers.length === 0 || rows < 2) { this.k.rows_lse(logits.byteOffset, 0, rows, V, invT, lse.byteOffset); return; }
