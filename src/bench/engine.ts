@@ -8,6 +8,7 @@ import { loadWeights } from '../engine/embedded/weights.ts';
 import type { KernelName, Kernel } from '../engine/embedded/kernels/kernel.ts';
 import { TsKernel } from '../engine/embedded/kernels/ts.ts';
 import { WasmKernel } from '../engine/embedded/kernels/wasm.ts';
+import { packPanels, packedLength } from '../engine/embedded/kernels/packed.ts';
 import { SHAPES, randomModelInMemory } from './shapes.ts';
 import { median, timeRepeated, peakRssBytes } from './stats.ts';
 import { argmax } from '../engine/embedded/ops/logits.ts';
@@ -46,12 +47,19 @@ export async function benchGemm(threads: number, budgetMs: number, log: (l: stri
     for (let i = 0; i < a.length; i++) a[i] = Math.random() - 0.5;
     for (let i = 0; i < b.length; i++) b[i] = Math.random() - 0.5;
     const gflops: Record<string, number> = {};
+    const packed = { data: arena.alloc(packedLength(n, k)), rows: n, cols: k };
+    packPanels(b, n, k, packed.data);
     for (const kern of kernels) {
       // the TS kernel is ~2 GFLOPS: one timed run is plenty for the big shapes
       const reps = kern instanceof TsKernel ? 1 : 3;
       const ms = median(timeRepeated(() => kern.matmulNT(c, a, b, m, n, k), kern instanceof TsKernel ? 0 : budgetMs, reps));
       gflops[`${kern.name}-${kern.threads}t`] = +((2 * m * n * k) / ms / 1e6).toFixed(1);
+      // packed weights (what the model uses for its frozen matrices)
+      if (kern instanceof TsKernel) continue;
+      const pms = median(timeRepeated(() => kern.matmulPacked(c, a, packed, m), budgetMs, reps));
+      gflops[`${kern.name}-packed-${kern.threads}t`] = +((2 * m * n * k) / pms / 1e6).toFixed(1);
     }
+    arena.free(packed.data);
     log(`gemm ${shape.padEnd(22)} ${m}×${k}·${k}×${n}  ${Object.entries(gflops).map(([kk, v]) => `${kk} ${v}`).join('  ')} GFLOPS`);
     rows.push({ shape, m, k, n, gflops });
     arena.free(a); arena.free(b); arena.free(c);

@@ -80,19 +80,21 @@ for (const [name, raw] of Object.entries(ARCHS)) {
     }
   });
 
-  test(`${name}: scoring a sampled response reproduces its sampling log-probs (T=1) within 1e-5`, async () => {
+  test(`${name}: scoring a sampled response reproduces its sampling log-probs exactly (float32), at T=1 and T=0.7`, async () => {
     const rt = new EmbeddedRuntime(dir, { kernel: 'wasm' });
     try {
       const prompt = [1, 10, 20, 30];
       const r = rt.generate(prompt, { maxTokens: 24, temperature: 1, topP: 1, topK: 0, seed: 7, ignoreEos: true });
       assert.equal(r.ids.length, 24);
       const [scored] = rt.score([{ promptIds: prompt, responseIds: r.ids }]);
-      const d = maxAbsDiff(scored, r.logprobs);
-      assert.ok(d < 1e-5, `max |Δlogprob| = ${d}`);
+      // every row is computed in the same order whether it is decoded alone or scored with the
+      // whole sequence, so the two agree to the last bit (the issue asks for 1e-5)
+      const f32 = Float32Array.from(r.logprobs);
+      assert.equal(maxAbsDiff(scored, f32), 0);
       // and at another temperature, scoring with that temperature reproduces them too
       const r2 = rt.generate(prompt, { maxTokens: 16, temperature: 0.7, topP: 1, topK: 0, seed: 8, ignoreEos: true });
       const [scored2] = rt.score([{ promptIds: prompt, responseIds: r2.ids }], { temperature: 0.7 });
-      assert.ok(maxAbsDiff(scored2, r2.logprobs) < 1e-5);
+      assert.equal(maxAbsDiff(scored2, Float32Array.from(r2.logprobs)), 0);
     } finally {
       await rt.close();
     }
