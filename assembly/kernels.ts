@@ -405,6 +405,28 @@ export function rows_softmax_grad(logits: usize, r0: i32, r1: i32, V: i32, invT:
 // C[m, n] (+)= Σ_k A[m, k]·W[n, k] for panels [q0, q1) (columns [8·q0, min(8·q1, N))).
 export function gemm_packed(a: usize, p: usize, c: usize, M: i32, q0: i32, q1: i32, K: i32, N: i32, lda: i32, ldc: i32, acc: i32): void {
   const sa = <usize>lda << 2;
+  if (M === 1) {
+    // decode: one row against four panels at once (8 independent accumulator chains); each
+    // output is still summed over k in the same order as in the row tiles below
+    let q = q0;
+    for (; q + 4 <= q1 && (q + 4) * 8 <= N; q += 4) {
+      const p0 = p + (<usize>(q * K * 8) << 2), ps = <usize>(K * 8) << 2;
+      let c0 = f32x4.splat(0), c1 = f32x4.splat(0), c2 = f32x4.splat(0), c3 = f32x4.splat(0);
+      let c4 = f32x4.splat(0), c5 = f32x4.splat(0), c6 = f32x4.splat(0), c7 = f32x4.splat(0);
+      for (let k = 0; k < K; k++) {
+        const x = v128.load32_splat(a + (<usize>k << 2));
+        const o = p0 + (<usize>(k * 8) << 2);
+        c0 = fma(x, v128.load(o), c0); c1 = fma(x, v128.load(o, 16), c1);
+        c2 = fma(x, v128.load(o + ps), c2); c3 = fma(x, v128.load(o + ps, 16), c3);
+        c4 = fma(x, v128.load(o + 2 * ps), c4); c5 = fma(x, v128.load(o + 2 * ps, 16), c5);
+        c6 = fma(x, v128.load(o + 3 * ps), c6); c7 = fma(x, v128.load(o + 3 * ps, 16), c7);
+      }
+      const r = c + (<usize>(q * 8) << 2);
+      put8(r, c0, c1, acc, true, 8); put8(r + 32, c2, c3, acc, true, 8); put8(r + 64, c4, c5, acc, true, 8); put8(r + 96, c6, c7, acc, true, 8);
+    }
+    q0 = q;
+    if (q0 >= q1) return;
+  }
   for (let q = q0; q < q1; q++) {
     const panel = p + (<usize>(q * K * 8) << 2);
     const n = q * 8;
