@@ -126,6 +126,28 @@ function gemv_rows(a: usize, b: usize, c: usize, n0: i32, n1: i32, K: i32, ldb: 
   return r;
 }
 
+/**
+ * The unnormalised attention weights of one query head: scratch[j - start] = e^(q·k_j·scale − max)
+ * for j in [start, pos]; returns 1 / their sum. Shared by the forward and backward passes, so both
+ * see the same probabilities.
+ */
+@inline function softmax_scores(q: usize, K: usize, kvDim: i32, kvo: i32, start: i32, pos: i32, hd: i32, scale: f32, scratch: usize): f32 {
+  let mx: f32 = -Infinity;
+  for (let j = start; j <= pos; j++) {
+    const s = dot(q, K + (<usize>(j * kvDim + kvo) << 2), hd) * scale;
+    store<f32>(scratch + (<usize>(j - start) << 2), s);
+    if (s > mx) mx = s;
+  }
+  let sum: f32 = 0;
+  for (let j = start; j <= pos; j++) {
+    const a = scratch + (<usize>(j - start) << 2);
+    const e = Mathf.exp(load<f32>(a) - mx);
+    store<f32>(a, e);
+    sum += e;
+  }
+  return 1 / sum;
+}
+
 // Causal grouped-query attention for query heads [p0, p1) of a batch, where pair p is
 // (row p / nHeads, head p % nHeads). `table` holds, per row, the byte offsets of that row's key
 // and value cache blocks and its position. Scores go to this thread's `scratch`.
@@ -141,20 +163,7 @@ export function attention(qkv: usize, ldq: i32, out: usize, table: usize, p0: i3
     const start = window > 0 ? max(0, pos - window + 1) : 0;
     const q = qkv + (<usize>(r * ldq + h * hd) << 2);
     const kvo = (h / group) * hd;
-    let mx: f32 = -Infinity;
-    for (let j = start; j <= pos; j++) {
-      const s = dot(q, K + (<usize>(j * kvDim + kvo) << 2), hd) * scale;
-      store<f32>(scratch + (<usize>(j - start) << 2), s);
-      if (s > mx) mx = s;
-    }
-    let sum: f32 = 0;
-    for (let j = start; j <= pos; j++) {
-      const a = scratch + (<usize>(j - start) << 2);
-      const e = Mathf.exp(load<f32>(a) - mx);
-      store<f32>(a, e);
-      sum += e;
-    }
-    const inv: f32 = 1 / sum;
+    const inv = softmax_scores(q, K, kvDim, kvo, start, pos, hd, scale, scratch);
     const o = out + (<usize>(r * nHeads * hd + h * hd) << 2);
     for (let d = 0; d < hd; d += 4) if (d < hd4) v128.store(o + (<usize>d << 2), f32x4.splat(0));
     for (let d = hd4; d < hd; d++) store<f32>(o + (<usize>d << 2), 0);
@@ -298,20 +307,7 @@ export function attention_backward(dq: usize, lddq: i32, dout: usize, out: usize
         const oh = out + (<usize>(r * qDim + h * hd) << 2);
         const doh = dout + (<usize>(r * qDim + h * hd) << 2);
         const dqh = dq + (<usize>(r * lddq + h * hd) << 2);
-        let mx: f32 = -Infinity;
-        for (let j = start; j <= pos; j++) {
-          const s = dot(qh, K + (<usize>(j * kvDim + kvo) << 2), hd) * scale;
-          store<f32>(scratch + (<usize>(j - start) << 2), s);
-          if (s > mx) mx = s;
-        }
-        let sum: f32 = 0;
-        for (let j = start; j <= pos; j++) {
-          const a = scratch + (<usize>(j - start) << 2);
-          const e = Mathf.exp(load<f32>(a) - mx);
-          store<f32>(a, e);
-          sum += e;
-        }
-        const inv: f32 = 1 / sum;
+        const inv = softmax_scores(qh, K, kvDim, kvo, start, pos, hd, scale, scratch);
         const D = dot(doh, oh, hd);
         for (let d = 0; d < hd; d++) store<f32>(dqh + (<usize>d << 2), 0);
         for (let j = start; j <= pos; j++) {

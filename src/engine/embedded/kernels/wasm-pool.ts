@@ -29,7 +29,7 @@ export function floatBits(x: number): number { f32[0] = x; return i32[0]; }
 function bitsFloat(x: number): number { i32[0] = x; return f32[0]; }
 
 /** Run chunks [i0, i1) of the job described by the control block. */
-function exec(ctrl: Int32Array, k: WasmKernelExports, i0: number, i1: number, thread: number): void {
+export function exec(ctrl: Int32Array, k: WasmKernelExports, i0: number, i1: number, thread: number): void {
   const p = (i: number) => ctrl[P + i];
   const op = ctrl[OP];
   if (op === OP_GEMM) {

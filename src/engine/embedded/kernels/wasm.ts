@@ -7,7 +7,7 @@ import type { Arena } from '../arena.ts';
 import type { Kernel, MatmulOptions, AttentionBatch, AttentionBackwardBatch } from './kernel.ts';
 import type { AttentionShape } from '../ops/attention.ts';
 import type { PackedMatrix } from './packed.ts';
-import { GEN, CLAIM, DONE, NCHUNKS, CHUNK, TOTAL, OP, STOP, P, CTRL_INTS, CLOSED, MAX_CHUNKS, OP_GEMM, OP_ATTENTION, OP_NN, OP_TN, OP_ATTENTION_BACKWARD, OP_ROWS_LSE, OP_ROWS_SOFTMAX_GRAD, OP_PACKED, OP_PACKED_T, runChunks, floatBits, type WasmKernelExports } from './wasm-pool.ts';
+import { GEN, CLAIM, DONE, NCHUNKS, CHUNK, TOTAL, OP, STOP, P, CTRL_INTS, CLOSED, MAX_CHUNKS, OP_GEMM, OP_ATTENTION, OP_NN, OP_TN, OP_ATTENTION_BACKWARD, OP_ROWS_LSE, OP_ROWS_SOFTMAX_GRAD, OP_PACKED, OP_PACKED_T, runChunks, exec, floatBits, type WasmKernelExports } from './wasm-pool.ts';
 
 const EXT = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 let cachedModule: WebAssembly.Module | null = null;
@@ -45,6 +45,23 @@ export class WasmKernel implements Kernel {
     }
   }
 
+  /** A private control block for jobs this thread runs alone. */
+  private readonly local = new Int32Array(CTRL_INTS);
+
+  /**
+   * Run job `op` over [0, total): on this thread alone when there are no helpers or the job is
+   * smaller than `macs` worth waking them for, else shared with the helpers.
+   */
+  private dispatch(op: number, total: number, macs: number, params: number[]): void {
+    if (this.helpers.length === 0 || macs < PARALLEL_MIN_MACS) {
+      this.local[OP] = op;
+      for (let i = 0; i < params.length; i++) this.local[P + i] = params[i];
+      exec(this.local, this.k, 0, total, 0);
+      return;
+    }
+    this.run(op, total, params);
+  }
+
   /** Publish a job, work on it, and return when every chunk is done. */
   private run(op: number, total: number, params: number[]): void {
     // ~8 chunks per thread balances uneven progress; chunks are multiples of each kernel's tile
@@ -68,48 +85,27 @@ export class WasmKernel implements Kernel {
 
   matmulNT(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {
     const lda = opts.lda ?? k, ldb = opts.ldb ?? k, ldc = opts.ldc ?? n, acc = opts.accumulate ? 1 : 0;
-    if (this.helpers.length === 0 || m * n * k < PARALLEL_MIN_MACS) {
-      this.k.gemm_nt(a.byteOffset, b.byteOffset, c.byteOffset, m, 0, n, k, lda, ldb, ldc, acc);
-      return;
-    }
-    this.run(OP_GEMM, n, [a.byteOffset, b.byteOffset, c.byteOffset, m, k, lda, ldb, ldc, acc]);
+    this.dispatch(OP_GEMM, n, m * n * k, [a.byteOffset, b.byteOffset, c.byteOffset, m, k, lda, ldb, ldc, acc]);
   }
 
   matmulPacked(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
     const K = w.cols, N = w.rows, lda = opts.lda ?? K, ldc = opts.ldc ?? N, acc = opts.accumulate ? 1 : 0;
-    const panels = Math.ceil(N / 8);
-    if (this.helpers.length === 0 || m * N * K < PARALLEL_MIN_MACS) {
-      this.k.gemm_packed(a.byteOffset, w.data.byteOffset, c.byteOffset, m, 0, panels, K, N, lda, ldc, acc);
-      return;
-    }
-    this.run(OP_PACKED, panels, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
+    this.dispatch(OP_PACKED, Math.ceil(N / 8), m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
   }
 
   matmulPackedT(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
     const K = w.cols, N = w.rows, lda = opts.lda ?? N, ldc = opts.ldc ?? K, acc = opts.accumulate ? 1 : 0;
-    if (this.helpers.length === 0 || m * N * K < PARALLEL_MIN_MACS) {
-      this.k.gemm_packed_t(a.byteOffset, w.data.byteOffset, c.byteOffset, m, 0, K, K, N, lda, ldc, acc);
-      return;
-    }
-    this.run(OP_PACKED_T, K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
+    this.dispatch(OP_PACKED_T, K, m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
   }
 
   matmulNN(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {
     const lda = opts.lda ?? k, ldb = opts.ldb ?? n, ldc = opts.ldc ?? n, acc = opts.accumulate ? 1 : 0;
-    if (this.helpers.length === 0 || m * n * k < PARALLEL_MIN_MACS) {
-      this.k.gemm_nn(a.byteOffset, b.byteOffset, c.byteOffset, m, 0, n, k, lda, ldb, ldc, acc);
-      return;
-    }
-    this.run(OP_NN, n, [a.byteOffset, b.byteOffset, c.byteOffset, m, k, lda, ldb, ldc, acc]);
+    this.dispatch(OP_NN, n, m * n * k, [a.byteOffset, b.byteOffset, c.byteOffset, m, k, lda, ldb, ldc, acc]);
   }
 
   matmulTN(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {
     const lda = opts.lda ?? m, ldb = opts.ldb ?? n, ldc = opts.ldc ?? n, acc = opts.accumulate ? 1 : 0;
-    if (this.helpers.length === 0 || m * n * k < PARALLEL_MIN_MACS) {
-      this.k.gemm_tn(a.byteOffset, b.byteOffset, c.byteOffset, 0, m, n, k, lda, ldb, ldc, acc);
-      return;
-    }
-    this.run(OP_TN, m, [a.byteOffset, b.byteOffset, c.byteOffset, n, k, lda, ldb, ldc, acc]);
+    this.dispatch(OP_TN, m, m * n * k, [a.byteOffset, b.byteOffset, c.byteOffset, n, k, lda, ldb, ldc, acc]);
   }
 
   /** An Int32 view of `n` ints in the shared memory, reused per slot name. */
@@ -149,11 +145,7 @@ export class WasmKernel implements Kernel {
     const [scratch, scratchStride] = this.threadScratch(maxPos);
     const pairs = rows * s.numHeads;
     const window = s.slidingWindow ?? 0, scale = 1 / Math.sqrt(s.headDim);
-    if (this.helpers.length === 0 || pairs * maxPos * s.headDim < PARALLEL_MIN_MACS) {
-      this.k.attention(batch.q.byteOffset, batch.ldq, batch.out.byteOffset, t.byteOffset, 0, pairs, s.numHeads, s.numKvHeads, s.headDim, window, scale, scratch);
-      return;
-    }
-    this.run(OP_ATTENTION, pairs, [batch.q.byteOffset, batch.ldq, batch.out.byteOffset, t.byteOffset, s.numHeads, s.numKvHeads, s.headDim, window, floatBits(scale), scratch, scratchStride]);
+    this.dispatch(OP_ATTENTION, pairs, pairs * maxPos * s.headDim, [batch.q.byteOffset, batch.ldq, batch.out.byteOffset, t.byteOffset, s.numHeads, s.numKvHeads, s.headDim, window, floatBits(scale), scratch, scratchStride]);
   }
 
   attentionBackward(b: AttentionBackwardBatch, s: AttentionShape): void {
@@ -171,12 +163,8 @@ export class WasmKernel implements Kernel {
     const [scratch, scratchStride] = this.threadScratch(maxPos);
     const units = (seqs.length / 2) * s.numKvHeads;
     const window = s.slidingWindow ?? 0, scale = 1 / Math.sqrt(s.headDim);
-    const params = [b.dq.byteOffset, b.lddq, b.dOut.byteOffset, b.out.byteOffset, b.q.byteOffset, b.ldq, t.byteOffset, segs.byteOffset, s.numHeads, s.numKvHeads, s.headDim, window, floatBits(scale), scratch, scratchStride];
-    if (this.helpers.length === 0 || units === 1) {
-      this.k.attention_backward(params[0], params[1], params[2], params[3], params[4], params[5], params[6], params[7], 0, units, s.numHeads, s.numKvHeads, s.headDim, window, scale, scratch);
-      return;
-    }
-    this.run(OP_ATTENTION_BACKWARD, units, params);
+    // one unit alone is not worth sharing
+    this.dispatch(OP_ATTENTION_BACKWARD, units, units > 1 ? PARALLEL_MIN_MACS : 0, [b.dq.byteOffset, b.lddq, b.dOut.byteOffset, b.out.byteOffset, b.q.byteOffset, b.ldq, t.byteOffset, segs.byteOffset, s.numHeads, s.numKvHeads, s.headDim, window, floatBits(scale), scratch, scratchStride]);
   }
 
   // element-wise and cheap next to the GEMMs around them: one thread, no hand-off
@@ -184,13 +172,11 @@ export class WasmKernel implements Kernel {
   swigluBackward(dgu: Float32Array, dout: Float32Array, gu: Float32Array, rows: number, inter: number): void { this.k.swiglu_backward(dgu.byteOffset, dout.byteOffset, gu.byteOffset, 0, rows, inter); }
 
   rowsLogSumExp(logits: Float32Array, rows: number, V: number, invT: number, lse: Float32Array): void {
-    if (this.helpers.length === 0 || rows < 2) { this.k.rows_lse(logits.byteOffset, 0, rows, V, invT, lse.byteOffset); return; }
-    this.run(OP_ROWS_LSE, rows, [logits.byteOffset, V, floatBits(invT), lse.byteOffset]);
+    this.dispatch(OP_ROWS_LSE, rows, rows * V, [logits.byteOffset, V, floatBits(invT), lse.byteOffset]);
   }
 
   rowsSoftmaxGrad(logits: Float32Array, rows: number, V: number, invT: number, lse: Float32Array, coef: Float32Array): void {
-    if (this.helpers.length === 0 || rows < 2) { this.k.rows_softmax_grad(logits.byteOffset, 0, rows, V, invT, lse.byteOffset, coef.byteOffset); return; }
-    this.run(OP_ROWS_SOFTMAX_GRAD, rows, [logits.byteOffset, V, floatBits(invT), lse.byteOffset, coef.byteOffset]);
+    this.dispatch(OP_ROWS_SOFTMAX_GRAD, rows, rows * V, [logits.byteOffset, V, floatBits(invT), lse.byteOffset, coef.byteOffset]);
   }
 
   async close(): Promise<void> {
