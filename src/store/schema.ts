@@ -1,0 +1,38 @@
+// The store's schema, as an ordered list of migrations. `user_version` records how many have run;
+// each runs once, inside a transaction, so a store is always at a known version.
+
+export const MIGRATIONS: string[] = [
+  // 1: sessions and turns
+  `CREATE TABLE sessions (
+     id TEXT PRIMARY KEY,
+     id_source TEXT NOT NULL,              -- which signal named the session (header, affinity, …)
+     created_at INTEGER NOT NULL,
+     last_seen_at INTEGER NOT NULL,
+     ended_at INTEGER,
+     end_reason TEXT                       -- done | idle | shutdown
+   );
+   CREATE TABLE turns (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     session_id TEXT NOT NULL REFERENCES sessions(id),
+     idx INTEGER NOT NULL,                 -- 0, 1, … among the session's main turns
+     turn_type TEXT NOT NULL,              -- main | side
+     type_source TEXT NOT NULL,
+     status TEXT NOT NULL,                 -- complete | aborted | error
+     request_json TEXT NOT NULL,           -- the request's messages, tools and sampling settings
+     prompt_ids TEXT NOT NULL,             -- JSON arrays of the exact ids
+     response_ids TEXT NOT NULL,
+     response_logprobs TEXT NOT NULL,
+     response_text TEXT NOT NULL,
+     finish_reason TEXT NOT NULL,
+     policy_version INTEGER NOT NULL,
+     prompt_tokens INTEGER NOT NULL,
+     completion_tokens INTEGER NOT NULL,
+     queued_ms REAL, first_token_ms REAL, total_ms REAL,
+     next_state_json TEXT,                 -- the messages that followed this turn's answer
+     next_state_status TEXT NOT NULL,      -- pending | paired | unpaired | none
+     next_state_reason TEXT,
+     created_at INTEGER NOT NULL
+   );
+   CREATE INDEX turns_by_session ON turns(session_id, idx);
+   CREATE INDEX turns_by_time ON turns(created_at);`,
+];

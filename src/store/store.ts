@@ -1,0 +1,183 @@
+// The durable store: SQLite in WAL mode under the data folder, plus append-only JSONL logs.
+// A turn is written when its request starts (status in_progress, with the exact prompt ids) and
+// completed in one transaction when it ends; a turn found in_progress at startup belonged to a
+// process that died mid-request and is marked aborted, so it is never trained on.
+import { DatabaseSync } from 'node:sqlite';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { MIGRATIONS } from './schema.ts';
+import { JsonlLog } from './jsonl.ts';
+import { redactSecrets } from './redact.ts';
+
+export type TurnStatus = 'in_progress' | 'complete' | 'aborted' | 'error';
+export type NextStateStatus = 'pending' | 'paired' | 'unpaired' | 'none';
+
+export interface TurnStart {
+  sessionId: string;
+  idSource: string;
+  turnType: 'main' | 'side';
+  typeSource: string;
+  request: unknown;
+  promptIds: number[];
+  policyVersion: number;
+}
+
+export interface TurnEnd {
+  status: Exclude<TurnStatus, 'in_progress'>;
+  responseIds: number[];
+  responseLogprobs: number[];
+  responseText: string;
+  finishReason: string;
+  policyVersion: number;
+  queuedMs?: number;
+  firstTokenMs?: number;
+  totalMs?: number;
+}
+
+export interface TurnRow {
+  id: number; session_id: string; idx: number; turn_type: string; type_source: string; status: TurnStatus;
+  request_json: string; prompt_ids: string; response_ids: string; response_logprobs: string; response_text: string;
+  finish_reason: string; policy_version: number; prompt_tokens: number; completion_tokens: number;
+  next_state_json: string | null; next_state_status: NextStateStatus; next_state_reason: string | null; created_at: number;
+}
+
+export interface StoreOptions { redact?: boolean; retentionDays?: number }
+
+export class Store {
+  readonly dir: string;
+  readonly db: DatabaseSync;
+  readonly conversations: JsonlLog;
+  /** turns found in progress at startup and marked aborted */
+  readonly recoveredAborted: number;
+
+  constructor(dir: string, opts: StoreOptions = {}) {
+    this.dir = dir;
+    mkdirSync(dir, { recursive: true });
+    this.db = new DatabaseSync(join(dir, 'openclaw-rl.sqlite'));
+    this.db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;');
+    this.migrate();
+    this.conversations = new JsonlLog(join(dir, 'conversations.jsonl'), opts.redact === false ? null : redactSecrets);
+    this.recoveredAborted = Number(this.db.prepare(`UPDATE turns SET status = 'aborted', finish_reason = 'abort' WHERE status = 'in_progress'`).run().changes);
+    if (opts.retentionDays && opts.retentionDays > 0) this.deleteOlderThan(Date.now() - opts.retentionDays * 86_400_000);
+  }
+
+  private migrate(): void {
+    const version = Number((this.db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version);
+    if (version > MIGRATIONS.length) throw new Error(`the store in ${this.dir} has schema version ${version}, newer than this openclaw-rl (${MIGRATIONS.length}); upgrade openclaw-rl`);
+    for (let v = version; v < MIGRATIONS.length; v++) {
+      this.transaction(() => {
+        this.db.exec(MIGRATIONS[v]);
+        this.db.exec(`PRAGMA user_version = ${v + 1}`);
+      });
+    }
+  }
+
+  transaction<T>(f: () => T): T {
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      const r = f();
+      this.db.exec('COMMIT');
+      return r;
+    } catch (e) {
+      this.db.exec('ROLLBACK');
+      throw e;
+    }
+  }
+
+  /** Record the start of a turn; returns its id. */
+  beginTurn(t: TurnStart): number {
+    const now = Date.now();
+    return this.transaction(() => {
+      this.db.prepare(`INSERT INTO sessions (id, id_source, created_at, last_seen_at) VALUES (?, ?, ?, ?)
+                       ON CONFLICT(id) DO UPDATE SET last_seen_at = excluded.last_seen_at, ended_at = NULL, end_reason = NULL`)
+        .run(t.sessionId, t.idSource, now, now);
+      const idx = t.turnType === 'main'
+        ? Number((this.db.prepare(`SELECT COUNT(*) AS n FROM turns WHERE session_id = ? AND turn_type = 'main'`).get(t.sessionId) as { n: number }).n)
+        : -1;
+      const r = this.db.prepare(`INSERT INTO turns (session_id, idx, turn_type, type_source, status, request_json, prompt_ids, response_ids,
+          response_logprobs, response_text, finish_reason, policy_version, prompt_tokens, completion_tokens, next_state_status, created_at)
+          VALUES (?, ?, ?, ?, 'in_progress', ?, ?, '[]', '[]', '', '', ?, ?, 0, ?, ?)`)
+        .run(t.sessionId, idx, t.turnType, t.typeSource, JSON.stringify(t.request), JSON.stringify(t.promptIds), t.policyVersion, t.promptIds.length,
+          t.turnType === 'main' ? 'pending' : 'none', now);
+      return Number(r.lastInsertRowid);
+    });
+  }
+
+  /** Complete a turn (one transaction), then log it. */
+  finishTurn(id: number, e: TurnEnd): void {
+    this.transaction(() => {
+      this.db.prepare(`UPDATE turns SET status = ?, response_ids = ?, response_logprobs = ?, response_text = ?, finish_reason = ?,
+          policy_version = ?, completion_tokens = ?, queued_ms = ?, first_token_ms = ?, total_ms = ?,
+          next_state_status = CASE WHEN turn_type = 'main' AND ? = 'complete' THEN next_state_status ELSE 'none' END,
+          next_state_reason = CASE WHEN turn_type = 'main' AND ? != 'complete' THEN 'turn ' || ? ELSE next_state_reason END
+          WHERE id = ?`)
+        .run(e.status, JSON.stringify(e.responseIds), JSON.stringify(e.responseLogprobs), e.responseText, e.finishReason, e.policyVersion,
+          e.responseIds.length, e.queuedMs ?? null, e.firstTokenMs ?? null, e.totalMs ?? null, e.status, e.status, e.status, id);
+    });
+    const row = this.turn(id);
+    if (row) this.conversations.append({ event: 'turn', ...rowForLog(row) });
+  }
+
+  turn(id: number): TurnRow | undefined {
+    return this.db.prepare('SELECT * FROM turns WHERE id = ?').get(id) as TurnRow | undefined;
+  }
+
+  /** The session's latest main turn. */
+  lastMainTurn(sessionId: string): TurnRow | undefined {
+    return this.db.prepare(`SELECT * FROM turns WHERE session_id = ? AND turn_type = 'main' ORDER BY idx DESC LIMIT 1`).get(sessionId) as TurnRow | undefined;
+  }
+
+  setNextState(turnId: number, status: NextStateStatus, nextState: unknown, reason: string | null): void {
+    this.db.prepare('UPDATE turns SET next_state_status = ?, next_state_json = ?, next_state_reason = ? WHERE id = ?')
+      .run(status, nextState === null ? null : JSON.stringify(nextState), reason, turnId);
+    this.conversations.append({ event: 'next_state', turnId, status, reason, nextState });
+  }
+
+  /** End a session; its last main turn, still waiting for a next state, gets none. */
+  endSession(sessionId: string, reason: 'done' | 'idle' | 'shutdown'): void {
+    this.transaction(() => {
+      this.db.prepare('UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL').run(Date.now(), reason, sessionId);
+      this.db.prepare(`UPDATE turns SET next_state_status = 'none', next_state_reason = ? WHERE session_id = ? AND next_state_status = 'pending'`)
+        .run(`session ended (${reason})`, sessionId);
+    });
+    this.conversations.append({ event: 'session_end', sessionId, reason });
+  }
+
+  sessions(): { id: string; id_source: string; ended_at: number | null; end_reason: string | null }[] {
+    return this.db.prepare('SELECT id, id_source, ended_at, end_reason FROM sessions ORDER BY created_at').all() as never;
+  }
+
+  turns(sessionId?: string): TurnRow[] {
+    return (sessionId
+      ? this.db.prepare('SELECT * FROM turns WHERE session_id = ? ORDER BY id').all(sessionId)
+      : this.db.prepare('SELECT * FROM turns ORDER BY id').all()) as unknown as TurnRow[];
+  }
+
+  turnsBetween(from: number, to: number): TurnRow[] {
+    return this.db.prepare('SELECT * FROM turns WHERE created_at >= ? AND created_at < ? ORDER BY id').all(from, to) as unknown as TurnRow[];
+  }
+
+  deleteOlderThan(time: number): number {
+    return this.transaction(() => {
+      const n = Number(this.db.prepare('DELETE FROM turns WHERE created_at < ?').run(time).changes);
+      this.db.prepare('DELETE FROM sessions WHERE last_seen_at < ? AND id NOT IN (SELECT session_id FROM turns)').run(time);
+      return n;
+    });
+  }
+
+  close(): void {
+    this.conversations.sync();
+    this.db.close();
+  }
+}
+
+/** A turn as a log/export record (ids and log-probs as arrays). */
+export function rowForLog(r: TurnRow): Record<string, unknown> {
+  return {
+    id: r.id, sessionId: r.session_id, index: r.idx, turnType: r.turn_type, typeSource: r.type_source, status: r.status,
+    request: JSON.parse(r.request_json), promptIds: JSON.parse(r.prompt_ids), responseIds: JSON.parse(r.response_ids),
+    responseLogprobs: JSON.parse(r.response_logprobs), responseText: r.response_text, finishReason: r.finish_reason,
+    policyVersion: r.policy_version, nextState: r.next_state_json ? JSON.parse(r.next_state_json) : null,
+    nextStateStatus: r.next_state_status, nextStateReason: r.next_state_reason, createdAt: new Date(r.created_at).toISOString(),
+  };
+}
