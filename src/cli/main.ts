@@ -1,11 +1,14 @@
 // The `openclaw-rl` command.
 import { generateCommand, scoreCommand } from './generate.ts';
 import { benchCommand } from './bench.ts';
+import { serveCommand } from './serve.ts';
 import { UsageError } from './args.ts';
 
 const HELP = `openclaw-rl — serve a model behind an OpenAI-compatible API and train it from its conversations
 
 Usage:
+  openclaw-rl serve    --model DIR [--host 127.0.0.1] [--port 30000] [--api-key KEY] [--data-dir .openclaw-rl]
+                       [--served-model-name ID] [--max-concurrent 16] [--session-idle-seconds 1800]
   openclaw-rl generate --model DIR (--prompt TEXT | --messages JSON) [--max-tokens N] [--temperature T]
                        [--top-p P] [--top-k K] [--seed S] [--stop STR]... [--json]
   openclaw-rl score    --model DIR (--prompt TEXT --response TEXT | --prompt-ids 1,2 --response-ids 3,4)
@@ -19,6 +22,7 @@ The model is a local Hugging Face folder (config.json, model.safetensors, tokeni
 --model may be left out when OPENCLAW_RL_MODEL is set.`;
 
 const COMMANDS: Record<string, (argv: string[]) => Promise<void>> = {
+  serve: serveCommand,
   generate: generateCommand,
   score: scoreCommand,
   bench: benchCommand,

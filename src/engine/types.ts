@@ -18,6 +18,8 @@ export interface SampleParams {
   stopTokenIds?: number[];
   stop?: string[];
   ignoreEos?: boolean;
+  /** also return this many most likely alternatives per token (0 = none) */
+  topLogprobs?: number;
 }
 
 export const DEFAULT_SAMPLE_PARAMS: SampleParams = { maxTokens: 256, temperature: 1, topP: 1, topK: 0 };
@@ -28,6 +30,8 @@ export interface SampledToken {
   logprob: number;
   /** text this token added to the output (may be '' while a character or stop string is incomplete) */
   text: string;
+  /** the most likely tokens at this position, under the same distribution as `logprob` */
+  top?: { id: number; logprob: number }[];
 }
 
 export interface SampleResult {

@@ -23,6 +23,7 @@ export const MIGRATIONS: string[] = [
      response_ids TEXT NOT NULL,
      response_logprobs TEXT NOT NULL,
      response_text TEXT NOT NULL,
+     answer_json TEXT,                     -- the assistant message as the client got it (content, tool calls)
      finish_reason TEXT NOT NULL,
      policy_version INTEGER NOT NULL,
      prompt_tokens INTEGER NOT NULL,

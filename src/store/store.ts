@@ -27,6 +27,8 @@ export interface TurnEnd {
   responseIds: number[];
   responseLogprobs: number[];
   responseText: string;
+  /** the assistant message as the client received it */
+  answer: { content: string; reasoning: string | null; toolCalls: { name: string; arguments: string }[] };
   finishReason: string;
   policyVersion: number;
   queuedMs?: number;
@@ -36,7 +38,7 @@ export interface TurnEnd {
 
 export interface TurnRow {
   id: number; session_id: string; idx: number; turn_type: string; type_source: string; status: TurnStatus;
-  request_json: string; prompt_ids: string; response_ids: string; response_logprobs: string; response_text: string;
+  request_json: string; prompt_ids: string; response_ids: string; response_logprobs: string; response_text: string; answer_json: string | null;
   finish_reason: string; policy_version: number; prompt_tokens: number; completion_tokens: number;
   next_state_json: string | null; next_state_status: NextStateStatus; next_state_reason: string | null; created_at: number;
 }
@@ -106,12 +108,12 @@ export class Store {
   /** Complete a turn (one transaction), then log it. */
   finishTurn(id: number, e: TurnEnd): void {
     this.transaction(() => {
-      this.db.prepare(`UPDATE turns SET status = ?, response_ids = ?, response_logprobs = ?, response_text = ?, finish_reason = ?,
+      this.db.prepare(`UPDATE turns SET status = ?, response_ids = ?, response_logprobs = ?, response_text = ?, answer_json = ?, finish_reason = ?,
           policy_version = ?, completion_tokens = ?, queued_ms = ?, first_token_ms = ?, total_ms = ?,
           next_state_status = CASE WHEN turn_type = 'main' AND ? = 'complete' THEN next_state_status ELSE 'none' END,
           next_state_reason = CASE WHEN turn_type = 'main' AND ? != 'complete' THEN 'turn ' || ? ELSE next_state_reason END
           WHERE id = ?`)
-        .run(e.status, JSON.stringify(e.responseIds), JSON.stringify(e.responseLogprobs), e.responseText, e.finishReason, e.policyVersion,
+        .run(e.status, JSON.stringify(e.responseIds), JSON.stringify(e.responseLogprobs), e.responseText, JSON.stringify(e.answer), e.finishReason, e.policyVersion,
           e.responseIds.length, e.queuedMs ?? null, e.firstTokenMs ?? null, e.totalMs ?? null, e.status, e.status, e.status, id);
     });
     const row = this.turn(id);
@@ -176,7 +178,7 @@ export function rowForLog(r: TurnRow): Record<string, unknown> {
   return {
     id: r.id, sessionId: r.session_id, index: r.idx, turnType: r.turn_type, typeSource: r.type_source, status: r.status,
     request: JSON.parse(r.request_json), promptIds: JSON.parse(r.prompt_ids), responseIds: JSON.parse(r.response_ids),
-    responseLogprobs: JSON.parse(r.response_logprobs), responseText: r.response_text, finishReason: r.finish_reason,
+    responseLogprobs: JSON.parse(r.response_logprobs), responseText: r.response_text, answer: r.answer_json ? JSON.parse(r.answer_json) : null, finishReason: r.finish_reason,
     policyVersion: r.policy_version, nextState: r.next_state_json ? JSON.parse(r.next_state_json) : null,
     nextStateStatus: r.next_state_status, nextStateReason: r.next_state_reason, createdAt: new Date(r.created_at).toISOString(),
   };

@@ -6,7 +6,8 @@ import { basename } from 'node:path';
 import { Transformer, type LoadOptions, type BatchItem } from './model.ts';
 import { ChatTokenizer } from './tokenizer.ts';
 import type { KvCache } from './kv-cache.ts';
-import { sampleToken } from './sampler.ts';
+import { sampleToken, topIndices } from './sampler.ts';
+import { logSumExp } from './ops/logits.ts';
 import { Rng, randomSeed } from './rng.ts';
 import { IncrementalDecoder, StopMatcher } from './detokenize.ts';
 import { scoreResponses } from './score.ts';
@@ -141,7 +142,13 @@ export class EmbeddedRuntime {
       else if (s.stops.matched !== null) s.result = this.finish(s, 'stop', s.stops.matched);
       else if (s.ids.length >= s.params.maxTokens || s.cache.length + 1 > this.model.maxContext) s.result = this.finish(s, 'length');
       if (s.result) text += s.tail;
-      out.push({ key: s.key, token: { id: c.id, logprob: c.logprob, text }, result: null });
+      const token: SampledToken = { id: c.id, logprob: c.logprob, text };
+      if (s.params.topLogprobs) {
+        const invT = s.params.temperature > 0 ? 1 / s.params.temperature : 1;
+        const lse = logSumExp(logits, i * V, V, invT);
+        token.top = topIndices(logits, i * V, V, s.params.topLogprobs).map((id) => ({ id, logprob: logits[i * V + id] * invT - lse }));
+      }
+      out.push({ key: s.key, token, result: null });
     }
     this.model.arena.free(last);
     this.model.arena.free(logits);

@@ -1,0 +1,161 @@
+// POST /v1/chat/completions: validate, render the prompt with the model's chat template, pair the
+// session's previous main turn with its next state, stream tokens as the engine produces them, and
+// record the turn token-exactly (prompt ids, sampled ids, their log-probs, the weights version).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import type { Engine, SampleParams, SampledToken, SampleResult } from '../engine/types.ts';
+import { EngineError } from '../engine/types.ts';
+import type { ChatMessage } from '../engine/embedded/tokenizer.ts';
+import type { Store } from '../store/store.ts';
+import type { SessionTracker } from '../conversation/tracker.ts';
+import { resolveSession, classifyTurn, sessionDone, type Headers } from '../conversation/identity.ts';
+import { pairNextState, type OurAnswer } from '../conversation/next-state.ts';
+import { contentText, type WireMessage } from '../conversation/messages.ts';
+import { ApiError, badRequest } from './errors.ts';
+import { validateChatRequest, type ChatRequest } from './validate.ts';
+import { OutputParser, type OutputFormat, type ParsedToolCall, type Delta } from './output.ts';
+import type { Metrics } from './metrics.ts';
+
+export interface ChatContext {
+  engine: Engine;
+  modelId: string;
+  store: Store;
+  tracker: SessionTracker;
+  metrics: Metrics;
+  format: OutputFormat;
+  maxConcurrent: number;
+  defaultMaxTokens: number;
+}
+
+/** Wire messages → the tokenizer's chat messages (developer → system, content parts → text). */
+function toChatMessages(messages: WireMessage[]): ChatMessage[] {
+  return messages.map((m) => ({
+    role: (m.role === 'developer' ? 'system' : m.role) as ChatMessage['role'],
+    content: m.content === null || m.content === undefined ? '' : contentText(m.content),
+    ...(m.tool_calls ? { tool_calls: m.tool_calls.map((tc) => ({ id: tc.id, type: 'function' as const, function: { name: tc.function!.name!, arguments: (tc.function!.arguments ?? '{}') as string } })) } : {}),
+    ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}),
+    ...(typeof m.reasoning_content === 'string' ? { reasoning_content: m.reasoning_content } : {}),
+  }));
+}
+
+function promptIdsFor(ctx: ChatContext, r: ChatRequest): number[] {
+  try {
+    return ctx.engine.tokenizer.encodeChat(toChatMessages(r.messages), { tools: r.tools as never, templateKwargs: r.templateKwargs });
+  } catch (e) {
+    throw badRequest(`the chat template could not render these messages: ${(e as Error).message}`, 'messages');
+  }
+}
+
+/** Pair the session's previous main turn with what this request says came after its answer. */
+function recordNextState(store: Store, sessionId: string, messages: WireMessage[]): void {
+  const prev = store.lastMainTurn(sessionId);
+  if (!prev || prev.next_state_status !== 'pending' || !prev.answer_json) return;
+  const previous = JSON.parse(prev.request_json) as { messages: WireMessage[] };
+  const answer = JSON.parse(prev.answer_json) as OurAnswer;
+  const p = pairNextState(previous.messages, answer, messages);
+  if (p.status === 'paired') store.setNextState(prev.id, 'paired', { role: p.role, messages: p.nextState }, null);
+  else store.setNextState(prev.id, 'unpaired', null, p.reason);
+}
+
+export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+  const t0 = performance.now();
+  const r = validateChatRequest(body);
+  if (r.model !== ctx.modelId) throw new ApiError(404, `the model '${r.model}' does not exist: this server serves '${ctx.modelId}'`, { param: 'model', code: 'model_not_found' });
+  if (ctx.metrics.active >= ctx.maxConcurrent) throw new ApiError(429, `too many requests in flight (the limit is ${ctx.maxConcurrent}); retry shortly`, { code: 'rate_limit_exceeded' });
+  const promptIds = promptIdsFor(ctx, r);
+  const contextLength = ctx.engine.info.contextLength;
+  if (promptIds.length >= contextLength) {
+    throw badRequest(`this model's maximum context length is ${contextLength} tokens, but the messages are ${promptIds.length} tokens`, 'messages', 'context_length_exceeded');
+  }
+  const headers = req.headers as Headers;
+  const session = resolveSession(headers, r.raw as never);
+  const turnType = classifyTurn(headers, r.raw as never);
+  const done = sessionDone(headers, r.raw as never);
+  const params: SampleParams = {
+    maxTokens: Math.min(r.maxTokens ?? ctx.defaultMaxTokens, contextLength - promptIds.length),
+    temperature: r.temperature ?? 1, topP: r.topP ?? 1, topK: r.topK ?? 0, seed: r.seed, stop: r.stop,
+    topLogprobs: r.logprobs ? Math.max(r.topLogprobs, 0) : 0,
+  };
+
+  const { store, tracker, metrics } = ctx;
+  if (turnType.type === 'main') recordNextState(store, session.id, r.messages);
+  tracker.touch(session.id);
+  const turnId = store.beginTurn({
+    sessionId: session.id, idSource: session.source, turnType: turnType.type, typeSource: turnType.source,
+    request: { messages: r.messages, tools: r.tools ?? null, params, templateKwargs: r.templateKwargs }, promptIds, policyVersion: -1,
+  });
+
+  metrics.active++;
+  const abort = new AbortController();
+  res.on('close', () => { if (!res.writableFinished) abort.abort(); });
+  const id = `chatcmpl-${randomUUID()}`;
+  const created = Math.floor(Date.now() / 1000);
+  const parser = new OutputParser(ctx.format);
+  const logprobs: object[] = [];
+  let firstTokenMs: number | undefined;
+  let result: SampleResult | null = null;
+  let toolCalls: ParsedToolCall[] = [];
+  const chunk = (delta: object, finish: string | null = null, lp: object[] | null = null) =>
+    `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: ctx.modelId, choices: [{ index: 0, delta, logprobs: lp ? { content: lp } : null, finish_reason: finish }] })}\n\n`;
+  const tokenLogprob = (t: SampledToken) => ({
+    token: ctx.engine.tokenizer.decode([t.id], false), logprob: t.logprob, bytes: [...Buffer.from(ctx.engine.tokenizer.decode([t.id], false))],
+    top_logprobs: (t.top ?? []).map((a) => ({ token: ctx.engine.tokenizer.decode([a.id], false), logprob: a.logprob, bytes: [...Buffer.from(ctx.engine.tokenizer.decode([a.id], false))] })),
+  });
+  const deltaObject = (d: Delta) => ({ ...(d.reasoning ? { reasoning_content: d.reasoning } : {}), ...(d.content ? { content: d.content } : {}) });
+
+  try {
+    if (r.stream) {
+      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+      res.write(chunk({ role: 'assistant', content: '' }));
+    }
+    for await (const ev of ctx.engine.sample(promptIds, params, abort.signal)) {
+      if (ev.type === 'done') { result = ev.result; break; }
+      firstTokenMs ??= performance.now() - t0;
+      const d = parser.push(ev.token.text);
+      const lp = r.logprobs ? [tokenLogprob(ev.token)] : null;
+      if (lp) logprobs.push(...lp);
+      if (r.stream && (d.content || d.reasoning || lp)) res.write(chunk(deltaObject(d), null, lp));
+    }
+    const end = parser.finish();
+    toolCalls = end.toolCalls;
+    if (!result || result.finishReason === 'abort') return; // the client went away: recorded as aborted below
+    const finishReason = toolCalls.length > 0 ? 'tool_calls' : result.finishReason;
+    const usage = { prompt_tokens: promptIds.length, completion_tokens: result.ids.length, total_tokens: promptIds.length + result.ids.length };
+    const wireCalls = toolCalls.map((c, index) => ({ index, id: `call_${randomUUID().replace(/-/g, '').slice(0, 24)}`, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+    if (r.stream) {
+      if (end.delta.content || end.delta.reasoning) res.write(chunk(deltaObject(end.delta)));
+      if (wireCalls.length > 0) res.write(chunk({ tool_calls: wireCalls }));
+      res.write(chunk({}, finishReason));
+      if (r.includeUsage) res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: ctx.modelId, choices: [], usage })}\n\n`);
+      res.end('data: [DONE]\n\n');
+    } else {
+      const message = {
+        role: 'assistant', content: toolCalls.length > 0 && !parser.content ? null : parser.content,
+        ...(parser.reasoning ? { reasoning_content: parser.reasoning } : {}),
+        ...(wireCalls.length > 0 ? { tool_calls: wireCalls.map(({ index: _index, ...c }) => c) } : {}),
+      };
+      const payload = { id, object: 'chat.completion', created, model: ctx.modelId, choices: [{ index: 0, message, logprobs: r.logprobs ? { content: logprobs } : null, finish_reason: finishReason }], usage, policy_version: result.policyVersion };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
+    }
+    metrics.promptTokens += promptIds.length;
+    metrics.completionTokens += result.ids.length;
+  } catch (e) {
+    if (!res.headersSent) throw e instanceof EngineError && e.code !== 'internal' ? badRequest(e.message, 'messages', e.code) : e;
+    // mid-stream failure: tell the client in the stream's own format, then close
+    const err = e instanceof ApiError ? e : new ApiError(500, (e as Error).message);
+    if (!res.writableEnded) res.end(`data: ${JSON.stringify(err.toJSON())}\n\n`);
+  } finally {
+    metrics.active--;
+    const status = result && result.finishReason !== 'abort' ? 'complete' : result ? 'aborted' : 'error';
+    store.finishTurn(turnId, {
+      status, responseIds: result?.ids ?? [], responseLogprobs: result?.logprobs ?? [], responseText: result?.text ?? '',
+      answer: { content: parser.content, reasoning: parser.reasoning || null, toolCalls },
+      finishReason: result?.finishReason ?? 'error', policyVersion: result?.policyVersion ?? -1,
+      firstTokenMs, totalMs: performance.now() - t0,
+    });
+    metrics.turns[status === 'aborted' ? 'aborted' : turnType.type]++;
+    metrics.latency.observe(performance.now() - t0);
+    if (firstTokenMs !== undefined) metrics.firstToken.observe(firstTokenMs);
+    if (done) tracker.end(session.id, 'done');
+  }
+}

@@ -1,0 +1,130 @@
+// The HTTP front door: a small router over node:http. Routes: POST /v1/chat/completions,
+// GET /v1/models, GET /healthz, GET /readyz, GET /metrics, POST /v1/sessions/{id}/done.
+// Bearer-key auth (constant-time) when a key is configured; /healthz and /readyz stay open.
+import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { Engine } from '../engine/types.ts';
+import type { Store } from '../store/store.ts';
+import { SessionTracker } from '../conversation/tracker.ts';
+import { ApiError, badRequest } from './errors.ts';
+import { handleChat, type ChatContext } from './chat.ts';
+import { Metrics } from './metrics.ts';
+import { outputFormatOf } from './output.ts';
+
+export interface ServerOptions {
+  engine: Engine;
+  store: Store;
+  modelId: string;
+  host?: string;
+  port?: number;
+  apiKey?: string;
+  /** allow binding a non-loopback address without an API key */
+  allowInsecureBind?: boolean;
+  maxBodyBytes?: number;
+  maxConcurrent?: number;
+  defaultMaxTokens?: number;
+  sessionIdleMs?: number;
+  /** the weights version to report in /metrics (engines that train know it) */
+  policyVersion?: () => number;
+}
+
+export interface RunningServer { url: string; server: Server; metrics: Metrics; tracker: SessionTracker; close(): Promise<void> }
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
+
+export function isLoopback(host: string): boolean { return LOOPBACK.test(host); }
+
+function sameKey(a: string, b: string): boolean {
+  // hash first so the comparison takes the same time whatever the lengths
+  return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    if (declared > limit) { reject(new ApiError(413, `the request body is ${declared} bytes; the limit is ${limit}`, { code: 'request_too_large' })); req.resume(); return; }
+    const parts: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > limit) { reject(new ApiError(413, `the request body exceeds the limit of ${limit} bytes`, { code: 'request_too_large' })); req.destroy(); return; }
+      parts.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(parts)));
+    req.on('error', reject);
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, payload: unknown): void {
+  if (res.headersSent) { if (!res.writableEnded) res.end(); return; }
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
+}
+
+export async function startServer(o: ServerOptions): Promise<RunningServer> {
+  const host = o.host ?? '127.0.0.1';
+  if (!isLoopback(host) && !o.apiKey && !o.allowInsecureBind) {
+    throw new Error(`refusing to serve on ${host} without an API key: set OPENCLAW_RL_API_KEY (or pass --allow-insecure-bind to accept the risk)`);
+  }
+  const metrics = new Metrics();
+  const tracker = new SessionTracker(o.store, { idleMs: o.sessionIdleMs ?? 30 * 60_000 });
+  const ctx: ChatContext = {
+    engine: o.engine, modelId: o.modelId, store: o.store, tracker, metrics, format: outputFormatOf(o.engine.tokenizer.chatTemplate),
+    maxConcurrent: o.maxConcurrent ?? 16, defaultMaxTokens: o.defaultMaxTokens ?? 1024,
+  };
+  const maxBody = o.maxBodyBytes ?? 8 * 2 ** 20;
+
+  const server = createServer(async (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    const path = url.pathname.replace(/\/+$/, '') || '/';
+    let status = 200;
+    try {
+      if (req.method === 'GET' && path === '/healthz') return sendJson(res, 200, { status: 'ok' });
+      if (req.method === 'GET' && path === '/readyz') return sendJson(res, 200, { status: 'ready', model: o.modelId });
+      if (o.apiKey) {
+        const auth = req.headers.authorization ?? '';
+        const m = /^Bearer\s+(.+)$/i.exec(auth);
+        if (!m || !sameKey(m[1].trim(), o.apiKey)) throw new ApiError(401, 'missing or wrong API key: send "Authorization: Bearer <key>"', { code: 'invalid_api_key' });
+      }
+      if (req.method === 'GET' && path === '/metrics') {
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(metrics.render({ policyVersion: o.policyVersion?.() ?? 0, activeSessions: tracker.openSessions }));
+        return;
+      }
+      if (req.method === 'GET' && path === '/v1/models') {
+        return sendJson(res, 200, { object: 'list', data: [{ id: o.modelId, object: 'model', created: 0, owned_by: 'openclaw-rl', max_model_len: o.engine.info.contextLength }] });
+      }
+      const doneMatch = /^\/v1\/sessions\/([^/]+)\/done$/.exec(path);
+      if (req.method === 'POST' && doneMatch) {
+        tracker.end(decodeURIComponent(doneMatch[1]), 'done');
+        return sendJson(res, 200, { session: decodeURIComponent(doneMatch[1]), ended: true });
+      }
+      if (path === '/v1/chat/completions') {
+        if (req.method !== 'POST') throw new ApiError(405, `${req.method} is not allowed on ${path}; use POST`);
+        const raw = await readBody(req, maxBody);
+        let body: unknown;
+        try { body = JSON.parse(raw.toString('utf8')); } catch (e) { throw badRequest(`the request body is not valid JSON: ${(e as Error).message}`); }
+        await handleChat(ctx, req, res, body);
+        return;
+      }
+      throw new ApiError(404, `no route for ${req.method} ${path}`);
+    } catch (e) {
+      const err = e instanceof ApiError ? e : new ApiError(500, `internal error: ${(e as Error).message}`);
+      status = err.status;
+      if (err.status >= 500) process.stderr.write(`openclaw-rl: ${(e as Error).stack ?? e}\n`);
+      sendJson(res, err.status, err.toJSON());
+    } finally {
+      if (path === '/v1/chat/completions') metrics.countRequest(res.statusCode || status);
+    }
+  });
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(o.port ?? 30000, host, () => resolve()); });
+  const addr = server.address() as AddressInfo;
+  const shownHost = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  return {
+    url: `http://${shownHost}:${addr.port}`, server, metrics, tracker,
+    close: async () => {
+      await new Promise<void>((resolve) => { server.close(() => resolve()); server.closeIdleConnections(); setTimeout(() => server.closeAllConnections(), 5000).unref(); });
+      tracker.shutdown();
+    },
+  };
+}

@@ -1,0 +1,56 @@
+// `openclaw-rl serve`: the embedded engine behind the OpenAI-compatible API, recording every turn.
+import { parseArgs } from 'node:util';
+import { resolve } from 'node:path';
+import { EmbeddedEngine } from '../engine/embedded/engine.ts';
+import { Store } from '../store/store.ts';
+import { startServer } from '../api/server.ts';
+import { UsageError, num, modelDir } from './args.ts';
+
+export async function serveCommand(argv: string[]): Promise<void> {
+  const { values: o } = parseArgs({
+    args: argv, strict: true,
+    options: {
+      model: { type: 'string' }, host: { type: 'string' }, port: { type: 'string' }, 'api-key': { type: 'string' },
+      'data-dir': { type: 'string' }, 'served-model-name': { type: 'string' }, 'max-concurrent': { type: 'string' },
+      'max-body-bytes': { type: 'string' }, 'session-idle-seconds': { type: 'string' }, 'default-max-tokens': { type: 'string' },
+      'allow-insecure-bind': { type: 'boolean', default: false }, 'no-redact': { type: 'boolean', default: false },
+      'retention-days': { type: 'string' }, kernel: { type: 'string' }, threads: { type: 'string' },
+    },
+  });
+  const dir = modelDir(o.model);
+  const int = (v: string | undefined, flag: string, d: number) => num(v, flag, d, (x) => Number.isInteger(x) && x >= 0);
+  const port = int(o.port ?? process.env.PORT, '--port', 30000);
+  const host = o.host ?? process.env.HOST ?? '127.0.0.1';
+  const apiKey = o['api-key'] ?? process.env.OPENCLAW_RL_API_KEY ?? process.env.SGLANG_API_KEY ?? undefined;
+  if (o.kernel && o.kernel !== 'wasm' && o.kernel !== 'ts') throw new UsageError(`--kernel must be 'wasm' or 'ts'`);
+  const dataDir = resolve(o['data-dir'] ?? process.env.OPENCLAW_RL_DATA_DIR ?? '.openclaw-rl');
+
+  process.stderr.write(`loading ${dir}…\n`);
+  const engine = await EmbeddedEngine.load(dir, { kernel: o.kernel as 'wasm' | 'ts' | undefined, threads: o.threads ? int(o.threads, '--threads', 2) : undefined });
+  const store = new Store(dataDir, { redact: !o['no-redact'], retentionDays: o['retention-days'] ? int(o['retention-days'], '--retention-days', 0) : undefined });
+  if (store.recoveredAborted > 0) process.stderr.write(`marked ${store.recoveredAborted} turn(s) interrupted by the last shutdown as aborted\n`);
+  const modelId = o['served-model-name'] ?? engine.info.modelId;
+  let server;
+  try {
+    server = await startServer({
+      engine, store, modelId, host, port, apiKey, allowInsecureBind: o['allow-insecure-bind'],
+      maxConcurrent: int(o['max-concurrent'], '--max-concurrent', 16), maxBodyBytes: int(o['max-body-bytes'], '--max-body-bytes', 8 * 2 ** 20),
+      sessionIdleMs: int(o['session-idle-seconds'], '--session-idle-seconds', 1800) * 1000, defaultMaxTokens: int(o['default-max-tokens'], '--default-max-tokens', 1024),
+    });
+  } catch (e) {
+    await engine.close(); store.close();
+    throw e;
+  }
+  process.stderr.write(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 — data in ${dataDir}${apiKey ? ', API key required' : ''}\n`);
+  await new Promise<void>((resolveStop) => {
+    const stop = async (signal: string) => {
+      process.stderr.write(`openclaw-rl: ${signal}, shutting down…\n`);
+      await server!.close();
+      await engine.close();
+      store.close();
+      resolveStop();
+    };
+    process.once('SIGINT', () => void stop('SIGINT'));
+    process.once('SIGTERM', () => void stop('SIGTERM'));
+  });
+}
