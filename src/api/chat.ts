@@ -78,15 +78,26 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
   };
 
   const { store, tracker, metrics } = ctx;
-  if (turnType.type === 'main') recordNextState(store, session.id, r.messages);
-  tracker.touch(session.id);
-  const turnId = store.beginTurn({
+  const abort = new AbortController();
+  // hand the prompt to the engine thread first; the bookkeeping below overlaps with its compute
+  const events = ctx.engine.sample(promptIds, params, abort.signal)[Symbol.asyncIterator]();
+  const firstEvent = events.next();
+  const start = {
     sessionId: session.id, idSource: session.source, turnType: turnType.type, typeSource: turnType.source,
     request: { messages: r.messages, tools: r.tools ?? null, params, templateKwargs: r.templateKwargs }, promptIds, policyVersion: -1,
-  });
+  };
+  let turnId: number;
+  try {
+    if (turnType.type === 'main') recordNextState(store, session.id, r.messages);
+    tracker.touch(session.id);
+    turnId = store.beginTurn(start);
+  } catch (e) {
+    abort.abort();
+    await events.return?.();
+    throw e;
+  }
 
   metrics.active++;
-  const abort = new AbortController();
   res.on('close', () => { if (!res.writableFinished) abort.abort(); });
   const id = `chatcmpl-${randomUUID()}`;
   const created = Math.floor(Date.now() / 1000);
@@ -108,7 +119,8 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
       res.write(chunk({ role: 'assistant', content: '' }));
     }
-    for await (const ev of ctx.engine.sample(promptIds, params, abort.signal)) {
+    for (let next = await firstEvent; !next.done; next = await events.next()) {
+      const ev = next.value;
       if (ev.type === 'done') { result = ev.result; break; }
       firstTokenMs ??= performance.now() - t0;
       const d = parser.push(ev.token.text);
@@ -137,6 +149,7 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
       const payload = { id, object: 'chat.completion', created, model: ctx.modelId, choices: [{ index: 0, message, logprobs: r.logprobs ? { content: logprobs } : null, finish_reason: finishReason }], usage, policy_version: result.policyVersion };
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
     }
+    metrics.policyVersion = Math.max(metrics.policyVersion, result.policyVersion);
     metrics.promptTokens += promptIds.length;
     metrics.completionTokens += result.ids.length;
   } catch (e) {
@@ -152,7 +165,7 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
       answer: { content: parser.content, reasoning: parser.reasoning || null, toolCalls },
       finishReason: result?.finishReason ?? 'error', policyVersion: result?.policyVersion ?? -1,
       firstTokenMs, totalMs: performance.now() - t0,
-    });
+    }, start);
     metrics.turns[status === 'aborted' ? 'aborted' : turnType.type]++;
     metrics.latency.observe(performance.now() - t0);
     if (firstTokenMs !== undefined) metrics.firstToken.observe(firstTokenMs);

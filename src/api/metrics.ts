@@ -30,10 +30,12 @@ export class Metrics {
   readonly latency = new Histogram();
   readonly firstToken = new Histogram();
   turns = { main: 0, side: 0, aborted: 0 };
+  /** the newest weights version a response was served with */
+  policyVersion = 0;
 
   countRequest(status: number): void { this.requests.set(String(status), (this.requests.get(String(status)) ?? 0) + 1); }
 
-  render(extra: { policyVersion: number; activeSessions: number }): string {
+  render(extra: { activeSessions: number }): string {
     const out: string[] = [
       '# HELP openclaw_rl_requests_total Chat completion requests by HTTP status.', '# TYPE openclaw_rl_requests_total counter',
       ...[...this.requests].map(([s, n]) => `openclaw_rl_requests_total{status="${s}"} ${n}`),
@@ -43,7 +45,7 @@ export class Metrics {
       ...Object.entries(this.turns).map(([k, n]) => `openclaw_rl_turns_total{kind="${k}"} ${n}`),
       '# HELP openclaw_rl_requests_in_flight Requests being served (queue depth of the engine).', '# TYPE openclaw_rl_requests_in_flight gauge', `openclaw_rl_requests_in_flight ${this.active}`,
       '# HELP openclaw_rl_active_sessions Sessions not yet ended.', '# TYPE openclaw_rl_active_sessions gauge', `openclaw_rl_active_sessions ${extra.activeSessions}`,
-      '# HELP openclaw_rl_policy_version Weights version new requests are served with.', '# TYPE openclaw_rl_policy_version gauge', `openclaw_rl_policy_version ${extra.policyVersion}`,
+      '# HELP openclaw_rl_policy_version Weights version new requests are served with.', '# TYPE openclaw_rl_policy_version gauge', `openclaw_rl_policy_version ${this.policyVersion}`,
       this.latency.render('openclaw_rl_request_duration_seconds', 'Time from request to last byte.'),
       this.firstToken.render('openclaw_rl_time_to_first_token_seconds', 'Time from request to the first generated token.'),
     ];

@@ -25,8 +25,6 @@ export interface ServerOptions {
   maxConcurrent?: number;
   defaultMaxTokens?: number;
   sessionIdleMs?: number;
-  /** the weights version to report in /metrics (engines that train know it) */
-  policyVersion?: () => number;
 }
 
 export interface RunningServer { url: string; server: Server; metrics: Metrics; tracker: SessionTracker; close(): Promise<void> }
@@ -87,7 +85,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
         if (!m || !sameKey(m[1].trim(), o.apiKey)) throw new ApiError(401, 'missing or wrong API key: send "Authorization: Bearer <key>"', { code: 'invalid_api_key' });
       }
       if (req.method === 'GET' && path === '/metrics') {
-        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(metrics.render({ policyVersion: o.policyVersion?.() ?? 0, activeSessions: tracker.openSessions }));
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(metrics.render({ activeSessions: tracker.openSessions }));
         return;
       }
       if (req.method === 'GET' && path === '/v1/models') {

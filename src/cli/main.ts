@@ -2,6 +2,7 @@
 import { generateCommand, scoreCommand } from './generate.ts';
 import { benchCommand } from './bench.ts';
 import { serveCommand } from './serve.ts';
+import { exportCommand } from './export.ts';
 import { UsageError } from './args.ts';
 
 const HELP = `openclaw-rl — serve a model behind an OpenAI-compatible API and train it from its conversations
@@ -9,12 +10,14 @@ const HELP = `openclaw-rl — serve a model behind an OpenAI-compatible API and 
 Usage:
   openclaw-rl serve    --model DIR [--host 127.0.0.1] [--port 30000] [--api-key KEY] [--data-dir .openclaw-rl]
                        [--served-model-name ID] [--max-concurrent 16] [--session-idle-seconds 1800]
+  openclaw-rl export   [--data-dir .openclaw-rl] [--from ISO] [--to ISO] [--out FILE] [--no-redact]
   openclaw-rl generate --model DIR (--prompt TEXT | --messages JSON) [--max-tokens N] [--temperature T]
                        [--top-p P] [--top-k K] [--seed S] [--stop STR]... [--json]
   openclaw-rl score    --model DIR (--prompt TEXT --response TEXT | --prompt-ids 1,2 --response-ids 3,4)
                        [--temperature T] [--json]
   openclaw-rl bench engine [--model DIR | --shape 15m|135m|0.6b] [--kernel wasm|ts] [--threads N] [--json]
   openclaw-rl bench train  [--model DIR | --shape 15m|135m|0.6b] [--rank 16] [--seq 256] [--batch 4] [--json]
+  openclaw-rl bench gateway --model DIR [--requests 40] [--max-tokens 16] [--concurrency 16] [--json]
 
 Common options: --kernel wasm|ts (matrix kernel, default wasm), --threads N (default: all cores),
 --adapter DIR (generate, score: a PEFT LoRA adapter folder, used on top of the model).
@@ -23,6 +26,7 @@ The model is a local Hugging Face folder (config.json, model.safetensors, tokeni
 
 const COMMANDS: Record<string, (argv: string[]) => Promise<void>> = {
   serve: serveCommand,
+  export: exportCommand,
   generate: generateCommand,
   score: scoreCommand,
   bench: benchCommand,

@@ -2,7 +2,7 @@
 // A turn is written when its request starts (status in_progress, with the exact prompt ids) and
 // completed in one transaction when it ends; a turn found in_progress at startup belonged to a
 // process that died mid-request and is marked aborted, so it is never trained on.
-import { DatabaseSync } from 'node:sqlite';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { MIGRATIONS } from './schema.ts';
@@ -63,6 +63,15 @@ export class Store {
     if (opts.retentionDays && opts.retentionDays > 0) this.deleteOlderThan(Date.now() - opts.retentionDays * 86_400_000);
   }
 
+  private readonly statements = new Map<string, StatementSync>();
+
+  /** A prepared statement, prepared once per store. */
+  private sql(text: string): StatementSync {
+    let st = this.statements.get(text);
+    if (!st) { st = this.db.prepare(text); this.statements.set(text, st); }
+    return st;
+  }
+
   private migrate(): void {
     const version = Number((this.db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version);
     if (version > MIGRATIONS.length) throw new Error(`the store in ${this.dir} has schema version ${version}, newer than this openclaw-rl (${MIGRATIONS.length}); upgrade openclaw-rl`);
@@ -90,13 +99,13 @@ export class Store {
   beginTurn(t: TurnStart): number {
     const now = Date.now();
     return this.transaction(() => {
-      this.db.prepare(`INSERT INTO sessions (id, id_source, created_at, last_seen_at) VALUES (?, ?, ?, ?)
+      this.sql(`INSERT INTO sessions (id, id_source, created_at, last_seen_at) VALUES (?, ?, ?, ?)
                        ON CONFLICT(id) DO UPDATE SET last_seen_at = excluded.last_seen_at, ended_at = NULL, end_reason = NULL`)
         .run(t.sessionId, t.idSource, now, now);
       const idx = t.turnType === 'main'
-        ? Number((this.db.prepare(`SELECT COUNT(*) AS n FROM turns WHERE session_id = ? AND turn_type = 'main'`).get(t.sessionId) as { n: number }).n)
+        ? Number((this.sql(`SELECT COUNT(*) AS n FROM turns WHERE session_id = ? AND turn_type = 'main'`).get(t.sessionId) as { n: number }).n)
         : -1;
-      const r = this.db.prepare(`INSERT INTO turns (session_id, idx, turn_type, type_source, status, request_json, prompt_ids, response_ids,
+      const r = this.sql(`INSERT INTO turns (session_id, idx, turn_type, type_source, status, request_json, prompt_ids, response_ids,
           response_logprobs, response_text, finish_reason, policy_version, prompt_tokens, completion_tokens, next_state_status, created_at)
           VALUES (?, ?, ?, ?, 'in_progress', ?, ?, '[]', '[]', '', '', ?, ?, 0, ?, ?)`)
         .run(t.sessionId, idx, t.turnType, t.typeSource, JSON.stringify(t.request), JSON.stringify(t.promptIds), t.policyVersion, t.promptIds.length,
@@ -105,10 +114,10 @@ export class Store {
     });
   }
 
-  /** Complete a turn (one transaction), then log it. */
-  finishTurn(id: number, e: TurnEnd): void {
+  /** Complete a turn (one transaction), then log it (with its start record when the caller has it). */
+  finishTurn(id: number, e: TurnEnd, start?: TurnStart): void {
     this.transaction(() => {
-      this.db.prepare(`UPDATE turns SET status = ?, response_ids = ?, response_logprobs = ?, response_text = ?, answer_json = ?, finish_reason = ?,
+      this.sql(`UPDATE turns SET status = ?, response_ids = ?, response_logprobs = ?, response_text = ?, answer_json = ?, finish_reason = ?,
           policy_version = ?, completion_tokens = ?, queued_ms = ?, first_token_ms = ?, total_ms = ?,
           next_state_status = CASE WHEN turn_type = 'main' AND ? = 'complete' THEN next_state_status ELSE 'none' END,
           next_state_reason = CASE WHEN turn_type = 'main' AND ? != 'complete' THEN 'turn ' || ? ELSE next_state_reason END
@@ -116,21 +125,29 @@ export class Store {
         .run(e.status, JSON.stringify(e.responseIds), JSON.stringify(e.responseLogprobs), e.responseText, JSON.stringify(e.answer), e.finishReason, e.policyVersion,
           e.responseIds.length, e.queuedMs ?? null, e.firstTokenMs ?? null, e.totalMs ?? null, e.status, e.status, e.status, id);
     });
-    const row = this.turn(id);
-    if (row) this.conversations.append({ event: 'turn', ...rowForLog(row) });
+    if (start) {
+      this.conversations.append({
+        event: 'turn', id, sessionId: start.sessionId, turnType: start.turnType, typeSource: start.typeSource, status: e.status,
+        request: start.request, promptIds: start.promptIds, responseIds: e.responseIds, responseLogprobs: e.responseLogprobs,
+        responseText: e.responseText, answer: e.answer, finishReason: e.finishReason, policyVersion: e.policyVersion, createdAt: new Date().toISOString(),
+      });
+    } else {
+      const row = this.turn(id);
+      if (row) this.conversations.append({ event: 'turn', ...rowForLog(row) });
+    }
   }
 
   turn(id: number): TurnRow | undefined {
-    return this.db.prepare('SELECT * FROM turns WHERE id = ?').get(id) as TurnRow | undefined;
+    return this.sql('SELECT * FROM turns WHERE id = ?').get(id) as TurnRow | undefined;
   }
 
   /** The session's latest main turn. */
   lastMainTurn(sessionId: string): TurnRow | undefined {
-    return this.db.prepare(`SELECT * FROM turns WHERE session_id = ? AND turn_type = 'main' ORDER BY idx DESC LIMIT 1`).get(sessionId) as TurnRow | undefined;
+    return this.sql(`SELECT * FROM turns WHERE session_id = ? AND turn_type = 'main' ORDER BY idx DESC LIMIT 1`).get(sessionId) as TurnRow | undefined;
   }
 
   setNextState(turnId: number, status: NextStateStatus, nextState: unknown, reason: string | null): void {
-    this.db.prepare('UPDATE turns SET next_state_status = ?, next_state_json = ?, next_state_reason = ? WHERE id = ?')
+    this.sql('UPDATE turns SET next_state_status = ?, next_state_json = ?, next_state_reason = ? WHERE id = ?')
       .run(status, nextState === null ? null : JSON.stringify(nextState), reason, turnId);
     this.conversations.append({ event: 'next_state', turnId, status, reason, nextState });
   }
@@ -138,8 +155,8 @@ export class Store {
   /** End a session; its last main turn, still waiting for a next state, gets none. */
   endSession(sessionId: string, reason: 'done' | 'idle' | 'shutdown'): void {
     this.transaction(() => {
-      this.db.prepare('UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL').run(Date.now(), reason, sessionId);
-      this.db.prepare(`UPDATE turns SET next_state_status = 'none', next_state_reason = ? WHERE session_id = ? AND next_state_status = 'pending'`)
+      this.sql('UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL').run(Date.now(), reason, sessionId);
+      this.sql(`UPDATE turns SET next_state_status = 'none', next_state_reason = ? WHERE session_id = ? AND next_state_status = 'pending'`)
         .run(`session ended (${reason})`, sessionId);
     });
     this.conversations.append({ event: 'session_end', sessionId, reason });
