@@ -113,6 +113,20 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
     top_logprobs: (t.top ?? []).map((a) => ({ token: ctx.engine.tokenizer.decode([a.id], false), logprob: a.logprob, bytes: [...Buffer.from(ctx.engine.tokenizer.decode([a.id], false))] })),
   });
   const deltaObject = (d: Delta) => ({ ...(d.reasoning ? { reasoning_content: d.reasoning } : {}), ...(d.content ? { content: d.content } : {}) });
+  // the turn is committed before the client gets the end of the answer, so an acknowledged turn
+  // is always in the store
+  let recorded: Parameters<Store['finishTurn']>[1] | null = null;
+  const record = (status: 'complete' | 'aborted' | 'error') => {
+    if (recorded) return;
+    recorded = {
+      status, responseIds: result?.ids ?? [], responseLogprobs: result?.logprobs ?? [], responseText: result?.text ?? '',
+      answer: { content: parser.content, reasoning: parser.reasoning || null, toolCalls },
+      finishReason: result?.finishReason ?? 'error', policyVersion: result?.policyVersion ?? -1,
+      firstTokenMs, totalMs: performance.now() - t0,
+    };
+    store.finishTurn(turnId, recorded, start, false); // logged once the response is out
+    metrics.turns[status === 'aborted' ? 'aborted' : turnType.type]++;
+  };
 
   try {
     if (r.stream) {
@@ -134,6 +148,7 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
     const finishReason = toolCalls.length > 0 ? 'tool_calls' : result.finishReason;
     const usage = { prompt_tokens: promptIds.length, completion_tokens: result.ids.length, total_tokens: promptIds.length + result.ids.length };
     const wireCalls = toolCalls.map((c, index) => ({ index, id: `call_${randomUUID().replace(/-/g, '').slice(0, 24)}`, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+    record('complete');
     if (r.stream) {
       if (end.delta.content || end.delta.reasoning) res.write(chunk(deltaObject(end.delta)));
       if (wireCalls.length > 0) res.write(chunk({ tool_calls: wireCalls }));
@@ -159,14 +174,8 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
     if (!res.writableEnded) res.end(`data: ${JSON.stringify(err.toJSON())}\n\n`);
   } finally {
     metrics.active--;
-    const status = result && result.finishReason !== 'abort' ? 'complete' : result ? 'aborted' : 'error';
-    store.finishTurn(turnId, {
-      status, responseIds: result?.ids ?? [], responseLogprobs: result?.logprobs ?? [], responseText: result?.text ?? '',
-      answer: { content: parser.content, reasoning: parser.reasoning || null, toolCalls },
-      finishReason: result?.finishReason ?? 'error', policyVersion: result?.policyVersion ?? -1,
-      firstTokenMs, totalMs: performance.now() - t0,
-    }, start);
-    metrics.turns[status === 'aborted' ? 'aborted' : turnType.type]++;
+    record(result && result.finishReason !== 'abort' ? 'complete' : result ? 'aborted' : 'error');
+    store.logTurn(turnId, recorded!, start);
     metrics.latency.observe(performance.now() - t0);
     if (firstTokenMs !== undefined) metrics.firstToken.observe(firstTokenMs);
     if (done) tracker.end(session.id, 'done');

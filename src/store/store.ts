@@ -114,8 +114,11 @@ export class Store {
     });
   }
 
-  /** Complete a turn (one transaction), then log it (with its start record when the caller has it). */
-  finishTurn(id: number, e: TurnEnd, start?: TurnStart): void {
+  /**
+   * Complete a turn (one transaction), then log it — with its start record when the caller has it,
+   * or later through logTurn when `log` is false (the log may follow the response; the commit may not).
+   */
+  finishTurn(id: number, e: TurnEnd, start?: TurnStart, log = true): void {
     this.transaction(() => {
       this.sql(`UPDATE turns SET status = ?, response_ids = ?, response_logprobs = ?, response_text = ?, answer_json = ?, finish_reason = ?,
           policy_version = ?, completion_tokens = ?, queued_ms = ?, first_token_ms = ?, total_ms = ?,
@@ -125,6 +128,11 @@ export class Store {
         .run(e.status, JSON.stringify(e.responseIds), JSON.stringify(e.responseLogprobs), e.responseText, JSON.stringify(e.answer), e.finishReason, e.policyVersion,
           e.responseIds.length, e.queuedMs ?? null, e.firstTokenMs ?? null, e.totalMs ?? null, e.status, e.status, e.status, id);
     });
+    if (log) this.logTurn(id, e, start);
+  }
+
+  /** Append a finished turn to conversations.jsonl. */
+  logTurn(id: number, e: TurnEnd, start?: TurnStart): void {
     if (start) {
       this.conversations.append({
         event: 'turn', id, sessionId: start.sessionId, turnType: start.turnType, typeSource: start.typeSource, status: e.status,
