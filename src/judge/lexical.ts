@@ -1,0 +1,84 @@
+// The lexical judge: no model at all. It reads explicit feedback in the user's next message —
+// thanks/perfect/great → +1; no/wrong/not what I asked/again/instead → −1; otherwise 0 — with a
+// negation rule ("not bad" is praise, "not great" is a complaint), and takes the corrective sentence
+// as the hint ("No, I wanted a story about a dog." → "The user wants a story about a dog.").
+//
+// Where it is weak: it only sees words, not meaning. It misses implicit dissatisfaction (the user
+// silently rephrases the request), sarcasm ("great, another cat story"), and feedback in other
+// languages; it cannot judge tool results beyond obvious error words. Use an LLM judge for those.
+import type { Score } from '../learn/votes.ts';
+
+export const POSITIVE = [
+  'thanks', 'thank you', 'thx', 'ty', 'great', 'perfect', 'awesome', 'excellent', 'love it', 'loved it', 'love this', 'nice', 'good job',
+  'well done', 'exactly', "that's it", 'that works', 'works now', 'wonderful', 'amazing', 'brilliant', 'fantastic', 'cool', 'helpful',
+  'good', 'beautiful', 'lovely', 'yes', 'yay', 'correct', 'spot on', 'just what i wanted', 'just right',
+];
+export const NEGATIVE = [
+  'no', 'nope', 'wrong', 'incorrect', 'not what i asked', 'not what i wanted', 'not what i meant', 'again', 'redo', 'try again', 'instead',
+  'i wanted', 'i asked for', 'i asked', 'i meant', 'i said', "that's not", "doesn't work", "didn't work", 'does not work', 'broken', 'bad',
+  'terrible', 'awful', 'useless', 'boring', 'too long', 'too short', 'shorter', 'longer', 'fix', 'mistake', 'not right', 'rather',
+  'please change', 'stop', 'hate', "don't like", 'do not like', 'dislike', 'sad',
+];
+const NEGATORS = new Set(['not', 'no', 'never', "isn't", "wasn't", "aren't", "don't", "doesn't", "didn't", 'hardly', 'barely']);
+/** phrases whose words look negative but that are praise or neutral */
+const NEUTRALISE = ['no problem', 'no worries', 'not bad', 'no complaints', 'nothing wrong', 'not wrong', "can't complain", 'no issues'];
+
+function normalise(text: string): string {
+  return text.replace(/^\s*\[[^\]]*\d{4}[^\]]*\]\s*/, '') // OpenClaw's "[Sun 2026-11-22 01:42 UTC]" prefix
+    .toLowerCase().replace(/[’`]/g, "'").replace(/\s+/g, ' ').trim();
+}
+
+/** Count cue phrases at word boundaries; a cue right after a negator counts for the other side. */
+function cues(text: string): { pos: number; neg: number } {
+  let t = ` ${text.replace(/[^\p{L}\p{N}' ]/gu, ' ').replace(/\s+/g, ' ')} `;
+  let pos = 0, neg = 0;
+  for (const phrase of NEUTRALISE) {
+    const n = t.split(` ${phrase} `).length - 1;
+    if (n > 0) { if (phrase === 'not bad' || phrase === 'no complaints' || phrase === "can't complain") pos += n; t = t.split(` ${phrase} `).join(' _ '); }
+  }
+  const words = t.trim().split(' ');
+  const countPhrase = (list: string[], onHit: (negated: boolean) => void) => {
+    for (const phrase of [...list].sort((a, b) => b.split(' ').length - a.split(' ').length)) {
+      const pw = phrase.split(' ');
+      for (let i = 0; i + pw.length <= words.length; i++) {
+        if (pw.every((w, j) => words[i + j] === w)) {
+          const negated = (i > 0 && NEGATORS.has(words[i - 1])) || (i > 1 && NEGATORS.has(words[i - 2]) && words[i - 1].length <= 4);
+          onHit(negated);
+          for (let j = 0; j < pw.length; j++) words[i + j] = '_'; // a word counts once
+        }
+      }
+    }
+  };
+  countPhrase(NEGATIVE.filter((p) => p.includes(' ')), (n) => { if (n) pos++; else neg++; });
+  countPhrase(POSITIVE, (n) => { if (n) neg++; else pos++; });
+  countPhrase(NEGATIVE, (n) => { if (n) pos++; else neg++; });
+  return { pos, neg };
+}
+
+export function lexicalScore(nextState: string): Score {
+  const text = normalise(nextState);
+  if (!text) return 0;
+  const { pos, neg } = cues(text);
+  // an opening "no"/"nope" is a rejection even when the rest is polite
+  const opensWithNo = /^(no|nope|nah)\b(?! (problem|worries))/.test(text);
+  const n = neg + (opensWithNo ? 1 : 0);
+  if (pos > n) return 1;
+  if (n > pos) return -1;
+  return 0;
+}
+
+/** The corrective sentence of a reply, turned into an instruction where its shape allows. */
+export function lexicalHint(nextState: string): string | null {
+  const text = nextState.replace(/^\s*\[[^\]]*\d{4}[^\]]*\]\s*/, '').trim();
+  const sentences = text.split(/(?<=[.!?])\s+|\n+/).map((s) => s.trim()).filter(Boolean);
+  for (const raw of sentences) {
+    // drop an opening "No," / "Nope." / "Actually," before the content
+    const s = raw.replace(/^(no|nope|nah|hmm|well|actually|ugh)[,.!]*\s+/i, '').trim();
+    const m = /^(?:i|we)\s+(?:wanted|want|asked for|asked|meant|said|need|needed|would like|'d like)\s+(you to\s+)?(.+?)[.!]*$/i.exec(s);
+    if (m && m[2].split(/\s+/).length >= 2) return m[1] ? `The user wants the assistant to ${m[2]}.` : `The user wants ${m[2].replace(/^to\s+/i, '')}.`;
+    const instead = /^(.+?)\s+instead[.!]*$/i.exec(s);
+    if (instead && instead[1].split(/\s+/).length >= 2) return `The user wants ${instead[1].replace(/^(please\s+)?(write|give me|make it|tell me)\s+/i, (x) => x.toLowerCase())} instead.`;
+    if (/^(please\s+)?(make|write|use|keep|give|add|remove|don't|do not|avoid|change|tell)\b/i.test(s) && s.split(/\s+/).length >= 3) return s.replace(/[.!]*$/, '.');
+  }
+  return null;
+}

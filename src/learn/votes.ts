@@ -1,0 +1,69 @@
+// Judge votes → training signals. Pure functions.
+//
+// PRM votes: each judge answer ends with \boxed{1}, \boxed{0} or \boxed{-1}; the last box counts,
+// anything else is a failed vote. The majority over valid votes is the reward; a tie, or no valid
+// vote, is 0 (neutral).
+// Hint votes: \boxed{1} plus a hint between [HINT_START] and [HINT_END], or \boxed{-1}. The longest
+// useful hint among positive votes wins; one positive vote is enough.
+
+export type Score = -1 | 0 | 1;
+
+const BOXED = /\\boxed\{\s*([+-]?)\s*(\d+)\s*\}/g;
+
+/** The last \boxed{…} score in a judge's answer, or null when there is none or it is not -1, 0 or 1. */
+export function parseBoxed(text: string): Score | null {
+  let last: RegExpExecArray | null = null;
+  for (const m of text.matchAll(BOXED)) last = m;
+  if (!last) return null;
+  const v = Number(`${last[1] === '-' ? '-' : ''}${last[2]}`);
+  return v === 1 || v === 0 || v === -1 ? (v === 0 ? 0 : v) as Score : null;
+}
+
+export function majority(votes: (Score | null)[]): Score {
+  const counts = new Map<Score, number>();
+  for (const v of votes) if (v !== null) counts.set(v, (counts.get(v) ?? 0) + 1);
+  if (counts.size === 0) return 0;
+  const ranked = [...counts].sort((a, b) => b[1] - a[1]);
+  if (ranked.length > 1 && ranked[0][1] === ranked[1][1]) return 0;
+  return ranked[0][0];
+}
+
+export interface HintVote { score: 1 | -1 | null; hint: string | null }
+
+const HINT = /\[HINT_START\]([\s\S]*?)\[HINT_END\]/g;
+
+export function parseHintVote(text: string): HintVote {
+  const s = parseBoxed(text);
+  let hint: string | null = null;
+  for (const m of text.matchAll(HINT)) hint = m[1].trim();
+  return { score: s === 1 || s === -1 ? s : null, hint };
+}
+
+/**
+ * Hints that say only that the answer was bad carry nothing to learn from. A hint is trivial when,
+ * after lower-casing and dropping punctuation, it is one of these phrasings (or only such words).
+ */
+const TRIVIAL = [
+  /^(the )?(response|answer|reply|output|assistant)( was| is)? (wrong|incorrect|bad|not good|unhelpful|not helpful|not what (the )?user wanted)$/,
+  /^(be|try to be) (more )?(helpful|better|accurate|correct)$/,
+  /^(do|try) (it )?(better|again)$/,
+  /^(no hint|none|n\/a|nothing)$/,
+  /^(the user (was|is) (unhappy|not satisfied|dissatisfied))$/,
+];
+
+export function isTrivialHint(hint: string): boolean {
+  const h = hint.toLowerCase().replace(/[^\p{L}\p{N}\s/]/gu, '').replace(/\s+/g, ' ').trim();
+  return TRIVIAL.some((r) => r.test(h));
+}
+
+/** The longest non-trivial hint (stripped length > minLength) among positive votes, or null. */
+export function selectHint(votes: HintVote[], minLength = 10): string | null {
+  let best: string | null = null;
+  for (const v of votes) {
+    if (v.score !== 1 || !v.hint) continue;
+    const h = v.hint.trim();
+    if (h.length <= minLength || isTrivialHint(h)) continue;
+    if (!best || h.length > best.length) best = h;
+  }
+  return best;
+}

@@ -1,0 +1,40 @@
+// The lexical judge against hand labels on realistic feedback messages.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { lexicalScore, lexicalHint } from '../../src/judge/lexical.ts';
+
+const LABELED: [string, -1 | 0 | 1][] = [
+  ['Thanks, that is perfect!', 1], ['I love it!', 1], ['Great story, thank you.', 1], ['Perfect, exactly what I needed.', 1],
+  ['Awesome, thanks a lot', 1], ['not bad, thanks', 1], ['Nice one!', 1], ['That works, thanks.', 1], ['Wonderful!', 1],
+  ['Yes, that is correct.', 1], ['This is great, can you also tell me about the moon?', 1], ['thx', 1], ['Well done.', 1],
+  ['No problem, that is fine, thanks', 1], ['Good job, that was helpful.', 1], ['Brilliant, my kid loved it', 1],
+  ['[Sun 2026-11-22 01:42 UTC] Thanks, bye.', 1], ['Cool, that works now', 1], ['Not bad at all!', 1], ['spot on, thank you', 1],
+  ['No, I wanted a story about a dog.', -1], ["That's not what I asked for.", -1], ['Wrong. Try again.', -1], ['Please redo it with a cat instead.', -1],
+  ['Nope, too long.', -1], ['This is not great.', -1], ["I don't like this ending.", -1], ['Can you write it again but shorter?', -1],
+  ['That is incorrect, the capital is Canberra.', -1], ['Ugh, this is boring.', -1], ['No. I asked for a poem.', -1], ['Make it about a dog instead.', -1],
+  ["It doesn't work, I get an error.", -1], ['That was not helpful.', -1], ['I meant a story about a cat.', -1], ['Too short, please make it longer.', -1],
+  ['Hmm, not what I meant.', -1], ['The story is sad, I hate sad stories.', -1], ['Stop, this is wrong', -1], ['I said no dragons!', -1],
+  ['What is the weather tomorrow?', 0], ['Tell me another story.', 0], ['Ok.', 0], ['Why did the dog run away?', 0],
+  ['Can you tell me about the sun?', 0], ['And what happened next?', 0], ['Hmm.', 0], ['Let us talk about something else.', 0],
+];
+
+test(`lexical judge agrees with hand labels on ${LABELED.length} feedback messages (≥ 90%)`, () => {
+  const wrong = LABELED.filter(([text, label]) => lexicalScore(text) !== label).map(([text, label]) => `${JSON.stringify(text)}: expected ${label}, got ${lexicalScore(text)}`);
+  const agreement = 1 - wrong.length / LABELED.length;
+  console.log(`# lexical judge agreement: ${(agreement * 100).toFixed(1)}% (${LABELED.length - wrong.length}/${LABELED.length})${wrong.length ? '; disagreements: ' + wrong.join('; ') : ''}`);
+  assert.ok(agreement >= 0.9, wrong.join('\n'));
+});
+
+test('lexical hints: the corrective sentence, as an instruction where its shape allows', () => {
+  const table: [string, string | null][] = [
+    ['No, I wanted a story about a dog.', 'The user wants a story about a dog.'],
+    ['Nope. I asked for a poem about the sea!', 'The user wants a poem about the sea.'],
+    ['I meant a story about a cat', 'The user wants a story about a cat.'],
+    ['Please make it shorter.', 'Please make it shorter.'],
+    ["Don't use sad words.", "Don't use sad words."],
+    ['Thanks, perfect!', null],
+    ['No.', null],
+    ['[Sun 2026-11-22 01:43 UTC] No, I wanted you to name the dog Max.', 'The user wants the assistant to name the dog Max.'],
+  ];
+  for (const [text, hint] of table) assert.equal(lexicalHint(text), hint, text);
+});

@@ -1,0 +1,53 @@
+// Vote aggregation, boxed parsing and hint selection: hand-made tables.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseBoxed, majority, parseHintVote, selectHint, isTrivialHint, type Score } from '../../src/learn/votes.ts';
+
+test('majority vote over valid votes; a tie or no valid vote is 0', () => {
+  const table: [(Score | null)[], Score][] = [
+    [[1, 1, -1], 1], [[1, -1, null], 0], [[null, null, -1], -1], [[0, 0, 1], 0], [[null, null, null], 0],
+    [[1], 1], [[-1], -1], [[0], 0], [[null], 0], [[], 0], [[-1, -1, 1, 1], 0], [[1, 0, -1], 0], [[-1, -1, 0], -1],
+  ];
+  for (const [votes, expected] of table) assert.equal(majority(votes), expected, JSON.stringify(votes));
+});
+
+test('boxed parsing: the last box wins; spaces and +1 are fine; other numbers and no box fail', () => {
+  const table: [string, Score | null][] = [
+    ['The user moved on. \\boxed{1}', 1],
+    ['\\boxed{-1}', -1],
+    ['\\boxed{0}', 0],
+    ['First I thought \\boxed{1} but actually \\boxed{-1}', -1],
+    ['\\boxed{ -1 }', -1],
+    ['\\boxed{+1}', 1],
+    ['\\boxed{1} — the user said thanks, so this is positive.', 1],
+    ['score: 1', null],
+    ['\\boxed{2}', null],
+    ['\\boxed{yes}', null],
+    ['\\boxed{-0}', 0],
+    ['', null],
+  ];
+  for (const [text, expected] of table) assert.equal(parseBoxed(text), expected, text);
+});
+
+test('hint votes: the last hint block; a -1 vote has no usable hint', () => {
+  assert.deepEqual(parseHintVote('Analysis…\n\\boxed{1}\n[HINT_START]\nThe user wants a story about a dog.\n[HINT_END]'), { score: 1, hint: 'The user wants a story about a dog.' });
+  assert.deepEqual(parseHintVote('\\boxed{-1}'), { score: -1, hint: null });
+  assert.deepEqual(parseHintVote('[HINT_START]a[HINT_END] [HINT_START]second hint[HINT_END] \\boxed{1}'), { score: 1, hint: 'second hint' });
+  assert.deepEqual(parseHintVote('\\boxed{0} [HINT_START]x[HINT_END]'), { score: null, hint: 'x' });
+});
+
+test('hint selection: longest positive wins; short and trivial hints are rejected; one positive vote among negatives is enough', () => {
+  const v = (score: 1 | -1 | null, hint: string | null) => ({ score, hint });
+  const table: [ReturnType<typeof v>[], string | null][] = [
+    [[v(1, 'Write about a dog named Max.'), v(1, 'The user wants a story about a dog, not a cat.')], 'The user wants a story about a dog, not a cat.'],
+    [[v(-1, null), v(-1, null), v(1, 'Keep the story under fifty words.')], 'Keep the story under fifty words.'],
+    [[v(1, 'Be short.'), v(-1, null)], null], // 9 characters: too short
+    [[v(1, 'The response was wrong.'), v(1, 'The answer is incorrect')], null], // trivial
+    [[v(-1, 'The user wants a story about a dog.')], null], // negative vote: its hint does not count
+    [[v(null, 'The user wants a story about a dog.')], null],
+    [[], null],
+  ];
+  for (const [votes, expected] of table) assert.equal(selectHint(votes), expected, JSON.stringify(votes));
+  assert.ok(isTrivialHint('Be more helpful!'));
+  assert.ok(!isTrivialHint('Use the metric system for temperatures.'));
+});
