@@ -20,6 +20,10 @@ export interface SampleParams {
   ignoreEos?: boolean;
   /** also return this many most likely alternatives per token (0 = none) */
   topLogprobs?: number;
+  /** 'base' samples with adapters off (judges); default: the published weights */
+  weights?: 'published' | 'base';
+  /** 'low' is admitted only when no normal request waits, one at a time (judging, evaluation) */
+  priority?: 'normal' | 'low';
 }
 
 export const DEFAULT_SAMPLE_PARAMS: SampleParams = { maxTokens: 256, temperature: 1, topP: 1, topK: 0 };

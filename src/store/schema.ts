@@ -36,4 +36,18 @@ export const MIGRATIONS: string[] = [
    );
    CREATE INDEX turns_by_session ON turns(session_id, idx);
    CREATE INDEX turns_by_time ON turns(created_at);`,
+  // 2: judgements of paired turns (votes kept raw); deferred ones wait for their next attempt
+  `CREATE TABLE judgements (
+     turn_id INTEGER PRIMARY KEY REFERENCES turns(id) ON DELETE CASCADE,
+     status TEXT NOT NULL,                 -- done | deferred
+     score INTEGER,                        -- majority of the PRM votes: -1, 0, 1
+     hint TEXT,                            -- the chosen hindsight hint, if any
+     votes_json TEXT NOT NULL,
+     backend TEXT NOT NULL,
+     attempts INTEGER NOT NULL,
+     next_attempt_at INTEGER,
+     last_error TEXT,
+     updated_at INTEGER NOT NULL
+   );
+   CREATE INDEX judgements_by_status ON judgements(status, next_attempt_at);`,
 ];

@@ -49,6 +49,7 @@ export class Store {
   readonly dir: string;
   readonly db: DatabaseSync;
   readonly conversations: JsonlLog;
+  readonly judgementsLog: JsonlLog;
   /** turns found in progress at startup and marked aborted */
   readonly recoveredAborted: number;
 
@@ -59,6 +60,7 @@ export class Store {
     this.db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;');
     this.migrate();
     this.conversations = new JsonlLog(join(dir, 'conversations.jsonl'), opts.redact === false ? null : redactSecrets);
+    this.judgementsLog = new JsonlLog(join(dir, 'judgements.jsonl'), opts.redact === false ? null : redactSecrets);
     this.recoveredAborted = Number(this.db.prepare(`UPDATE turns SET status = 'aborted', finish_reason = 'abort' WHERE status = 'in_progress'`).run().changes);
     if (opts.retentionDays && opts.retentionDays > 0) this.deleteOlderThan(Date.now() - opts.retentionDays * 86_400_000);
   }
@@ -170,6 +172,44 @@ export class Store {
     this.conversations.append({ event: 'session_end', sessionId, reason });
   }
 
+  /** Paired main turns that have no judgement yet, or whose deferred judgement is due. */
+  turnsToJudge(limit: number, now = Date.now()): TurnRow[] {
+    return this.sql(`SELECT t.* FROM turns t LEFT JOIN judgements j ON j.turn_id = t.id
+      WHERE t.turn_type = 'main' AND t.status = 'complete' AND t.next_state_status = 'paired'
+        AND (j.turn_id IS NULL OR (j.status = 'deferred' AND j.next_attempt_at <= ?))
+      ORDER BY t.id LIMIT ?`).all(now, limit) as unknown as TurnRow[];
+  }
+
+  saveJudgement(turnId: number, j: { score: number; hint: string | null; votes: unknown[]; backend: string }): void {
+    this.transaction(() => {
+      const prev = this.sql('SELECT attempts FROM judgements WHERE turn_id = ?').get(turnId) as { attempts: number } | undefined;
+      this.sql(`INSERT INTO judgements (turn_id, status, score, hint, votes_json, backend, attempts, next_attempt_at, last_error, updated_at)
+        VALUES (?, 'done', ?, ?, ?, ?, ?, NULL, NULL, ?)
+        ON CONFLICT(turn_id) DO UPDATE SET status = 'done', score = excluded.score, hint = excluded.hint, votes_json = excluded.votes_json,
+          backend = excluded.backend, attempts = excluded.attempts, next_attempt_at = NULL, last_error = NULL, updated_at = excluded.updated_at`)
+        .run(turnId, j.score, j.hint, JSON.stringify(j.votes), j.backend, (prev?.attempts ?? 0) + 1, Date.now());
+    });
+    this.judgementsLog.append({ event: 'judgement', turnId, score: j.score, hint: j.hint, backend: j.backend, votes: j.votes });
+  }
+
+  /** The judge could not run (outage): keep the turn, try again at `nextAttemptAt`. */
+  deferJudgement(turnId: number, backend: string, error: string, nextAttemptAt: number): number {
+    return this.transaction(() => {
+      const prev = this.sql('SELECT attempts FROM judgements WHERE turn_id = ?').get(turnId) as { attempts: number } | undefined;
+      const attempts = (prev?.attempts ?? 0) + 1;
+      this.sql(`INSERT INTO judgements (turn_id, status, votes_json, backend, attempts, next_attempt_at, last_error, updated_at)
+        VALUES (?, 'deferred', '[]', ?, ?, ?, ?, ?)
+        ON CONFLICT(turn_id) DO UPDATE SET status = 'deferred', attempts = excluded.attempts, next_attempt_at = excluded.next_attempt_at,
+          last_error = excluded.last_error, updated_at = excluded.updated_at`)
+        .run(turnId, backend, attempts, nextAttemptAt, error, Date.now());
+      return attempts;
+    });
+  }
+
+  judgement(turnId: number): { turn_id: number; status: string; score: number | null; hint: string | null; votes_json: string; backend: string; attempts: number; last_error: string | null } | undefined {
+    return this.sql('SELECT * FROM judgements WHERE turn_id = ?').get(turnId) as never;
+  }
+
   sessions(): { id: string; id_source: string; ended_at: number | null; end_reason: string | null }[] {
     return this.db.prepare('SELECT id, id_source, ended_at, end_reason FROM sessions ORDER BY created_at').all() as never;
   }
@@ -194,6 +234,7 @@ export class Store {
 
   close(): void {
     this.conversations.sync();
+    this.judgementsLog.sync();
     this.db.close();
   }
 }

@@ -86,7 +86,7 @@ export class EmbeddedRuntime {
       throw new EngineError('context_length_exceeded', `the prompt has ${promptIds.length} tokens; this model's context is ${this.model.maxContext} tokens, and at least one must remain for the answer`);
     }
     const key = this.nextKey++;
-    const version = this.published;
+    const version = params.weights === 'base' ? 0 : this.published;
     const pinned = this.versions.get(version)!;
     pinned.refs++;
     const stopIds = new Set<number>(params.stopTokenIds ?? []);
@@ -112,11 +112,18 @@ export class EmbeddedRuntime {
         if (list[i].aborted) { out.push({ key: list[i].key, token: null, result: this.finish(list[i], 'abort') }); list.splice(i, 1); }
       }
     }
+    // normal requests first (in arrival order); a low-priority one only when none waits, one at a time
     let budget = PREFILL_BUDGET;
-    while (this.waiting.length > 0 && (budget >= this.waiting[0].promptIds.length || (this.running.length === 0 && budget === PREFILL_BUDGET))) {
-      const s = this.waiting.shift()!;
+    const lowRunning = this.running.some((s) => s.params.priority === 'low');
+    for (let i = 0; i < this.waiting.length;) {
+      const s = this.waiting[i];
+      const low = s.params.priority === 'low';
+      if (low && (lowRunning || this.waiting.some((w) => w.params.priority !== 'low'))) { i++; continue; }
+      if (budget < s.promptIds.length && !(this.running.length === 0 && budget === PREFILL_BUDGET)) break;
+      this.waiting.splice(i, 1);
       budget -= s.promptIds.length;
       this.running.push(s);
+      if (low) break;
     }
     if (this.running.length === 0) return out;
 

@@ -1,0 +1,75 @@
+// Judges turn (answer, next state) into a reward and, for OPD, a hint. Every vote is kept raw.
+import { parseBoxed, majority, parseHintVote, selectHint, type Score } from '../learn/votes.ts';
+import { prmPrompt, hintPrompt, type JudgeInput } from './prompts.ts';
+import { BackendUnavailable, type ChatBackend } from './backends.ts';
+import { lexicalScore, lexicalHint } from './lexical.ts';
+
+export interface Vote {
+  kind: 'prm' | 'hint';
+  text: string;
+  score: Score | null;
+  hint: string | null;
+  latencyMs: number;
+  backend: string;
+  error?: string;
+}
+
+export interface Judgement { score: Score; hint: string | null; votes: Vote[]; backend: string }
+
+export interface Judge {
+  readonly name: string;
+  judge(input: JudgeInput, opts: { hints: boolean }): Promise<Judgement>;
+}
+
+export interface PrmJudgeOptions { m?: number; temperature?: number; maxTokens?: number; minHintLength?: number }
+
+/** m PRM votes (and m hint votes) from an LLM backend, all in flight at once (the backend caps them). */
+export class PrmJudge implements Judge {
+  readonly name: string;
+  private readonly backend: ChatBackend;
+  private readonly o: Required<PrmJudgeOptions>;
+
+  constructor(backend: ChatBackend, o: PrmJudgeOptions = {}) {
+    this.backend = backend;
+    this.name = backend.name;
+    this.o = { m: 3, temperature: 0.6, maxTokens: 2048, minHintLength: 10, ...o };
+  }
+
+  private async vote(kind: 'prm' | 'hint', input: JudgeInput): Promise<Vote> {
+    const t0 = performance.now();
+    try {
+      const text = await this.backend.complete(kind === 'prm' ? prmPrompt(input) : hintPrompt(input), { temperature: this.o.temperature, maxTokens: this.o.maxTokens });
+      const parsed = kind === 'prm' ? { score: parseBoxed(text), hint: null } : parseHintVote(text);
+      return { kind, text, score: parsed.score, hint: parsed.hint, latencyMs: performance.now() - t0, backend: this.name };
+    } catch (e) {
+      return { kind, text: '', score: null, hint: null, latencyMs: performance.now() - t0, backend: this.name, error: `${(e as Error).name}: ${(e as Error).message}` };
+    }
+  }
+
+  async judge(input: JudgeInput, opts: { hints: boolean }): Promise<Judgement> {
+    const kinds: ('prm' | 'hint')[] = [...Array(this.o.m).fill('prm'), ...(opts.hints ? Array(this.o.m).fill('hint') : [])];
+    const votes = await Promise.all(kinds.map((k) => this.vote(k, input)));
+    // the endpoint was down for every vote: judge again later rather than record a neutral verdict
+    if (votes.every((v) => v.error?.startsWith('BackendUnavailable'))) throw new BackendUnavailable(votes[0].error ?? 'judge unavailable');
+    const prm = votes.filter((v) => v.kind === 'prm');
+    const hints = votes.filter((v) => v.kind === 'hint');
+    return {
+      score: majority(prm.map((v) => v.score)),
+      hint: opts.hints ? selectHint(hints.map((v) => ({ score: v.score === 1 || v.score === -1 ? v.score : null, hint: v.hint })), this.o.minHintLength) : null,
+      votes, backend: this.name,
+    };
+  }
+}
+
+/** No model: explicit feedback words in the user's reply (see lexical.ts for where it is weak). */
+export class LexicalJudge implements Judge {
+  readonly name = 'lexical';
+  async judge(input: JudgeInput, opts: { hints: boolean }): Promise<Judgement> {
+    const t0 = performance.now();
+    // tool results carry no feedback words: a clean result is progress, an error-looking one is not
+    const score: Score = input.nextState.role === 'tool' ? (input.nextState.looksLikeError ? -1 : 1) : lexicalScore(input.nextState.text);
+    const hint = opts.hints && input.nextState.role === 'user' ? lexicalHint(input.nextState.text) : null;
+    const vote: Vote = { kind: 'prm', text: `lexical score ${score}${hint ? `; hint: ${hint}` : ''}`, score, hint, latencyMs: performance.now() - t0, backend: 'lexical' };
+    return { score, hint, votes: [vote], backend: 'lexical' };
+  }
+}
