@@ -5,6 +5,8 @@ import { EmbeddedEngine } from '../engine/embedded/engine.ts';
 import { Store } from '../store/store.ts';
 import { startServer } from '../api/server.ts';
 import { UsageError, num, modelDir } from './args.ts';
+import { createJudge, JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
+import { JudgeLoop } from '../judge/loop.ts';
 
 export async function serveCommand(argv: string[]): Promise<void> {
   const { values: o } = parseArgs({
@@ -15,6 +17,10 @@ export async function serveCommand(argv: string[]): Promise<void> {
       'max-body-bytes': { type: 'string' }, 'session-idle-seconds': { type: 'string' }, 'default-max-tokens': { type: 'string' },
       'allow-insecure-bind': { type: 'boolean', default: false }, 'no-redact': { type: 'boolean', default: false },
       'retention-days': { type: 'string' }, kernel: { type: 'string' }, threads: { type: 'string' },
+      judge: { type: 'string' }, 'judge-url': { type: 'string' }, 'judge-model': { type: 'string' }, 'judge-api-key': { type: 'string' },
+      'judge-votes': { type: 'string' }, 'judge-temperature': { type: 'string' }, 'judge-max-tokens': { type: 'string' },
+      'judge-timeout-seconds': { type: 'string' }, 'judge-concurrency': { type: 'string' }, 'judge-context': { type: 'boolean', default: false },
+      'no-hints': { type: 'boolean', default: false },
     },
   });
   const dir = modelDir(o.model);
@@ -24,6 +30,18 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const apiKey = o['api-key'] ?? process.env.OPENCLAW_RL_API_KEY ?? process.env.SGLANG_API_KEY ?? undefined;
   if (o.kernel && o.kernel !== 'wasm' && o.kernel !== 'ts') throw new UsageError(`--kernel must be 'wasm' or 'ts'`);
   const dataDir = resolve(o['data-dir'] ?? process.env.OPENCLAW_RL_DATA_DIR ?? '.openclaw-rl');
+  const judgeKind = o.judge ?? process.env.OPENCLAW_RL_JUDGE ?? JUDGE_DEFAULTS.kind;
+  if (!['none', 'lexical', 'self', 'llm'].includes(judgeKind)) throw new UsageError(`--judge must be none, lexical, self or llm (got '${judgeKind}')`);
+  const judgeConfig: JudgeConfig = {
+    ...JUDGE_DEFAULTS, kind: judgeKind as JudgeConfig['kind'],
+    url: o['judge-url'] ?? process.env.OPENCLAW_RL_JUDGE_URL, model: o['judge-model'] ?? process.env.OPENCLAW_RL_JUDGE_MODEL,
+    apiKey: o['judge-api-key'] ?? process.env.OPENCLAW_RL_JUDGE_API_KEY,
+    votes: int(o['judge-votes'], '--judge-votes', JUDGE_DEFAULTS.votes), maxTokens: int(o['judge-max-tokens'], '--judge-max-tokens', JUDGE_DEFAULTS.maxTokens),
+    temperature: num(o['judge-temperature'], '--judge-temperature', JUDGE_DEFAULTS.temperature, (x) => x >= 0 && x <= 2),
+    timeoutMs: int(o['judge-timeout-seconds'], '--judge-timeout-seconds', JUDGE_DEFAULTS.timeoutMs / 1000) * 1000,
+    concurrency: int(o['judge-concurrency'], '--judge-concurrency', JUDGE_DEFAULTS.concurrency),
+  };
+  if (judgeConfig.kind === 'llm' && (!judgeConfig.url || !judgeConfig.model)) throw new UsageError('--judge llm needs --judge-url (an OpenAI-compatible base URL) and --judge-model');
 
   process.stderr.write(`loading ${dir}…\n`);
   const engine = await EmbeddedEngine.load(dir, { kernel: o.kernel as 'wasm' | 'ts' | undefined, threads: o.threads ? int(o.threads, '--threads', 2) : undefined });
@@ -41,11 +59,15 @@ export async function serveCommand(argv: string[]): Promise<void> {
     await engine.close(); store.close();
     throw e;
   }
-  process.stderr.write(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 — data in ${dataDir}${apiKey ? ', API key required' : ''}\n`);
+  const judge = createJudge(judgeConfig, engine);
+  const judgeLoop = judge ? new JudgeLoop(store, judge, { hints: !o['no-hints'], includeContext: o['judge-context'], concurrency: judgeConfig.concurrency, log: (l) => process.stderr.write(l + '\n') }) : null;
+  judgeLoop?.start();
+  process.stderr.write(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}\n`);
   await new Promise<void>((resolveStop) => {
     const stop = async (signal: string) => {
       process.stderr.write(`openclaw-rl: ${signal}, shutting down…\n`);
       await server!.close();
+      await judgeLoop?.stop();
       await engine.close();
       store.close();
       resolveStop();

@@ -88,11 +88,17 @@ export class SelfBackend implements ChatBackend {
   private readonly engine: Engine;
   constructor(engine: Engine) { this.engine = engine; }
 
+  /**
+   * A prompt longer than the model's context (minus room for the answer) is cut from the front,
+   * keeping its first token (BOS or the chat opening) and its end, where the answer, the next state
+   * and the final instruction are. A model that small is a weak judge; prefer `llm` or `lexical`.
+   */
   async complete(messages: { role: string; content: string }[], p: { temperature: number; maxTokens: number }): Promise<string> {
-    const ids = this.engine.tokenizer.encodeChat(messages.map((m) => ({ role: m.role as 'user', content: m.content })));
-    const room = this.engine.info.contextLength - ids.length;
-    if (room < 2) throw new Error(`the judge prompt (${ids.length} tokens) does not fit the model's context of ${this.engine.info.contextLength}`);
-    const params: SampleParams = { maxTokens: Math.min(p.maxTokens, room - 1), temperature: p.temperature, topP: 1, topK: 0, weights: 'base', priority: 'low' };
+    let ids = this.engine.tokenizer.encodeChat(messages.map((m) => ({ role: m.role as 'user', content: m.content })));
+    const ctx = this.engine.info.contextLength;
+    const answerRoom = Math.min(p.maxTokens, Math.floor(ctx / 4));
+    if (ids.length > ctx - answerRoom) ids = [ids[0], ...ids.slice(ids.length - (ctx - answerRoom - 1))];
+    const params: SampleParams = { maxTokens: Math.min(p.maxTokens, ctx - ids.length), temperature: p.temperature, topP: 1, topK: 0, weights: 'base', priority: 'low' };
     return (await collect(this.engine.sample(ids, params))).text;
   }
 }
