@@ -25,6 +25,10 @@ export interface ServerOptions {
   maxConcurrent?: number;
   defaultMaxTokens?: number;
   sessionIdleMs?: number;
+  /** GET /admin/status adds this (the trainer's and judge's state) */
+  status?: () => Record<string, unknown>;
+  /** extra Prometheus lines for /metrics (training metrics) */
+  extraMetrics?: () => string;
 }
 
 export interface RunningServer { url: string; server: Server; metrics: Metrics; tracker: SessionTracker; close(): Promise<void> }
@@ -85,8 +89,11 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
         if (!m || !sameKey(m[1].trim(), o.apiKey)) throw new ApiError(401, 'missing or wrong API key: send "Authorization: Bearer <key>"', { code: 'invalid_api_key' });
       }
       if (req.method === 'GET' && path === '/metrics') {
-        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(metrics.render({ activeSessions: tracker.openSessions }));
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(metrics.render({ activeSessions: tracker.openSessions }) + (o.extraMetrics?.() ?? ''));
         return;
+      }
+      if (req.method === 'GET' && path === '/admin/status') {
+        return sendJson(res, 200, { model: o.modelId, policyVersion: metrics.policyVersion, requestsInFlight: metrics.active, openSessions: tracker.openSessions, ...o.status?.() });
       }
       if (req.method === 'GET' && path === '/v1/models') {
         return sendJson(res, 200, { object: 'list', data: [{ id: o.modelId, object: 'model', created: 0, owned_by: 'openclaw-rl', max_model_len: o.engine.info.contextLength }] });

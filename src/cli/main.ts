@@ -11,6 +11,7 @@ Usage:
   openclaw-rl serve    --model DIR [--host 127.0.0.1] [--port 30000] [--api-key KEY] [--data-dir .openclaw-rl]
                        [--served-model-name ID] [--max-concurrent 16] [--session-idle-seconds 1800]
                        [--judge lexical|self|llm|none] [--judge-url URL --judge-model ID] [--judge-votes 3]
+                       [--method binary|opd|combine] [--batch-size 8] [--learning-rate 1e-3] [--no-train]
   openclaw-rl export   [--data-dir .openclaw-rl] [--from ISO] [--to ISO] [--out FILE] [--no-redact]
   openclaw-rl generate --model DIR (--prompt TEXT | --messages JSON) [--max-tokens N] [--temperature T]
                        [--top-p P] [--top-k K] [--seed S] [--stop STR]... [--json]

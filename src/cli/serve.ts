@@ -7,6 +7,7 @@ import { startServer } from '../api/server.ts';
 import { UsageError, num, modelDir } from './args.ts';
 import { createJudge, JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { JudgeLoop } from '../judge/loop.ts';
+import { TrainerLoop, TRAINER_DEFAULTS } from '../trainer/loop.ts';
 
 export async function serveCommand(argv: string[]): Promise<void> {
   const { values: o } = parseArgs({
@@ -21,6 +22,9 @@ export async function serveCommand(argv: string[]): Promise<void> {
       'judge-votes': { type: 'string' }, 'judge-temperature': { type: 'string' }, 'judge-max-tokens': { type: 'string' },
       'judge-timeout-seconds': { type: 'string' }, 'judge-concurrency': { type: 'string' }, 'judge-context': { type: 'boolean', default: false },
       'no-hints': { type: 'boolean', default: false },
+      'no-train': { type: 'boolean', default: false }, method: { type: 'string' }, 'batch-size': { type: 'string' }, 'learning-rate': { type: 'string' },
+      'max-staleness': { type: 'string' }, 'kl-coef': { type: 'string' }, 'opd-teacher': { type: 'string' }, 'reward-baseline': { type: 'string' },
+      'lora-rank': { type: 'string' }, 'lora-alpha': { type: 'string' }, 'checkpoint-every': { type: 'string' },
     },
   });
   const dir = modelDir(o.model);
@@ -54,20 +58,37 @@ export async function serveCommand(argv: string[]): Promise<void> {
       engine, store, modelId, host, port, apiKey, allowInsecureBind: o['allow-insecure-bind'],
       maxConcurrent: int(o['max-concurrent'], '--max-concurrent', 16), maxBodyBytes: int(o['max-body-bytes'], '--max-body-bytes', 8 * 2 ** 20),
       sessionIdleMs: int(o['session-idle-seconds'], '--session-idle-seconds', 1800) * 1000, defaultMaxTokens: int(o['default-max-tokens'], '--default-max-tokens', 1024),
+      status: () => ({ judge: judgeConfig.kind, trainer: trainer?.status() ?? null }), extraMetrics: () => trainer?.metrics() ?? '',
     });
   } catch (e) {
     await engine.close(); store.close();
     throw e;
   }
+  const method = o.method ?? process.env.OPENCLAW_RL_METHOD ?? TRAINER_DEFAULTS.method;
+  if (!['binary', 'opd', 'combine'].includes(method)) throw new UsageError(`--method must be binary, opd or combine (got '${method}')`);
+  const opdTeacher = o['opd-teacher'] ?? TRAINER_DEFAULTS.opdTeacher;
+  if (opdTeacher !== 'base' && opdTeacher !== 'policy') throw new UsageError(`--opd-teacher must be base or policy`);
+  const baselineOpt = o['reward-baseline'] ?? TRAINER_DEFAULTS.rewardBaseline;
+  if (baselineOpt !== 'batch' && baselineOpt !== 'none') throw new UsageError(`--reward-baseline must be batch or none`);
+  const trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
+    method: method as 'binary', opdTeacher, rewardBaseline: baselineOpt, checkpointDir: resolve(dataDir, 'checkpoints'),
+    batchSize: int(o['batch-size'], '--batch-size', TRAINER_DEFAULTS.batchSize), maxStaleness: int(o['max-staleness'], '--max-staleness', TRAINER_DEFAULTS.maxStaleness),
+    learningRate: num(o['learning-rate'], '--learning-rate', TRAINER_DEFAULTS.learningRate, (x) => x > 0), klCoef: num(o['kl-coef'], '--kl-coef', 0, (x) => x >= 0),
+    lora: { rank: int(o['lora-rank'], '--lora-rank', 16), alpha: int(o['lora-alpha'], '--lora-alpha', 32) },
+    checkpointEvery: int(o['checkpoint-every'], '--checkpoint-every', TRAINER_DEFAULTS.checkpointEvery), log: (l) => process.stderr.write(l + '\n'),
+  });
+  await trainer?.init();
   const judge = createJudge(judgeConfig, engine);
   const judgeLoop = judge ? new JudgeLoop(store, judge, { hints: !o['no-hints'], includeContext: o['judge-context'], concurrency: judgeConfig.concurrency, log: (l) => process.stderr.write(l + '\n') }) : null;
   judgeLoop?.start();
-  process.stderr.write(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}\n`);
+  trainer?.start();
+  process.stderr.write(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}, learning: ${trainer ? `${method} (version ${trainer.version})` : 'off'}\n`);
   await new Promise<void>((resolveStop) => {
     const stop = async (signal: string) => {
       process.stderr.write(`openclaw-rl: ${signal}, shutting down…\n`);
       await server!.close();
       await judgeLoop?.stop();
+      await trainer?.stop();
       await engine.close();
       store.close();
       resolveStop();

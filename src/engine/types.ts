@@ -112,6 +112,8 @@ export interface Datum {
   lossMask?: number[];
   /** per response token, optional: only reported (|teacher − behaviour|), the advantages carry it into the loss */
   teacherLogprobs?: number[];
+  /** the temperature the response was sampled at (default: the loss spec's) */
+  temperature?: number;
 }
 
 export interface AdamParams {

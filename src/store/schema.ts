@@ -50,4 +50,31 @@ export const MIGRATIONS: string[] = [
      updated_at INTEGER NOT NULL
    );
    CREATE INDEX judgements_by_status ON judgements(status, next_attempt_at);`,
+  // 3: training samples (the durable queue), optimizer steps, and the weights versions they made
+  `CREATE TABLE samples (
+     turn_id INTEGER PRIMARY KEY REFERENCES turns(id) ON DELETE CASCADE,
+     method TEXT NOT NULL,
+     kind TEXT NOT NULL,                   -- binary | opd | combine | neutral (at-least-one) | none
+     reward REAL,
+     hint TEXT,
+     advantages TEXT NOT NULL,             -- JSON per response token
+     loss_mask TEXT NOT NULL,
+     teacher_logprobs TEXT,
+     behaviour_version INTEGER NOT NULL,
+     temperature REAL NOT NULL,
+     status TEXT NOT NULL,                 -- pending | trained | stale | rejected | none (no signal)
+     step INTEGER,
+     reason TEXT,
+     created_at INTEGER NOT NULL
+   );
+   CREATE INDEX samples_by_status ON samples(status, turn_id);
+   CREATE TABLE training_steps (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     step INTEGER,                         -- the optimizer step it made (published steps only)
+     status TEXT NOT NULL,                 -- published | rejected | lost (after a crash, before its checkpoint)
+     version INTEGER,
+     samples INTEGER NOT NULL, tokens INTEGER NOT NULL,
+     loss REAL, reward_mean REAL, clip_fraction REAL, mean_ratio REAL, kl REAL, teacher_gap REAL, grad_norm REAL,
+     staleness_mean REAL, duration_ms REAL, reason TEXT, created_at INTEGER NOT NULL
+   );`,
 ];

@@ -293,6 +293,8 @@ export class EmbeddedRuntime {
     state.m.forEach((m, i) => this.trainer!.optimizer.m[i].set(m));
     state.v.forEach((v, i) => this.trainer!.optimizer.v[i].set(v));
     this.trainer.optimizer.step = state.step;
+    // numbering continues from the checkpoint's version
+    if (state.version !== null) this.latestVersion = Math.max(this.latestVersion, state.version - 1);
     return this.addVersion(state.adapter.clone());
   }
 

@@ -105,9 +105,9 @@ export class LoraTrainer {
   *forwardBackwardSteps(data: Datum[], spec: LossSpec): Generator<void, ForwardBackwardMetrics> {
     if (data.length === 0) throw new EngineError('bad_request', 'forwardBackward needs at least one datum');
     for (const d of data) this.validate(d, spec);
-    const temperature = spec.temperature ?? 1;
+    const temperatureOf = (d: Datum) => d.temperature ?? spec.temperature ?? 1;
     const ppo = spec.kind === 'ppo' ? { ...PPO_DEFAULTS, ...spec } : null;
-    const base = ppo && ppo.klCoef > 0 ? this.logprobs(data, null, temperature) : null;
+    const base = ppo && ppo.klCoef > 0 ? data.map((d) => this.logprobs([d], null, temperatureOf(d))[0]) : null;
     const metrics = { loss: 0, tokens: 0, clipped: 0, ratio: 0, kl: 0, gap: 0, gapTokens: 0 };
     const logprobs: number[][] = [];
     let index = 0;
@@ -137,7 +137,7 @@ export class LoraTrainer {
         metrics.loss += loss * mask;
         metrics.tokens += mask;
         return dlogp * mask;
-      }, temperature);
+      }, temperatureOf);
       if (index < data.length) yield;
     }
     this.pendingTokens += metrics.tokens;
@@ -151,7 +151,7 @@ export class LoraTrainer {
   }
 
   /** One packed forward + loss + backward over `group`, adding into the gradients. */
-  private step(group: Datum[], term: (datum: number, t: number, logp: number) => number, temperature: number): void {
+  private step(group: Datum[], term: (datum: number, t: number, logp: number) => number, temperatureOf: (d: Datum) => number): void {
     const { model } = this;
     const { arena, cfg } = model;
     const H = cfg.hiddenSize, L = cfg.numLayers;
@@ -169,7 +169,7 @@ export class LoraTrainer {
       // loss head: dx collects ∂L/∂(final hidden) on response rows
       let row = 0;
       group.forEach((d, k) => {
-        this.head(hidden, row + d.promptIds.length - 1, d.responseIds, temperature, (t, logp) => term(k, t, logp), dx);
+        this.head(hidden, row + d.promptIds.length - 1, d.responseIds, temperatureOf(d), (t, logp) => term(k, t, logp), dx);
         row += items[k].tokens.length;
       });
       const dFinal = arena.alloc(R * H);
