@@ -100,3 +100,27 @@ test('usage errors exit 2 with a clear message; a bad model folder exits 1 namin
   assert.equal(outOfVocab.code, 1);
   assert.match(outOfVocab.stderr, /token id 9999 is outside the vocabulary/);
 });
+
+test('serve --config FILE: options from a JSON file, command-line flags win', async () => {
+  const { tempDir } = await import('./helpers/models.ts');
+  const { writeFileSync } = await import('node:fs');
+  const { spawn } = await import('node:child_process');
+  const t = tempDir();
+  try {
+    const file = join(t.dir, 'openclaw-rl.json');
+    writeFileSync(file, JSON.stringify({ model: STORIES, port: 0, 'data-dir': join(t.dir, 'data'), judge: 'none', method: 'binary', 'no-train': true }));
+    const line = await new Promise<string>((resolve, reject) => {
+      const p = spawn(process.execPath, [BIN, 'serve', '--config', file, '--judge', 'lexical'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let log = '';
+      p.stderr!.on('data', (d) => { log += d; if (/serving/.test(log)) { p.kill('SIGTERM'); resolve(log); } });
+      p.on('exit', () => resolve(log));
+      setTimeout(() => { p.kill('SIGKILL'); reject(new Error(log)); }, 30_000);
+    });
+    assert.match(line, /judge: lexical, learning: off/);
+    const bad = await cli('serve', '--config', join(t.dir, 'missing.json'));
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /config file not found/);
+  } finally {
+    t.cleanup();
+  }
+});

@@ -1,5 +1,6 @@
 // `openclaw-rl serve`: the embedded engine behind the OpenAI-compatible API, recording every turn.
 import { parseArgs } from 'node:util';
+import { readFileSync, existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { EmbeddedEngine } from '../engine/embedded/engine.ts';
 import { Store } from '../store/store.ts';
@@ -9,24 +10,52 @@ import { createJudge, JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.t
 import { JudgeLoop } from '../judge/loop.ts';
 import { TrainerLoop, TRAINER_DEFAULTS } from '../trainer/loop.ts';
 
+/**
+ * Options from a JSON config file (`--config FILE` or $OPENCLAW_RL_CONFIG): an object whose keys are
+ * the long flag names ({"method": "binary", "batch-size": 8, "judge": "llm", …}). Flags on the command
+ * line win over the file, and the file over environment variables and defaults.
+ */
+function configArgs(argv: string[]): string[] {
+  const i = argv.indexOf('--config');
+  const file = i >= 0 ? argv[i + 1] : process.env.OPENCLAW_RL_CONFIG;
+  if (!file) return [];
+  if (!existsSync(file)) throw new UsageError(`config file not found: ${file}`);
+  let raw: unknown;
+  try { raw = JSON.parse(readFileSync(file, 'utf8')); } catch (e) { throw new UsageError(`config file ${file} is not valid JSON: ${(e as Error).message}`); }
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new UsageError(`config file ${file} must hold a JSON object of option names and values`);
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(raw)) {
+    if (k === 'config') continue;
+    if (v === true) out.push(`--${k}`);
+    else if (v !== false && v !== null) out.push(`--${k}`, String(v));
+  }
+  return out;
+}
+
 export async function serveCommand(argv: string[]): Promise<void> {
-  const { values: o } = parseArgs({
-    args: argv, strict: true,
-    options: {
-      model: { type: 'string' }, host: { type: 'string' }, port: { type: 'string' }, 'api-key': { type: 'string' },
-      'data-dir': { type: 'string' }, 'served-model-name': { type: 'string' }, 'max-concurrent': { type: 'string' },
-      'max-body-bytes': { type: 'string' }, 'session-idle-seconds': { type: 'string' }, 'default-max-tokens': { type: 'string' },
-      'allow-insecure-bind': { type: 'boolean', default: false }, 'no-redact': { type: 'boolean', default: false },
-      'retention-days': { type: 'string' }, kernel: { type: 'string' }, threads: { type: 'string' },
-      judge: { type: 'string' }, 'judge-url': { type: 'string' }, 'judge-model': { type: 'string' }, 'judge-api-key': { type: 'string' },
-      'judge-votes': { type: 'string' }, 'judge-temperature': { type: 'string' }, 'judge-max-tokens': { type: 'string' },
-      'judge-timeout-seconds': { type: 'string' }, 'judge-concurrency': { type: 'string' }, 'judge-context': { type: 'boolean', default: false },
-      'no-hints': { type: 'boolean', default: false },
-      'no-train': { type: 'boolean', default: false }, method: { type: 'string' }, 'batch-size': { type: 'string' }, 'learning-rate': { type: 'string' },
-      'max-staleness': { type: 'string' }, 'kl-coef': { type: 'string' }, 'opd-teacher': { type: 'string' }, 'reward-baseline': { type: 'string' },
-      'lora-rank': { type: 'string' }, 'lora-alpha': { type: 'string' }, 'checkpoint-every': { type: 'string' },
-    },
-  });
+  const withoutConfig = argv.filter((_, i) => argv[i] !== '--config' && argv[i - 1] !== '--config');
+  const { values: fromFile } = parseArgs({ args: configArgs(argv), strict: true, options: SERVE_OPTIONS });
+  const { values: fromArgs } = parseArgs({ args: withoutConfig, strict: true, options: SERVE_OPTIONS });
+  const o = { ...fromFile, ...Object.fromEntries(Object.entries(fromArgs).filter(([k, v]) => v !== undefined && !(v === false && k in fromFile))) } as typeof fromArgs;
+  return serveWith(o);
+}
+
+const SERVE_OPTIONS = {
+  model: { type: 'string' }, host: { type: 'string' }, port: { type: 'string' }, 'api-key': { type: 'string' },
+  'data-dir': { type: 'string' }, 'served-model-name': { type: 'string' }, 'max-concurrent': { type: 'string' },
+  'max-body-bytes': { type: 'string' }, 'session-idle-seconds': { type: 'string' }, 'default-max-tokens': { type: 'string' },
+  'allow-insecure-bind': { type: 'boolean', default: false }, 'no-redact': { type: 'boolean', default: false },
+  'retention-days': { type: 'string' }, kernel: { type: 'string' }, threads: { type: 'string' },
+  judge: { type: 'string' }, 'judge-url': { type: 'string' }, 'judge-model': { type: 'string' }, 'judge-api-key': { type: 'string' },
+  'judge-votes': { type: 'string' }, 'judge-temperature': { type: 'string' }, 'judge-max-tokens': { type: 'string' },
+  'judge-timeout-seconds': { type: 'string' }, 'judge-concurrency': { type: 'string' }, 'judge-context': { type: 'boolean', default: false },
+  'no-hints': { type: 'boolean', default: false },
+  'no-train': { type: 'boolean', default: false }, method: { type: 'string' }, 'batch-size': { type: 'string' }, 'learning-rate': { type: 'string' },
+  'max-staleness': { type: 'string' }, 'kl-coef': { type: 'string' }, 'opd-teacher': { type: 'string' }, 'reward-baseline': { type: 'string' },
+  'lora-rank': { type: 'string' }, 'lora-alpha': { type: 'string' }, 'checkpoint-every': { type: 'string' }, overlong: { type: 'string' },
+} as const;
+
+async function serveWith(o: { [K in keyof typeof SERVE_OPTIONS]?: (typeof SERVE_OPTIONS)[K]['type'] extends 'boolean' ? boolean : string }): Promise<void> {
   const dir = modelDir(o.model);
   const int = (v: string | undefined, flag: string, d: number) => num(v, flag, d, (x) => Number.isInteger(x) && x >= 0);
   const port = int(o.port ?? process.env.PORT, '--port', 30000);
@@ -69,9 +98,15 @@ export async function serveCommand(argv: string[]): Promise<void> {
   const opdTeacher = o['opd-teacher'] ?? TRAINER_DEFAULTS.opdTeacher;
   if (opdTeacher !== 'base' && opdTeacher !== 'policy') throw new UsageError(`--opd-teacher must be base or policy`);
   const baselineOpt = o['reward-baseline'] ?? TRAINER_DEFAULTS.rewardBaseline;
-  if (baselineOpt !== 'batch' && baselineOpt !== 'none') throw new UsageError(`--reward-baseline must be batch or none`);
+  if (baselineOpt !== 'batch' && baselineOpt !== 'group' && baselineOpt !== 'none') throw new UsageError(`--reward-baseline must be batch, group or none`);
+  let overlong: { lMax: number; lCache: number } | null = null;
+  if (o.overlong) {
+    const m = /^(\d+),(\d+)$/.exec(o.overlong);
+    if (!m || Number(m[2]) > Number(m[1])) throw new UsageError(`--overlong expects L_MAX,L_CACHE (e.g. 1000,200), got '${o.overlong}'`);
+    overlong = { lMax: Number(m[1]), lCache: Number(m[2]) };
+  }
   const trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
-    method: method as 'binary', opdTeacher, rewardBaseline: baselineOpt, checkpointDir: resolve(dataDir, 'checkpoints'),
+    method: method as 'binary', opdTeacher, rewardBaseline: baselineOpt, overlong, checkpointDir: resolve(dataDir, 'checkpoints'),
     batchSize: int(o['batch-size'], '--batch-size', TRAINER_DEFAULTS.batchSize), maxStaleness: int(o['max-staleness'], '--max-staleness', TRAINER_DEFAULTS.maxStaleness),
     learningRate: num(o['learning-rate'], '--learning-rate', TRAINER_DEFAULTS.learningRate, (x) => x > 0), klCoef: num(o['kl-coef'], '--kl-coef', 0, (x) => x >= 0),
     lora: { rank: int(o['lora-rank'], '--lora-rank', 16), alpha: int(o['lora-alpha'], '--lora-alpha', 32) },

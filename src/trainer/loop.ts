@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { Store, TurnRow } from '../store/store.ts';
 import type { TrainingEngine, Datum, LoraSettings } from '../engine/types.ts';
 import type { ChatMessage } from '../engine/embedded/tokenizer.ts';
-import { buildSample, atLeastOneSample, overlongPenalty, type Method } from '../learn/advantages.ts';
+import { buildSample, atLeastOneSample, overlongPenalty, groupNormalise, type Method } from '../learn/advantages.ts';
 import { contentText, type WireMessage } from '../conversation/messages.ts';
 
 export interface TrainerOptions {
@@ -30,9 +30,11 @@ export interface TrainerOptions {
   /**
    * 'batch' subtracts the batch's mean reward from each sample's reward term (a baseline, as group
    * normalisation does for groups of answers to one prompt): when most answers fail, a rare success
-   * gets a strong push and routine failures a mild one. 'none' uses A = r as specified.
+   * gets a strong push and routine failures a mild one. 'group' normalises rewards within each group
+   * of samples in the batch that share one prompt, (r − mean)/std (GRPO-style; singletons keep r).
+   * 'none' uses A = r as specified.
    */
-  rewardBaseline: 'none' | 'batch';
+  rewardBaseline: 'none' | 'batch' | 'group';
   lora: LoraSettings;
   checkpointEvery: number;
   checkpointDir: string;
@@ -172,10 +174,19 @@ export class TrainerLoop {
       if (fresh.length < this.o.batchSize) return; // refill the batch on the next round
     }
     const rewarded = fresh.filter((r) => r.reward !== null && (r.kind === 'binary' || r.kind === 'combine'));
-    const baseline = this.o.rewardBaseline === 'batch' && rewarded.length > 1 ? rewarded.reduce((a, r) => a + r.reward!, 0) / rewarded.length : 0;
+    // the reward term each sample gets instead of its raw r (see rewardBaseline)
+    const shifted = new Map<number, number>();
+    if (this.o.rewardBaseline === 'batch' && rewarded.length > 1) {
+      const mean = rewarded.reduce((a, r) => a + r.reward!, 0) / rewarded.length;
+      for (const r of rewarded) shifted.set(r.turn_id, r.reward! - mean);
+    } else if (this.o.rewardBaseline === 'group') {
+      const groups = new Map<string, typeof rewarded>();
+      for (const r of rewarded) groups.set(r.prompt_ids, [...(groups.get(r.prompt_ids) ?? []), r]);
+      for (const g of groups.values()) if (g.length > 1) groupNormalise(g.map((r) => r.reward!)).forEach((v, i) => shifted.set(g[i].turn_id, v));
+    }
     const data: Datum[] = fresh.map((r) => ({
       promptIds: JSON.parse(r.prompt_ids), responseIds: JSON.parse(r.response_ids), behaviourLogprobs: JSON.parse(r.response_logprobs),
-      advantages: (JSON.parse(r.advantages) as number[]).map((a) => (r.reward !== null && (r.kind === 'binary' || r.kind === 'combine') ? a - this.o.weights.rl * baseline : a)), lossMask: JSON.parse(r.loss_mask), teacherLogprobs: r.teacher_logprobs ? JSON.parse(r.teacher_logprobs) : undefined, temperature: r.temperature,
+      advantages: (JSON.parse(r.advantages) as number[]).map((a) => (shifted.has(r.turn_id) ? a + this.o.weights.rl * (shifted.get(r.turn_id)! - r.reward!) : a)), lossMask: JSON.parse(r.loss_mask), teacherLogprobs: r.teacher_logprobs ? JSON.parse(r.teacher_logprobs) : undefined, temperature: r.temperature,
     }));
     const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.o.klCoef });
     const opt = await this.engine.optimStep({ learningRate: this.o.learningRate, gradClipNorm: this.o.gradClipNorm });
