@@ -152,7 +152,8 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
     if (r.stream) {
       if (end.delta.content || end.delta.reasoning) res.write(chunk(deltaObject(end.delta)));
       if (wireCalls.length > 0) res.write(chunk({ tool_calls: wireCalls }));
-      res.write(chunk({}, finishReason));
+      // the weights version that wrote this answer rides on the last chunk (an extension field)
+      res.write(chunk({}, finishReason).replace('"object":"chat.completion.chunk"', `"object":"chat.completion.chunk","policy_version":${result.policyVersion}`));
       if (r.includeUsage) res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: ctx.modelId, choices: [], usage })}\n\n`);
       res.end('data: [DONE]\n\n');
     } else {

@@ -1,5 +1,5 @@
 // Shared argument helpers for the CLI commands.
-import { existsSync, statSync } from 'node:fs';
+import { resolveModel, ModelNotFound } from '../engine/embedded/resolve-model.ts';
 
 export class UsageError extends Error { override name = 'UsageError'; }
 
@@ -16,10 +16,14 @@ export function idList(v: string, flag: string): number[] {
   return ids;
 }
 
-/** --model, else $OPENCLAW_RL_MODEL: a local Hugging Face model folder. */
-export function modelDir(v: string | undefined): string {
-  const dir = v ?? process.env.OPENCLAW_RL_MODEL;
-  if (!dir) throw new UsageError('no model given: pass --model DIR (a Hugging Face model folder) or set OPENCLAW_RL_MODEL');
-  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UsageError(`--model: '${dir}' is not a folder (expected a local Hugging Face model folder with config.json, model.safetensors and tokenizer.json)`);
-  return dir;
+/** --model, else $OPENCLAW_RL_MODEL: a local Hugging Face model folder, or a model id (cache or download). */
+export async function modelDir(v: string | undefined): Promise<string> {
+  const spec = v ?? process.env.OPENCLAW_RL_MODEL;
+  if (!spec) throw new UsageError('no model given: pass --model DIR (a Hugging Face model folder or id) or set OPENCLAW_RL_MODEL');
+  try {
+    return await resolveModel(spec, (l) => process.stderr.write(l + '\n'));
+  } catch (e) {
+    if (e instanceof ModelNotFound) throw new UsageError(`--model: ${e.message}`);
+    throw e;
+  }
 }

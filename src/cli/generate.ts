@@ -29,7 +29,7 @@ export async function generateCommand(argv: string[]): Promise<void> {
     },
   });
   if ((o.prompt === undefined) === (o.messages === undefined)) throw new UsageError('give exactly one of --prompt TEXT (raw text) or --messages JSON (chat messages, rendered with the chat template)');
-  const engine = await EmbeddedEngine.load(modelDir(o.model), { kernel: kernelOpt(o.kernel), threads: o.threads ? num(o.threads, '--threads', 1, (x) => x >= 1) : undefined });
+  const engine = await EmbeddedEngine.load(await modelDir(o.model), { kernel: kernelOpt(o.kernel), threads: o.threads ? num(o.threads, '--threads', 1, (x) => x >= 1) : undefined });
   try {
     if (o.adapter) await engine.publish(await engine.loadAdapter(o.adapter));
     let promptIds: number[];
@@ -72,7 +72,7 @@ export async function scoreCommand(argv: string[]): Promise<void> {
   const byText = o.prompt !== undefined && o.response !== undefined;
   const byIds = o['prompt-ids'] !== undefined && o['response-ids'] !== undefined;
   if (byText === byIds) throw new UsageError('give either --prompt TEXT --response TEXT, or --prompt-ids 1,2,3 --response-ids 4,5');
-  const engine = await EmbeddedEngine.load(modelDir(o.model), { kernel: kernelOpt(o.kernel) });
+  const engine = await EmbeddedEngine.load(await modelDir(o.model), { kernel: kernelOpt(o.kernel) });
   try {
     if (o.adapter) await engine.publish(await engine.loadAdapter(o.adapter));
     let promptIds: number[], responseIds: number[];

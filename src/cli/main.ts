@@ -3,6 +3,7 @@ import { generateCommand, scoreCommand } from './generate.ts';
 import { benchCommand } from './bench.ts';
 import { serveCommand } from './serve.ts';
 import { exportCommand } from './export.ts';
+import { demoCommand } from './demo.ts';
 import { UsageError } from './args.ts';
 
 const HELP = `openclaw-rl — serve a model behind an OpenAI-compatible API and train it from its conversations
@@ -12,6 +13,7 @@ Usage:
                        [--served-model-name ID] [--max-concurrent 16] [--session-idle-seconds 1800]
                        [--judge lexical|self|llm|none] [--judge-url URL --judge-model ID] [--judge-votes 3]
                        [--method binary|opd|combine] [--batch-size 8] [--learning-rate 1e-3] [--no-train]
+  openclaw-rl demo     [--model DIR|ID] [--persona dog-lover] [--conversations 64]
   openclaw-rl export   [--data-dir .openclaw-rl] [--from ISO] [--to ISO] [--out FILE] [--no-redact]
   openclaw-rl generate --model DIR (--prompt TEXT | --messages JSON) [--max-tokens N] [--temperature T]
                        [--top-p P] [--top-k K] [--seed S] [--stop STR]... [--json]
@@ -20,6 +22,8 @@ Usage:
   openclaw-rl bench engine [--model DIR | --shape 15m|135m|0.6b] [--kernel wasm|ts] [--threads N] [--json]
   openclaw-rl bench train  [--model DIR | --shape 15m|135m|0.6b] [--rank 16] [--seq 256] [--batch 4] [--json]
   openclaw-rl bench gateway --model DIR [--requests 40] [--max-tokens 16] [--concurrency 16] [--json]
+  openclaw-rl bench personalize --model DIR (--persona NAME | --persona-file P) [--method binary|opd|combine | --compare]
+                       [--conversations 64] [--judge lexical|self|llm] [--users 1] [--seed 1] [--out DIR] [--json]
 
 Common options: --kernel wasm|ts (matrix kernel, default wasm), --threads N (default: all cores),
 --adapter DIR (generate, score: a PEFT LoRA adapter folder, used on top of the model).
@@ -29,6 +33,7 @@ The model is a local Hugging Face folder (config.json, model.safetensors, tokeni
 const COMMANDS: Record<string, (argv: string[]) => Promise<void>> = {
   serve: serveCommand,
   export: exportCommand,
+  demo: demoCommand,
   generate: generateCommand,
   score: scoreCommand,
   bench: benchCommand,

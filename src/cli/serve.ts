@@ -56,7 +56,7 @@ const SERVE_OPTIONS = {
 } as const;
 
 async function serveWith(o: { [K in keyof typeof SERVE_OPTIONS]?: (typeof SERVE_OPTIONS)[K]['type'] extends 'boolean' ? boolean : string }): Promise<void> {
-  const dir = modelDir(o.model);
+  const dir = await modelDir(o.model);
   const int = (v: string | undefined, flag: string, d: number) => num(v, flag, d, (x) => Number.isInteger(x) && x >= 0);
   const port = int(o.port ?? process.env.PORT, '--port', 30000);
   const host = o.host ?? process.env.HOST ?? '127.0.0.1';

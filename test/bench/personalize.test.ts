@@ -1,0 +1,102 @@
+// The personalization benchmark: personas and their rules, the simulated user over the real API,
+// and a small run that writes its report files.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { validatePersona, check, loadPersona, type Rule } from '../../src/bench/persona.ts';
+import { SimulatedUser } from '../../src/bench/user.ts';
+import { runPersonalize, writeReport } from '../../src/bench/personalize.ts';
+import { PERSONAS_DIR } from '../../src/cli/bench.ts';
+import { startTestServer } from '../helpers/server.ts';
+import { STORIES, tempDir } from '../helpers/models.ts';
+
+const valid = {
+  name: 'x', trainPrompts: ['a'], heldOutPrompts: ['b'], satisfied: { includes: ['dog'] },
+  feedback: { satisfied: ['Thanks!'], unsatisfied: ['No, a dog please.'] },
+};
+
+test('persona validation: clear errors that name the field', () => {
+  const table: [unknown, RegExp][] = [
+    [[], /must be a JSON object/],
+    [{ ...valid, name: 'has space' }, /name must be/],
+    [{ ...valid, trainPrompts: [] }, /trainPrompts must be an array of at least 1 non-empty string/],
+    [{ ...valid, heldOutPrompts: ['a'] }, /heldOutPrompts must not repeat trainPrompts/],
+    [{ ...valid, satisfied: { includes: 'dog' } }, /satisfied\.includes must be an array/],
+    [{ ...valid, satisfied: { all: [{ maxWords: -1 }] } }, /satisfied\.all\[0\]\.maxWords must be a non-negative integer/],
+    [{ ...valid, satisfied: { regex: '(' } }, /satisfied\.regex is not a valid regular expression/],
+    [{ ...valid, satisfied: { sparkle: 1 } }, /unknown rule 'sparkle'/],
+    [{ ...valid, satisfied: { includes: ['a'], avoid: ['b'] } }, /exactly one of/],
+    [{ ...valid, feedback: { satisfied: ['ok'] } }, /feedback\.unsatisfied must be an array/],
+    [{ ...valid, temperature: 3 }, /temperature must be a number from 0 to 2/],
+  ];
+  for (const [p, message] of table) assert.throws(() => validatePersona(p), message, JSON.stringify(p));
+  assert.equal(validatePersona(valid).name, 'x');
+});
+
+test('checker rules: words, limits, regex and composition', () => {
+  const text = 'Once upon a time, a happy dog named Max ran to the park.';
+  const table: [Rule, boolean][] = [
+    [{ includes: ['dog', 'cat'] }, true], [{ includes: ['cat'] }, false], [{ includes: ['do'] }, false],
+    [{ avoid: ['sad'] }, true], [{ avoid: ['happy'] }, false],
+    [{ maxWords: 13 }, true], [{ maxWords: 12 }, false], [{ minWords: 13 }, true], [{ minWords: 14 }, false],
+    [{ regex: '\\bnamed [A-Z][a-z]+' }, true], [{ regex: 'MAX' }, false], [{ regex: 'MAX', flags: 'i' }, true],
+    [{ all: [{ includes: ['dog'] }, { avoid: ['sad'] }] }, true], [{ all: [{ includes: ['dog'] }, { avoid: ['happy'] }] }, false],
+    [{ any: [{ includes: ['cat'] }, { maxWords: 20 }] }, true], [{ not: { includes: ['dog'] } }, false],
+  ];
+  for (const [rule, expected] of table) assert.equal(check(rule, text), expected, JSON.stringify(rule));
+});
+
+test('the shipped personas load and fit stories260K', () => {
+  const names = readdirSync(PERSONAS_DIR).filter((f) => f.endsWith('.json')).map((f) => loadPersona(join(PERSONAS_DIR, f)).name).sort();
+  assert.deepEqual(names, ['dog-lover', 'named-character', 'no-sad-words', 'short-stories']);
+});
+
+test('the simulated user talks through the API: sessions, feedback as next state, sessions ended', async () => {
+  const s = await startTestServer();
+  try {
+    const persona = loadPersona(join(PERSONAS_DIR, 'dog-lover.json'));
+    const user = new SimulatedUser({ baseUrl: `${s.url}/v1`, model: 'stories', persona, seed: 5, id: 'alice' });
+    const results = [await user.converse(0), await user.converse(1)];
+    for (const [i, r] of results.entries()) {
+      const turns = s.store.turns(`alice-${i}`);
+      assert.equal(turns.length, 2);
+      assert.equal(turns[0].type_source, 'header');
+      assert.equal(turns[0].response_text, r.answer);
+      assert.equal(turns[0].next_state_status, 'paired');
+      assert.deepEqual(JSON.parse(turns[0].next_state_json!), { role: 'user', messages: [{ role: 'user', content: r.feedback }] });
+      assert.equal(r.satisfied, check(persona.satisfied, r.answer));
+      assert.ok((r.satisfied ? persona.feedback.satisfied : persona.feedback.unsatisfied).includes(r.feedback));
+      assert.equal(turns[1].next_state_status, 'none', 'the session ended with the feedback turn');
+      assert.equal(r.policyVersion, 0);
+    }
+    // the same seed holds the same conversation
+    const again = new SimulatedUser({ baseUrl: `${s.url}/v1`, model: 'stories', persona, seed: 5, id: 'alice-again' });
+    assert.deepEqual((await again.converse(0)).answer, results[0].answer);
+  } finally {
+    await s.close();
+  }
+});
+
+test('a small benchmark run writes curve.json, an SVG and a PNG plot, and a summary', { timeout: 120_000 }, async () => {
+  const t = tempDir();
+  try {
+    const persona = loadPersona(join(PERSONAS_DIR, 'dog-lover.json'));
+    const lines: string[] = [];
+    const run = await runPersonalize({ model: STORIES, persona, method: 'binary', conversations: 16, evalEvery: 8, evalK: 4, users: 2, batchSize: 4, progress: (l) => lines.push(l) });
+    assert.deepEqual(run.curve.map((p) => p.conversations), [0, 8, 16]);
+    assert.equal(run.steps, 4);
+    assert.ok(run.curve.every((p) => p.rate >= 0 && p.rate <= 1 && Number.isFinite(p.klToBase) && Number.isFinite(p.referenceLogLikelihood)));
+    assert.ok(lines.some((l) => /16\/16 conversations · version 4 · held-out satisfaction \d+%/.test(l)));
+    const files = await writeReport(t.dir, [run]);
+    const curve = JSON.parse(readFileSync(files[0], 'utf8'));
+    assert.deepEqual(Object.keys(curve).sort(), ['baseRate', 'conversations', 'curve', 'finalRate', 'method', 'persona', 'seed', 'steps', 'wallSeconds']);
+    assert.match(readFileSync(files[1], 'utf8'), /^<svg[\s\S]*Held-out satisfaction[\s\S]*binary[\s\S]*<\/svg>$/);
+    const png = readFileSync(files[2]);
+    assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+    assert.equal(png.readUInt32BE(16), 760); // width from the IHDR chunk
+    assert.match(readFileSync(files[3], 'utf8'), /\| binary \| \d+% \|/);
+  } finally {
+    t.cleanup();
+  }
+});
