@@ -124,3 +124,18 @@ test('serve --config FILE: options from a JSON file, command-line flags win', as
     t.cleanup();
   }
 });
+
+test('--model with a Hugging Face id: offline, a missing model fails with a message saying what to do', async () => {
+  const { tempDir } = await import('./helpers/models.ts');
+  const t = tempDir();
+  try {
+    const r = await promisify(execFile)(process.execPath, [BIN, 'generate', '--model', 'HuggingFaceTB/SmolLM2-135M-Instruct', '--prompt', 'hi'], { env: { ...process.env, HF_HUB_OFFLINE: '1', HF_HUB_CACHE: t.dir } }).catch((e) => e);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /'HuggingFaceTB\/SmolLM2-135M-Instruct' is not in the Hugging Face cache and downloads are off \(offline mode\)/);
+    assert.match(r.stderr, /pass --model \/path\/to\/the\/folder/);
+    const notAnId = await cli('generate', '--model', 'no such thing', '--prompt', 'hi');
+    assert.match(notAnId.stderr, /neither a model folder nor a Hugging Face model id/);
+  } finally {
+    t.cleanup();
+  }
+});

@@ -13,7 +13,7 @@ Usage:
                        [--served-model-name ID] [--max-concurrent 16] [--session-idle-seconds 1800]
                        [--judge lexical|self|llm|none] [--judge-url URL --judge-model ID] [--judge-votes 3]
                        [--method binary|opd|combine] [--batch-size 8] [--learning-rate 1e-3] [--no-train]
-  openclaw-rl demo     [--model DIR|ID] [--persona dog-lover] [--conversations 64]
+  openclaw-rl demo     [--model DIR|ID] [--persona dog-lover] [--conversations 128]
   openclaw-rl export   [--data-dir .openclaw-rl] [--from ISO] [--to ISO] [--out FILE] [--no-redact]
   openclaw-rl generate --model DIR (--prompt TEXT | --messages JSON) [--max-tokens N] [--temperature T]
                        [--top-p P] [--top-k K] [--seed S] [--stop STR]... [--json]
