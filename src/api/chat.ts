@@ -25,6 +25,12 @@ export interface ChatContext {
   format: OutputFormat;
   maxConcurrent: number;
   defaultMaxTokens: number;
+  /**
+   * 'error' (default): a prompt longer than the context is refused. 'truncate': keep its first token
+   * and its last tokens, leaving room for the answer (for small models behind long agent prompts).
+   * Either way the recorded prompt ids are exactly the ones the model saw.
+   */
+  contextOverflow: 'error' | 'truncate';
 }
 
 /** Wire messages → the tokenizer's chat messages (developer → system, content parts → text). */
@@ -62,8 +68,12 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
   const r = validateChatRequest(body);
   if (r.model !== ctx.modelId) throw new ApiError(404, `the model '${r.model}' does not exist: this server serves '${ctx.modelId}'`, { param: 'model', code: 'model_not_found' });
   if (ctx.metrics.active >= ctx.maxConcurrent) throw new ApiError(429, `too many requests in flight (the limit is ${ctx.maxConcurrent}); retry shortly`, { code: 'rate_limit_exceeded' });
-  const promptIds = promptIdsFor(ctx, r);
+  let promptIds = promptIdsFor(ctx, r);
   const contextLength = ctx.engine.info.contextLength;
+  if (promptIds.length >= contextLength && ctx.contextOverflow === 'truncate') {
+    const keep = contextLength - Math.min(r.maxTokens ?? ctx.defaultMaxTokens, Math.floor(contextLength / 4)) - 1;
+    promptIds = [promptIds[0], ...promptIds.slice(promptIds.length - keep)];
+  }
   if (promptIds.length >= contextLength) {
     throw badRequest(`this model's maximum context length is ${contextLength} tokens, but the messages are ${promptIds.length} tokens`, 'messages', 'context_length_exceeded');
   }

@@ -25,6 +25,8 @@ export interface ServerOptions {
   maxConcurrent?: number;
   defaultMaxTokens?: number;
   sessionIdleMs?: number;
+  /** what to do with prompts longer than the model's context (see ChatContext) */
+  contextOverflow?: 'error' | 'truncate';
   /** GET /admin/status adds this (the trainer's and judge's state) */
   status?: () => Record<string, unknown>;
   /** extra Prometheus lines for /metrics (training metrics) */
@@ -72,7 +74,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   const tracker = new SessionTracker(o.store, { idleMs: o.sessionIdleMs ?? 30 * 60_000 });
   const ctx: ChatContext = {
     engine: o.engine, modelId: o.modelId, store: o.store, tracker, metrics, format: outputFormatOf(o.engine.tokenizer.chatTemplate),
-    maxConcurrent: o.maxConcurrent ?? 16, defaultMaxTokens: o.defaultMaxTokens ?? 1024,
+    maxConcurrent: o.maxConcurrent ?? 16, defaultMaxTokens: o.defaultMaxTokens ?? 1024, contextOverflow: o.contextOverflow ?? 'error',
   };
   const maxBody = o.maxBodyBytes ?? 8 * 2 ** 20;
 

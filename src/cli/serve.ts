@@ -53,6 +53,7 @@ const SERVE_OPTIONS = {
   'no-train': { type: 'boolean', default: false }, method: { type: 'string' }, 'batch-size': { type: 'string' }, 'learning-rate': { type: 'string' },
   'max-staleness': { type: 'string' }, 'kl-coef': { type: 'string' }, 'opd-teacher': { type: 'string' }, 'reward-baseline': { type: 'string' },
   'lora-rank': { type: 'string' }, 'lora-alpha': { type: 'string' }, 'checkpoint-every': { type: 'string' }, overlong: { type: 'string' },
+  'context-overflow': { type: 'string' },
 } as const;
 
 async function serveWith(o: { [K in keyof typeof SERVE_OPTIONS]?: (typeof SERVE_OPTIONS)[K]['type'] extends 'boolean' ? boolean : string }): Promise<void> {
@@ -76,6 +77,8 @@ async function serveWith(o: { [K in keyof typeof SERVE_OPTIONS]?: (typeof SERVE_
   };
   if (judgeConfig.kind === 'llm' && (!judgeConfig.url || !judgeConfig.model)) throw new UsageError('--judge llm needs --judge-url (an OpenAI-compatible base URL) and --judge-model');
 
+  const contextOverflow = o['context-overflow'] ?? 'error';
+  if (contextOverflow !== 'error' && contextOverflow !== 'truncate') throw new UsageError(`--context-overflow must be error or truncate`);
   process.stderr.write(`loading ${dir}…\n`);
   const engine = await EmbeddedEngine.load(dir, { kernel: o.kernel as 'wasm' | 'ts' | undefined, threads: o.threads ? int(o.threads, '--threads', 2) : undefined });
   const store = new Store(dataDir, { redact: !o['no-redact'], retentionDays: o['retention-days'] ? int(o['retention-days'], '--retention-days', 0) : undefined });
@@ -87,6 +90,7 @@ async function serveWith(o: { [K in keyof typeof SERVE_OPTIONS]?: (typeof SERVE_
       engine, store, modelId, host, port, apiKey, allowInsecureBind: o['allow-insecure-bind'],
       maxConcurrent: int(o['max-concurrent'], '--max-concurrent', 16), maxBodyBytes: int(o['max-body-bytes'], '--max-body-bytes', 8 * 2 ** 20),
       sessionIdleMs: int(o['session-idle-seconds'], '--session-idle-seconds', 1800) * 1000, defaultMaxTokens: int(o['default-max-tokens'], '--default-max-tokens', 1024),
+      contextOverflow,
       status: () => ({ judge: judgeConfig.kind, trainer: trainer?.status() ?? null }), extraMetrics: () => trainer?.metrics() ?? '',
     });
   } catch (e) {

@@ -141,3 +141,20 @@ test('concurrency limit: requests beyond it get 429, the others complete', async
     await limited.close();
   }
 });
+
+test('--context-overflow truncate: an over-long prompt keeps its first and last tokens, and the record holds exactly those ids', async () => {
+  const t = await startServer({ engine: s.engine, store: s.store, modelId: 'stories', port: 0, contextOverflow: 'truncate' });
+  try {
+    const long = 'The dog ran. '.repeat(400) + 'Once upon a time';
+    const r = await post(`${t.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: long }], max_tokens: 8, temperature: 0 }, { 'x-session-id': 'long' });
+    assert.equal(r.status, 200, r.text);
+    const [turn] = s.store.turns('long');
+    const ids = JSON.parse(turn.prompt_ids) as number[];
+    assert.equal(ids[0], 1);
+    assert.ok(ids.length < 512 && ids.length > 300, `${ids.length} prompt ids`);
+    assert.deepEqual(ids.slice(-4), s.engine.tokenizer.encode('Once upon a time').slice(-4));
+    assert.equal(r.json.usage.prompt_tokens, ids.length);
+  } finally {
+    await t.close();
+  }
+});
