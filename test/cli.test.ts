@@ -139,3 +139,18 @@ test('--model with a Hugging Face id: offline, a missing model fails with a mess
     t.cleanup();
   }
 });
+
+test('openclaw-config prints the provider, model and plugin config, and the install commands', async () => {
+  const r = await cli('openclaw-config', '--base-url', 'http://127.0.0.1:30000/v1', '--model-id', 'stories', '--with-plugin', '--context-window', '512', '--max-tokens', '64');
+  assert.equal(r.code, 0, r.stderr);
+  const cfg = JSON.parse(r.stdout);
+  const provider = cfg.models.providers['openclaw-rl'];
+  assert.equal(provider.baseUrl, 'http://127.0.0.1:30000/v1');
+  assert.equal(provider.api, 'openai-completions');
+  assert.deepEqual([provider.models[0].id, provider.models[0].contextWindow, provider.models[0].maxTokens], ['stories', 512, 64]);
+  assert.deepEqual(provider.models[0].compat, { sendSessionAffinityHeaders: true, supportsPromptCacheKey: true });
+  assert.equal(cfg.agents.defaults.model.primary, 'openclaw-rl/stories');
+  assert.match(cfg.plugins.load.paths[0], /plugins\/openclaw\/$/);
+  assert.deepEqual(cfg.plugins.allow, ['openclaw-rl']);
+  assert.match(r.stderr, /openclaw plugins install --link .*plugins\/openclaw\/ --force --accept-capabilities/);
+});
