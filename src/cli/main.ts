@@ -5,6 +5,7 @@ import { serveCommand } from './serve.ts';
 import { exportCommand } from './export.ts';
 import { demoCommand } from './demo.ts';
 import { openclawConfigCommand } from './openclaw-config.ts';
+import { statusCommand } from './status.ts';
 import { UsageError } from './args.ts';
 
 const HELP = `openclaw-rl — serve a model behind an OpenAI-compatible API and train it from its conversations
@@ -15,6 +16,7 @@ Usage:
                        [--judge lexical|self|llm|none] [--judge-url URL --judge-model ID] [--judge-votes 3]
                        [--method binary|opd|combine] [--batch-size 8] [--learning-rate 1e-3] [--no-train]
   openclaw-rl demo     [--model DIR|ID] [--persona dog-lover] [--conversations 128]
+  openclaw-rl status   [--url http://127.0.0.1:30000] [--json]
   openclaw-rl openclaw-config [--base-url URL] [--model-id ID] [--api-key K] [--with-plugin]
   openclaw-rl export   [--data-dir .openclaw-rl] [--from ISO] [--to ISO] [--out FILE] [--no-redact]
   openclaw-rl generate --model DIR (--prompt TEXT | --messages JSON) [--max-tokens N] [--temperature T]
@@ -37,6 +39,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<void>> = {
   export: exportCommand,
   demo: demoCommand,
   'openclaw-config': openclawConfigCommand,
+  status: statusCommand,
   generate: generateCommand,
   score: scoreCommand,
   bench: benchCommand,

@@ -91,7 +91,12 @@ async function serveWith(o: { [K in keyof typeof SERVE_OPTIONS]?: (typeof SERVE_
       maxConcurrent: int(o['max-concurrent'], '--max-concurrent', 16), maxBodyBytes: int(o['max-body-bytes'], '--max-body-bytes', 8 * 2 ** 20),
       sessionIdleMs: int(o['session-idle-seconds'], '--session-idle-seconds', 1800) * 1000, defaultMaxTokens: int(o['default-max-tokens'], '--default-max-tokens', 1024),
       contextOverflow,
-      status: () => ({ judge: judgeConfig.kind, trainer: trainer?.status() ?? null }), extraMetrics: () => trainer?.metrics() ?? '',
+      status: () => ({
+        judge: judgeConfig.kind, trainer: trainer?.status() ?? null,
+        // how sessions were identified: "header" means the OpenClaw plugin is doing its job
+        sessionSources: Object.fromEntries((store.db.prepare('SELECT id_source, COUNT(*) AS n FROM sessions GROUP BY id_source').all() as { id_source: string; n: number }[]).map((r) => [r.id_source, r.n])),
+        turnTypes: Object.fromEntries((store.db.prepare('SELECT turn_type || \'/\' || type_source AS k, COUNT(*) AS n FROM turns GROUP BY k').all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
+      }), extraMetrics: () => trainer?.metrics() ?? '',
     });
   } catch (e) {
     await engine.close(); store.close();
