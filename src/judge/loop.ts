@@ -6,6 +6,7 @@ import type { Judge } from './judge.ts';
 import { BackendUnavailable } from './backends.ts';
 import { looksLikeError, type JudgeInput } from './prompts.ts';
 import { contentText, type WireMessage } from '../conversation/messages.ts';
+import { Periodic } from '../util/periodic.ts';
 
 export interface JudgeLoopOptions {
   /** also ask for hindsight hints (OPD) */
@@ -34,9 +35,7 @@ export class JudgeLoop {
   private readonly store: Store;
   private readonly judge: Judge;
   private readonly o: Required<Omit<JudgeLoopOptions, 'log'>> & { log: (line: string) => void };
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private stopped = false;
+  private readonly periodic: Periodic;
   judged = 0;
   deferred = 0;
 
@@ -44,24 +43,12 @@ export class JudgeLoop {
     this.store = store;
     this.judge = judge;
     this.o = { includeContext: false, pollMs: 500, concurrency: 2, retryBaseMs: 2000, log: () => {}, ...o };
+    this.periodic = new Periodic(() => this.tick(), this.o.pollMs, (e) => this.o.log(`judge loop: ${(e as Error).message}`));
   }
 
-  start(): void {
-    this.stopped = false;
-    const loop = async () => {
-      if (this.stopped) return;
-      this.running = this.tick().then(() => undefined, (e) => this.o.log(`judge loop: ${(e as Error).message}`));
-      await this.running;
-      if (!this.stopped) { this.timer = setTimeout(loop, this.o.pollMs); this.timer.unref(); }
-    };
-    void loop();
-  }
+  start(): void { this.periodic.start(); }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.running;
-  }
+  stop(): Promise<void> { return this.periodic.stop(); }
 
   /** Judge what is due now; returns when those turns are judged or deferred. */
   async tick(now = Date.now()): Promise<number> {

@@ -13,6 +13,7 @@ import type { TrainingEngine, Datum, LoraSettings } from '../engine/types.ts';
 import type { ChatMessage } from '../engine/embedded/tokenizer.ts';
 import { buildSample, atLeastOneSample, overlongPenalty, groupNormalise, type Method } from '../learn/advantages.ts';
 import { contentText, type WireMessage } from '../conversation/messages.ts';
+import { Periodic } from '../util/periodic.ts';
 
 export interface TrainerOptions {
   method: Method;
@@ -62,9 +63,9 @@ export class TrainerLoop {
   readonly o: TrainerOptions;
   private readonly store: Store;
   private readonly engine: TrainingEngine;
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private stopped = false;
+  private readonly periodic: Periodic;
+  /** set by stop(): a tick with a backlog stops between steps */
+  private stopping = false;
   version = 0;
   step = 0;
   lastStep: StepRecord | null = null;
@@ -74,6 +75,7 @@ export class TrainerLoop {
     this.store = store;
     this.engine = engine;
     this.o = { ...TRAINER_DEFAULTS, ...o };
+    this.periodic = new Periodic(() => this.tick(), this.o.pollMs, (e) => this.o.log(`trainer: ${(e as Error).stack ?? e}`));
   }
 
   private get checkpoint(): string { return join(this.o.checkpointDir, 'latest'); }
@@ -94,21 +96,12 @@ export class TrainerLoop {
     }
   }
 
-  start(): void {
-    this.stopped = false;
-    const loop = async () => {
-      if (this.stopped) return;
-      this.running = this.tick().then(() => undefined, (e) => this.o.log(`trainer: ${(e as Error).stack ?? e}`));
-      await this.running;
-      if (!this.stopped) { this.timer = setTimeout(loop, this.o.pollMs); this.timer.unref(); }
-    };
-    void loop();
-  }
+  start(): void { this.stopping = false; this.periodic.start(); }
 
+  /** Stop after the step in progress, and checkpoint. */
   async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.running;
+    this.stopping = true;
+    await this.periodic.stop();
     if (this.step > 0) await this.engine.saveTrainingState(this.checkpoint);
   }
 
@@ -116,7 +109,7 @@ export class TrainerLoop {
   async tick(): Promise<number> {
     await this.buildSamples();
     let steps = 0;
-    while (!this.stopped && this.pendingCount() >= this.o.batchSize) { await this.trainStep(); steps++; }
+    while (!this.stopping && this.pendingCount() >= this.o.batchSize) { await this.trainStep(); steps++; }
     return steps;
   }
 
