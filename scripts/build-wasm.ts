@@ -1,4 +1,4 @@
-// Rebuilds src/engine/embedded/kernels/kernels.wasm from assembly/kernels.ts with the AssemblyScript
+// Rebuilds src/engine/embedded/kernels/kernels.wasm from assembly/ (entry kernels.ts) with the AssemblyScript
 // compiler from npm (no other toolchain). The output is committed; `npm test` checks it is current.
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

@@ -1,0 +1,186 @@
+import { fma, hsum, put } from './common';
+
+// ---- packed weights ----
+// A frozen weight W [N = out, K = in] is stored as panels of 8 output rows: P[p][k][j] = W[8p + j][k]
+// (the last panel zero-padded). The forward product C = A·Wᵀ then broadcasts one A value against
+// two contiguous vectors of a panel: a 6 × 8 tile keeps 12 accumulators + 3 operands in V8's 16
+// vector registers, and every panel load is sequential.
+
+// C[m, n] (+)= Σ_k A[m, k]·W[n, k] for panels [q0, q1) (columns [8·q0, min(8·q1, N))).
+export function gemm_packed(a: usize, p: usize, c: usize, M: i32, q0: i32, q1: i32, K: i32, N: i32, lda: i32, ldc: i32, acc: i32): void {
+  const sa = <usize>lda << 2;
+  if (M === 1) {
+    // decode: one row against four panels at once (8 independent accumulator chains); each
+    // output is still summed over k in the same order as in the row tiles below
+    let q = q0;
+    for (; q + 4 <= q1 && (q + 4) * 8 <= N; q += 4) {
+      const p0 = p + (<usize>(q * K * 8) << 2), ps = <usize>(K * 8) << 2;
+      let c0 = f32x4.splat(0), c1 = f32x4.splat(0), c2 = f32x4.splat(0), c3 = f32x4.splat(0);
+      let c4 = f32x4.splat(0), c5 = f32x4.splat(0), c6 = f32x4.splat(0), c7 = f32x4.splat(0);
+      for (let k = 0; k < K; k++) {
+        const x = v128.load32_splat(a + (<usize>k << 2));
+        const o = p0 + (<usize>(k * 8) << 2);
+        c0 = fma(x, v128.load(o), c0); c1 = fma(x, v128.load(o, 16), c1);
+        c2 = fma(x, v128.load(o + ps), c2); c3 = fma(x, v128.load(o + ps, 16), c3);
+        c4 = fma(x, v128.load(o + 2 * ps), c4); c5 = fma(x, v128.load(o + 2 * ps, 16), c5);
+        c6 = fma(x, v128.load(o + 3 * ps), c6); c7 = fma(x, v128.load(o + 3 * ps, 16), c7);
+      }
+      const r = c + (<usize>(q * 8) << 2);
+      put8(r, c0, c1, acc, true, 8); put8(r + 32, c2, c3, acc, true, 8); put8(r + 64, c4, c5, acc, true, 8); put8(r + 96, c6, c7, acc, true, 8);
+    }
+    q0 = q;
+    if (q0 >= q1) return;
+  }
+  for (let q = q0; q < q1; q++) {
+    const panel = p + (<usize>(q * K * 8) << 2);
+    const n = q * 8;
+    const full = n + 8 <= N;
+    let m = 0;
+    for (; m + 6 <= M; m += 6) {
+      const a0 = a + (<usize>(m * lda) << 2);
+      let c00 = f32x4.splat(0), c01 = f32x4.splat(0), c10 = f32x4.splat(0), c11 = f32x4.splat(0);
+      let c20 = f32x4.splat(0), c21 = f32x4.splat(0), c30 = f32x4.splat(0), c31 = f32x4.splat(0);
+      let c40 = f32x4.splat(0), c41 = f32x4.splat(0), c50 = f32x4.splat(0), c51 = f32x4.splat(0);
+      for (let k = 0; k < K; k++) {
+        const bk = panel + (<usize>(k * 8) << 2);
+        const y0 = v128.load(bk), y1 = v128.load(bk, 16);
+        const o = a0 + (<usize>k << 2);
+        let x = v128.load32_splat(o); c00 = fma(x, y0, c00); c01 = fma(x, y1, c01);
+        x = v128.load32_splat(o + sa); c10 = fma(x, y0, c10); c11 = fma(x, y1, c11);
+        x = v128.load32_splat(o + 2 * sa); c20 = fma(x, y0, c20); c21 = fma(x, y1, c21);
+        x = v128.load32_splat(o + 3 * sa); c30 = fma(x, y0, c30); c31 = fma(x, y1, c31);
+        x = v128.load32_splat(o + 4 * sa); c40 = fma(x, y0, c40); c41 = fma(x, y1, c41);
+        x = v128.load32_splat(o + 5 * sa); c50 = fma(x, y0, c50); c51 = fma(x, y1, c51);
+      }
+      const r = c + (<usize>(m * ldc + n) << 2), t = <usize>ldc << 2;
+      put8(r, c00, c01, acc, full, N - n); put8(r + t, c10, c11, acc, full, N - n); put8(r + 2 * t, c20, c21, acc, full, N - n);
+      put8(r + 3 * t, c30, c31, acc, full, N - n); put8(r + 4 * t, c40, c41, acc, full, N - n); put8(r + 5 * t, c50, c51, acc, full, N - n);
+    }
+    for (; m + 2 <= M; m += 2) {
+      const a0 = a + (<usize>(m * lda) << 2);
+      let c00 = f32x4.splat(0), c01 = f32x4.splat(0), c10 = f32x4.splat(0), c11 = f32x4.splat(0);
+      for (let k = 0; k < K; k++) {
+        const bk = panel + (<usize>(k * 8) << 2);
+        const y0 = v128.load(bk), y1 = v128.load(bk, 16);
+        const o = a0 + (<usize>k << 2);
+        let x = v128.load32_splat(o); c00 = fma(x, y0, c00); c01 = fma(x, y1, c01);
+        x = v128.load32_splat(o + sa); c10 = fma(x, y0, c10); c11 = fma(x, y1, c11);
+      }
+      const r = c + (<usize>(m * ldc + n) << 2);
+      put8(r, c00, c01, acc, full, N - n); put8(r + (<usize>ldc << 2), c10, c11, acc, full, N - n);
+    }
+    for (; m < M; m++) {
+      // one row (decode): the same single accumulator per column as the tiles above, so a row's
+      // result never depends on how many rows are computed with it (sampling and scoring agree)
+      const a0 = a + (<usize>(m * lda) << 2);
+      let c00 = f32x4.splat(0), c01 = f32x4.splat(0);
+      for (let k = 0; k < K; k++) {
+        const bk = panel + (<usize>(k * 8) << 2);
+        const x = v128.load32_splat(a0 + (<usize>k << 2));
+        c00 = fma(x, v128.load(bk), c00); c01 = fma(x, v128.load(bk, 16), c01);
+      }
+      put8(c + (<usize>(m * ldc + n) << 2), c00, c01, acc, full, N - n);
+    }
+  }
+}
+
+/** Store (or add) 8 values; a partial last panel stores only its `valid` columns. */
+@inline function put8(r: usize, v0: v128, v1: v128, acc: i32, full: bool, valid: i32): void {
+  if (full) {
+    if (acc) { v0 = f32x4.add(v0, v128.load(r)); v1 = f32x4.add(v1, v128.load(r, 16)); }
+    v128.store(r, v0); v128.store(r, v1, 16);
+    return;
+  }
+  const tmp = memory.data(32, 16);
+  v128.store(tmp, v0); v128.store(tmp, v1, 16);
+  for (let j = 0; j < valid; j++) {
+    const x = load<f32>(tmp + (<usize>j << 2));
+    store<f32>(r + (<usize>j << 2), acc ? load<f32>(r + (<usize>j << 2)) + x : x);
+  }
+}
+
+// C[m, i] (+)= Σ_n A[m, n]·W[n, i] for columns [i0, i1) — the backward pass's dX = dY·W with W
+// packed. For each panel, the 8 weights W[8q..8q+8, i] are contiguous, so each output is a sum of
+// 8-wide dot products: a 4 × 4 tile of (row, column) dot products, like gemm_nt.
+export function gemm_packed_t(a: usize, p: usize, c: usize, M: i32, i0: i32, i1: i32, K: i32, N: i32, lda: i32, ldc: i32, acc: i32): void {
+  // here K = in (columns of W, = columns of C) and N = out (rows of W, = columns of A).
+  // Panels are taken in blocks of about 1 MB, reused by every row tile before the next block
+  // (summing into C), so W is read from memory once rather than once per row tile.
+  const Q = N >> 3;
+  const QB = max(1, 32768 / max(K, 1));
+  if (Q === 0) { packed_t_block(a, p, c, M, i0, i1, K, lda, ldc, acc, 0, 0, N & 7); return; }
+  for (let qa = 0; qa < Q; qa += QB) {
+    const qb = min(Q, qa + QB);
+    packed_t_block(a, p, c, M, i0, i1, K, lda, ldc, qa === 0 ? acc : 1, qa, qb, qb === Q ? N & 7 : 0);
+  }
+}
+
+/** gemm_packed_t over panels [qa, qb) plus, when `rem` > 0, the first `rem` rows of panel qb. */
+function packed_t_block(a: usize, p: usize, c: usize, M: i32, i0: i32, i1: i32, K: i32, lda: i32, ldc: i32, acc: i32, qa: i32, qb: i32, rem: i32): void {
+  const Q = qb;
+  const panelStride = <usize>(K * 8) << 2;
+  let m = 0;
+  for (; m + 4 <= M; m += 4) {
+    const a0 = a + (<usize>(m * lda) << 2), sa = <usize>lda << 2;
+    let i = i0;
+    for (; i + 4 <= i1; i += 4) {
+      let c00 = f32x4.splat(0), c01 = f32x4.splat(0), c02 = f32x4.splat(0), c03 = f32x4.splat(0);
+      let c10 = f32x4.splat(0), c11 = f32x4.splat(0), c12 = f32x4.splat(0), c13 = f32x4.splat(0);
+      let c20 = f32x4.splat(0), c21 = f32x4.splat(0), c22 = f32x4.splat(0), c23 = f32x4.splat(0);
+      let c30 = f32x4.splat(0), c31 = f32x4.splat(0), c32 = f32x4.splat(0), c33 = f32x4.splat(0);
+      for (let q = qa; q < qb; q++) {
+        const w = p + <usize>q * panelStride + (<usize>(i * 8) << 2);
+        const ao = a0 + (<usize>(q * 8) << 2);
+        for (let h: usize = 0; h < 32; h += 16) {
+          const w0 = v128.load(w + h), w1 = v128.load(w + 32 + h), w2 = v128.load(w + 64 + h), w3 = v128.load(w + 96 + h);
+          let x = v128.load(ao + h);
+          c00 = fma(x, w0, c00); c01 = fma(x, w1, c01); c02 = fma(x, w2, c02); c03 = fma(x, w3, c03);
+          x = v128.load(ao + sa + h);
+          c10 = fma(x, w0, c10); c11 = fma(x, w1, c11); c12 = fma(x, w2, c12); c13 = fma(x, w3, c13);
+          x = v128.load(ao + 2 * sa + h);
+          c20 = fma(x, w0, c20); c21 = fma(x, w1, c21); c22 = fma(x, w2, c22); c23 = fma(x, w3, c23);
+          x = v128.load(ao + 3 * sa + h);
+          c30 = fma(x, w0, c30); c31 = fma(x, w1, c31); c32 = fma(x, w2, c32); c33 = fma(x, w3, c33);
+        }
+      }
+      let s00 = hsum(c00), s01 = hsum(c01), s02 = hsum(c02), s03 = hsum(c03);
+      let s10 = hsum(c10), s11 = hsum(c11), s12 = hsum(c12), s13 = hsum(c13);
+      let s20 = hsum(c20), s21 = hsum(c21), s22 = hsum(c22), s23 = hsum(c23);
+      let s30 = hsum(c30), s31 = hsum(c31), s32 = hsum(c32), s33 = hsum(c33);
+      if (rem) {
+        // the partial last panel, scalar (its padding rows are zero, but A has no columns there)
+        const w = p + <usize>Q * panelStride + (<usize>(i * 8) << 2);
+        for (let j = 0; j < rem; j++) {
+          const x0 = load<f32>(a0 + (<usize>(Q * 8 + j) << 2)), x1 = load<f32>(a0 + sa + (<usize>(Q * 8 + j) << 2));
+          const x2 = load<f32>(a0 + 2 * sa + (<usize>(Q * 8 + j) << 2)), x3 = load<f32>(a0 + 3 * sa + (<usize>(Q * 8 + j) << 2));
+          const w0 = load<f32>(w + (<usize>j << 2)), w1 = load<f32>(w + 32 + (<usize>j << 2)), w2 = load<f32>(w + 64 + (<usize>j << 2)), w3 = load<f32>(w + 96 + (<usize>j << 2));
+          s00 += x0 * w0; s01 += x0 * w1; s02 += x0 * w2; s03 += x0 * w3;
+          s10 += x1 * w0; s11 += x1 * w1; s12 += x1 * w2; s13 += x1 * w3;
+          s20 += x2 * w0; s21 += x2 * w1; s22 += x2 * w2; s23 += x2 * w3;
+          s30 += x3 * w0; s31 += x3 * w1; s32 += x3 * w2; s33 += x3 * w3;
+        }
+      }
+      const r0 = c + (<usize>(m * ldc + i) << 2), t = <usize>ldc << 2;
+      put(r0, s00, acc); put(r0 + 4, s01, acc); put(r0 + 8, s02, acc); put(r0 + 12, s03, acc);
+      put(r0 + t, s10, acc); put(r0 + t + 4, s11, acc); put(r0 + t + 8, s12, acc); put(r0 + t + 12, s13, acc);
+      put(r0 + 2 * t, s20, acc); put(r0 + 2 * t + 4, s21, acc); put(r0 + 2 * t + 8, s22, acc); put(r0 + 2 * t + 12, s23, acc);
+      put(r0 + 3 * t, s30, acc); put(r0 + 3 * t + 4, s31, acc); put(r0 + 3 * t + 8, s32, acc); put(r0 + 3 * t + 12, s33, acc);
+    }
+    for (; i < i1; i++) for (let mm = m; mm < m + 4; mm++) put(c + (<usize>(mm * ldc + i) << 2), packed_col_dot(a + (<usize>(mm * lda) << 2), p, i, K, qa, qb, rem), acc);
+  }
+  for (; m < M; m++) for (let i = i0; i < i1; i++) put(c + (<usize>(m * ldc + i) << 2), packed_col_dot(a + (<usize>(m * lda) << 2), p, i, K, qa, qb, rem), acc);
+}
+
+/** Σ_n a[n]·W[n, i] over panels [qa, qb) (+ `rem` rows of panel qb) with W packed. */
+function packed_col_dot(a: usize, p: usize, i: i32, K: i32, qa: i32, qb: i32, rem: i32): f32 {
+  let s = f32x4.splat(0);
+  for (let q = qa; q < qb; q++) {
+    const w = p + (<usize>(q * K * 8 + i * 8) << 2), ao = a + (<usize>(q * 8) << 2);
+    s = fma(v128.load(ao), v128.load(w), s);
+    s = fma(v128.load(ao, 16), v128.load(w, 16), s);
+  }
+  let r = hsum(s);
+  for (let j = 0; j < rem; j++) r += load<f32>(a + (<usize>(qb * 8 + j) << 2)) * load<f32>(p + (<usize>(qb * K * 8 + i * 8 + j) << 2));
+  return r;
+}
+
