@@ -116,12 +116,13 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
   let firstTokenMs: number | undefined;
   let result: SampleResult | null = null;
   let toolCalls: ParsedToolCall[] = [];
-  const chunk = (delta: object, finish: string | null = null, lp: object[] | null = null) =>
-    `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: ctx.modelId, choices: [{ index: 0, delta, logprobs: lp ? { content: lp } : null, finish_reason: finish }] })}\n\n`;
-  const tokenLogprob = (t: SampledToken) => ({
-    token: ctx.engine.tokenizer.decode([t.id], false), logprob: t.logprob, bytes: [...Buffer.from(ctx.engine.tokenizer.decode([t.id], false))],
-    top_logprobs: (t.top ?? []).map((a) => ({ token: ctx.engine.tokenizer.decode([a.id], false), logprob: a.logprob, bytes: [...Buffer.from(ctx.engine.tokenizer.decode([a.id], false))] })),
-  });
+  const chunk = (delta: object, finish: string | null = null, lp: object[] | null = null, extra: object = {}) =>
+    `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: ctx.modelId, ...extra, choices: [{ index: 0, delta, logprobs: lp ? { content: lp } : null, finish_reason: finish }] })}\n\n`;
+  const tokenEntry = (tokenId: number, logprob: number) => {
+    const token = ctx.engine.tokenizer.decode([tokenId], false);
+    return { token, logprob, bytes: [...Buffer.from(token)] };
+  };
+  const tokenLogprob = (t: SampledToken) => ({ ...tokenEntry(t.id, t.logprob), top_logprobs: (t.top ?? []).map((a) => tokenEntry(a.id, a.logprob)) });
   const deltaObject = (d: Delta) => ({ ...(d.reasoning ? { reasoning_content: d.reasoning } : {}), ...(d.content ? { content: d.content } : {}) });
   // the turn is committed before the client gets the end of the answer, so an acknowledged turn
   // is always in the store
@@ -163,7 +164,7 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
       if (end.delta.content || end.delta.reasoning) res.write(chunk(deltaObject(end.delta)));
       if (wireCalls.length > 0) res.write(chunk({ tool_calls: wireCalls }));
       // the weights version that wrote this answer rides on the last chunk (an extension field)
-      res.write(chunk({}, finishReason).replace('"object":"chat.completion.chunk"', `"object":"chat.completion.chunk","policy_version":${result.policyVersion}`));
+      res.write(chunk({}, finishReason, null, { policy_version: result.policyVersion }));
       if (r.includeUsage) res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: ctx.modelId, choices: [], usage })}\n\n`);
       res.end('data: [DONE]\n\n');
     } else {

@@ -94,8 +94,8 @@ async function serveWith(o: { [K in keyof typeof SERVE_OPTIONS]?: (typeof SERVE_
       status: () => ({
         judge: judgeConfig.kind, trainer: trainer?.status() ?? null,
         // how sessions were identified: "header" means the OpenClaw plugin is doing its job
-        sessionSources: Object.fromEntries((store.db.prepare('SELECT id_source, COUNT(*) AS n FROM sessions GROUP BY id_source').all() as { id_source: string; n: number }[]).map((r) => [r.id_source, r.n])),
-        turnTypes: Object.fromEntries((store.db.prepare('SELECT turn_type || \'/\' || type_source AS k, COUNT(*) AS n FROM turns GROUP BY k').all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
+        sessionSources: Object.fromEntries((store.sql('SELECT id_source, COUNT(*) AS n FROM sessions GROUP BY id_source').all() as { id_source: string; n: number }[]).map((r) => [r.id_source, r.n])),
+        turnTypes: Object.fromEntries((store.sql('SELECT turn_type || \'/\' || type_source AS k, COUNT(*) AS n FROM turns GROUP BY k').all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
       }), extraMetrics: () => trainer?.metrics() ?? '',
     });
   } catch (e) {

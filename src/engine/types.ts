@@ -92,6 +92,14 @@ export class EngineError extends Error {
   constructor(code: EngineError['code'], message: string) { super(message); this.code = code; }
 }
 
+/** Refuse ids outside the vocabulary (a bad request, whoever sent it). */
+export function checkTokenIds(ids: ArrayLike<number>, vocabSize: number, label = 'token id'): void {
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i];
+    if (!Number.isInteger(id) || id < 0 || id >= vocabSize) throw new EngineError('bad_request', `${label} ${id} is outside the vocabulary (0..${vocabSize - 1})`);
+  }
+}
+
 /** Drain a sample stream into its result. */
 export async function collect(events: AsyncIterable<SampleEvent>): Promise<SampleResult> {
   for await (const ev of events) if (ev.type === 'done') return ev.result;

@@ -67,8 +67,8 @@ export class Store {
 
   private readonly statements = new Map<string, StatementSync>();
 
-  /** A prepared statement, prepared once per store. */
-  private sql(text: string): StatementSync {
+  /** A prepared statement, prepared once per store (callers outside the store use it too). */
+  sql(text: string): StatementSync {
     let st = this.statements.get(text);
     if (!st) { st = this.db.prepare(text); this.statements.set(text, st); }
     return st;

@@ -87,9 +87,8 @@ export class TrainerLoop {
       this.version = await this.engine.loadTrainingState(this.checkpoint);
       await this.engine.publish(this.version);
       this.step = state.optimizerStep;
-      const db = this.store.db;
-      const reset = db.prepare(`UPDATE samples SET status = 'pending', step = NULL, reason = 'step lost in a restart; trained again' WHERE status = 'trained' AND step > ?`).run(this.step).changes;
-      db.prepare(`UPDATE training_steps SET status = 'lost' WHERE status = 'published' AND step > ?`).run(this.step);
+      const reset = this.store.sql(`UPDATE samples SET status = 'pending', step = NULL, reason = 'step lost in a restart; trained again' WHERE status = 'trained' AND step > ?`).run(this.step).changes;
+      this.store.sql(`UPDATE training_steps SET status = 'lost' WHERE status = 'published' AND step > ?`).run(this.step);
       this.o.log(`trainer: resumed at step ${this.step}, version ${this.version}${Number(reset) ? `; ${reset} sample(s) from lost steps queued again` : ''}`);
     } else {
       await this.engine.configureTraining(this.o.lora);
@@ -114,11 +113,11 @@ export class TrainerLoop {
   }
 
   pendingCount(): number {
-    return Number((this.store.db.prepare(`SELECT COUNT(*) AS n FROM samples WHERE status = 'pending'`).get() as { n: number }).n);
+    return Number((this.store.sql(`SELECT COUNT(*) AS n FROM samples WHERE status = 'pending'`).get() as { n: number }).n);
   }
 
   private judgedTurns(): (TurnRow & { score: number; hint: string | null })[] {
-    return this.store.db.prepare(`SELECT t.*, j.score AS score, j.hint AS hint FROM turns t JOIN judgements j ON j.turn_id = t.id
+    return this.store.sql(`SELECT t.*, j.score AS score, j.hint AS hint FROM turns t JOIN judgements j ON j.turn_id = t.id
       LEFT JOIN samples s ON s.turn_id = t.id WHERE j.status = 'done' AND s.turn_id IS NULL ORDER BY t.id`).all() as never;
   }
 
@@ -141,7 +140,7 @@ export class TrainerLoop {
       let sample = buildSample(this.o.method, { reward, teacher, behaviour }, this.o.weights);
       let kind: string = sample?.kind ?? 'none';
       if (!sample && this.sessionHasNoSample(turn.session_id)) { sample = atLeastOneSample(responseIds.length); kind = 'neutral'; }
-      this.store.db.prepare(`INSERT INTO samples (turn_id, method, kind, reward, hint, advantages, loss_mask, teacher_logprobs, behaviour_version, temperature, status, created_at)
+      this.store.sql(`INSERT INTO samples (turn_id, method, kind, reward, hint, advantages, loss_mask, teacher_logprobs, behaviour_version, temperature, status, created_at)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(turn.id, this.o.method, kind, reward, turn.hint, JSON.stringify(sample?.advantages ?? []),
         JSON.stringify(sample?.lossMask ?? []), teacher ? JSON.stringify(teacher) : null, Math.max(0, turn.policy_version), temperature, sample ? 'pending' : 'none', Date.now());
       built++;
@@ -150,18 +149,17 @@ export class TrainerLoop {
   }
 
   private sessionHasNoSample(sessionId: string): boolean {
-    return !this.store.db.prepare(`SELECT 1 FROM samples s JOIN turns t ON t.id = s.turn_id WHERE t.session_id = ? AND s.status != 'none' LIMIT 1`).get(sessionId);
+    return !this.store.sql(`SELECT 1 FROM samples s JOIN turns t ON t.id = s.turn_id WHERE t.session_id = ? AND s.status != 'none' LIMIT 1`).get(sessionId);
   }
 
   private async trainStep(): Promise<void> {
     const t0 = performance.now();
-    const db = this.store.db;
-    const rows = db.prepare(`SELECT s.*, t.prompt_ids, t.response_ids, t.response_logprobs FROM samples s JOIN turns t ON t.id = s.turn_id
+    const rows = this.store.sql(`SELECT s.*, t.prompt_ids, t.response_ids, t.response_logprobs FROM samples s JOIN turns t ON t.id = s.turn_id
       WHERE s.status = 'pending' ORDER BY s.turn_id LIMIT ?`).all(this.o.batchSize) as { turn_id: number; kind: string; reward: number | null; advantages: string; loss_mask: string; teacher_logprobs: string | null; behaviour_version: number; temperature: number; prompt_ids: string; response_ids: string; response_logprobs: string }[];
     const fresh = rows.filter((r) => this.version - r.behaviour_version <= this.o.maxStaleness);
     const stale = rows.filter((r) => this.version - r.behaviour_version > this.o.maxStaleness);
     if (stale.length) {
-      const mark = db.prepare(`UPDATE samples SET status = 'stale', reason = ? WHERE turn_id = ?`);
+      const mark = this.store.sql(`UPDATE samples SET status = 'stale', reason = ? WHERE turn_id = ?`);
       for (const r of stale) mark.run(`sampled by version ${r.behaviour_version}, ${this.version - r.behaviour_version} versions behind (limit ${this.o.maxStaleness})`, r.turn_id);
       this.counts.stale += stale.length;
       if (fresh.length < this.o.batchSize) return; // refill the batch on the next round
@@ -194,7 +192,7 @@ export class TrainerLoop {
       // the adapter is unchanged: set the batch aside with the reason and go on from the last good version
       record.durationMs = performance.now() - t0;
       this.store.transaction(() => {
-        const mark = db.prepare(`UPDATE samples SET status = 'rejected', reason = ? WHERE turn_id = ?`);
+        const mark = this.store.sql(`UPDATE samples SET status = 'rejected', reason = ? WHERE turn_id = ?`);
         for (const id of ids) mark.run(opt.reason ?? 'rejected', id);
         this.insertStep(record, opt.reason ?? null);
       });
@@ -209,7 +207,7 @@ export class TrainerLoop {
     this.step = opt.step;
     record.step = opt.step; record.status = 'published'; record.version = version; record.durationMs = performance.now() - t0;
     this.store.transaction(() => {
-      const mark = db.prepare(`UPDATE samples SET status = 'trained', step = ? WHERE turn_id = ?`);
+      const mark = this.store.sql(`UPDATE samples SET status = 'trained', step = ? WHERE turn_id = ?`);
       for (const id of ids) mark.run(opt.step, id);
       this.insertStep(record, null);
     });
@@ -220,7 +218,7 @@ export class TrainerLoop {
   }
 
   private insertStep(r: StepRecord, reason: string | null): void {
-    this.store.db.prepare(`INSERT INTO training_steps (step, status, version, samples, tokens, loss, reward_mean, clip_fraction, mean_ratio, kl, teacher_gap, grad_norm, staleness_mean, duration_ms, reason, created_at)
+    this.store.sql(`INSERT INTO training_steps (step, status, version, samples, tokens, loss, reward_mean, clip_fraction, mean_ratio, kl, teacher_gap, grad_norm, staleness_mean, duration_ms, reason, created_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?)`).run(r.step, r.status, r.version, r.samples, r.tokens, r.loss, r.rewardMean, r.clipFraction, r.kl, r.teacherGap, r.gradNorm, r.stalenessMean, r.durationMs, reason, Date.now());
   }
 
@@ -237,7 +235,7 @@ export class TrainerLoop {
   }
 
   status(): Record<string, unknown> {
-    const samples = Object.fromEntries((this.store.db.prepare(`SELECT status, COUNT(*) AS n FROM samples GROUP BY status`).all() as { status: string; n: number }[]).map((r) => [r.status, r.n]));
+    const samples = Object.fromEntries((this.store.sql(`SELECT status, COUNT(*) AS n FROM samples GROUP BY status`).all() as { status: string; n: number }[]).map((r) => [r.status, r.n]));
     return { method: this.o.method, policyVersion: this.version, step: this.step, batchSize: this.o.batchSize, samples, lastStep: this.lastStep };
   }
 }

@@ -1,6 +1,6 @@
 // The judge loop on real conversations through the HTTP server: lexical judge end to end, and the
 // `self` judge (the served model with adapters off) running beside chat traffic on one engine.
-import { test, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, post } from '../helpers/server.ts';
 import { JudgeLoop, judgeInputOf } from '../../src/judge/loop.ts';

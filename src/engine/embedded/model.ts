@@ -16,6 +16,7 @@ import { TsKernel } from './kernels/ts.ts';
 import { WasmKernel } from './kernels/wasm.ts';
 import type { LoraAdapter, LoraModule, LoraTarget } from './lora.ts';
 import { unpackRow } from './kernels/packed.ts';
+import { checkTokenIds } from '../types.ts';
 
 export interface BatchItem { tokens: ArrayLike<number>; cache: KvCache; adapter?: LoraAdapter | null }
 
@@ -102,6 +103,7 @@ export class Transformer {
     const H = cfg.hiddenSize;
     let R = 0, maxRank = 0;
     for (const it of items) {
+      checkTokenIds(it.tokens, cfg.vocabSize);
       it.cache.reserve(it.tokens.length);
       R += it.tokens.length;
       if (it.adapter) maxRank = Math.max(maxRank, it.adapter.config.rank);
@@ -118,7 +120,6 @@ export class Transformer {
       else segments.push({ row0: r, rows: it.tokens.length, adapter });
       for (let t = 0; t < it.tokens.length; t++, r++) {
         const tok = it.tokens[t];
-        if (!Number.isInteger(tok) || tok < 0 || tok >= cfg.vocabSize) throw new RangeError(`token id ${tok} is outside the vocabulary (0..${cfg.vocabSize - 1})`);
         unpackRow(W.embed, tok, ws.x, r * H);
         rowPos[r] = it.cache.length + t;
         rowCache[r] = it.cache;

@@ -15,7 +15,7 @@ import { LoraTrainer } from './trainer.ts';
 import type { LoraAdapter, LoraConfig } from './lora.ts';
 import { saveAdapter, loadAdapter, saveTrainingState, loadTrainingState } from './peft.ts';
 import type { LossSpec } from '../../learn/losses.ts';
-import { EngineError, type EngineInfo, type SampleParams, type SampleResult, type SampledToken, type ScoreRequest, type ScoreOptions, type AdapterSelector, type Datum, type ForwardBackwardMetrics, type OptimStepMetrics, type AdamParams } from '../types.ts';
+import { EngineError, checkTokenIds, type EngineInfo, type SampleParams, type SampleResult, type SampledToken, type ScoreRequest, type ScoreOptions, type AdapterSelector, type Datum, type ForwardBackwardMetrics, type OptimStepMetrics, type AdamParams } from '../types.ts';
 
 export interface Sequence {
   readonly key: number;
@@ -81,7 +81,7 @@ export class EmbeddedRuntime {
   add(promptIds: number[], params: SampleParams): number {
     if (promptIds.length === 0) throw new EngineError('bad_request', 'the prompt has no tokens');
     const V = this.model.cfg.vocabSize;
-    for (const id of promptIds) if (!Number.isInteger(id) || id < 0 || id >= V) throw new EngineError('bad_request', `prompt token id ${id} is outside the vocabulary (0..${V - 1})`);
+    checkTokenIds(promptIds, V, 'prompt token id');
     if (promptIds.length >= this.model.maxContext) {
       throw new EngineError('context_length_exceeded', `the prompt has ${promptIds.length} tokens; this model's context is ${this.model.maxContext} tokens, and at least one must remain for the answer`);
     }
@@ -198,7 +198,8 @@ export class EmbeddedRuntime {
       if (promptIds.length === 0) throw new EngineError('bad_request', 'scoring needs at least one prompt token');
       const total = promptIds.length + responseIds.length;
       if (total - 1 > this.model.maxContext) throw new EngineError('context_length_exceeded', `prompt + response is ${total} tokens; this model's context is ${this.model.maxContext}`);
-      for (const list of [promptIds, responseIds]) for (const id of list) if (!Number.isInteger(id) || id < 0 || id >= V) throw new EngineError('bad_request', `token id ${id} is outside the vocabulary (0..${V - 1})`);
+      checkTokenIds(promptIds, V);
+      checkTokenIds(responseIds, V);
     }
     return scoreResponses(this.model, requests, this.adapterFor(opts.adapter ?? 'published'), opts.temperature ?? 1);
   }

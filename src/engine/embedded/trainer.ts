@@ -8,7 +8,7 @@ import { AdamW, gradNorm } from './optimizer.ts';
 import { rmsnormBackward } from './ops/rmsnorm.ts';
 import { scoreResponses, packRows, fedTokens, type ResponseRequest } from './score.ts';
 import { ppoToken, k3Token, crossEntropyToken, PPO_DEFAULTS, type LossSpec } from '../../learn/losses.ts';
-import { EngineError, type Datum, type ForwardBackwardMetrics, type OptimStepMetrics, type AdamParams } from '../types.ts';
+import { EngineError, checkTokenIds, type Datum, type ForwardBackwardMetrics, type OptimStepMetrics, type AdamParams } from '../types.ts';
 
 /** Rows of logits held at once in the loss head ([rows × vocab] floats). */
 const HEAD_ROWS = 128;
@@ -45,7 +45,8 @@ export class LoraTrainer {
     if (d.promptIds.length === 0) throw new EngineError('bad_request', 'a datum needs at least one prompt token');
     if (n === 0) throw new EngineError('bad_request', 'a datum needs at least one response token');
     if (d.promptIds.length + n - 1 > this.model.maxContext) throw new EngineError('context_length_exceeded', `a datum of ${d.promptIds.length + n} tokens exceeds the context of ${this.model.maxContext}`);
-    for (const id of [...d.promptIds, ...d.responseIds]) if (!Number.isInteger(id) || id < 0 || id >= V) throw new EngineError('bad_request', `token id ${id} is outside the vocabulary (0..${V - 1})`);
+    checkTokenIds(d.promptIds, V);
+    checkTokenIds(d.responseIds, V);
     const perToken = (name: keyof Datum, required: boolean) => {
       const v = d[name] as number[] | undefined;
       if (v === undefined) { if (required) throw new EngineError('bad_request', `the ${spec.kind} loss needs ${name} for every response token`); return; }
