@@ -120,7 +120,8 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
     `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: ctx.modelId, ...extra, choices: [{ index: 0, delta, logprobs: lp ? { content: lp } : null, finish_reason: finish }] })}\n\n`;
   const tokenEntry = (tokenId: number, logprob: number) => {
     const token = ctx.engine.tokenizer.decode([tokenId], false);
-    return { token, logprob, bytes: [...Buffer.from(token)] };
+    // JSON has no NaN or -Infinity (they would go out as null): OpenAI's floor for "impossible" is -9999
+    return { token, logprob: Number.isFinite(logprob) ? Math.max(logprob, -9999) : -9999, bytes: [...Buffer.from(token)] };
   };
   const tokenLogprob = (t: SampledToken) => ({ ...tokenEntry(t.id, t.logprob), top_logprobs: (t.top ?? []).map((a) => tokenEntry(a.id, a.logprob)) });
   const deltaObject = (d: Delta) => ({ ...(d.reasoning ? { reasoning_content: d.reasoning } : {}), ...(d.content ? { content: d.content } : {}) });

@@ -31,6 +31,8 @@ export interface ServerOptions {
   status?: () => Record<string, unknown>;
   /** extra Prometheus lines for /metrics (training metrics) */
   extraMetrics?: () => string;
+  /** GET /readyz is 200 only while this says ready (every configured background loop runs); default: ready */
+  ready?: () => { ready: boolean; reason?: string };
 }
 
 export interface RunningServer { url: string; server: Server; metrics: Metrics; tracker: SessionTracker; close(): Promise<void> }
@@ -84,7 +86,10 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     let status = 200;
     try {
       if (req.method === 'GET' && path === '/healthz') return sendJson(res, 200, { status: 'ok' });
-      if (req.method === 'GET' && path === '/readyz') return sendJson(res, 200, { status: 'ready', model: o.modelId });
+      if (req.method === 'GET' && path === '/readyz') {
+        const r = o.ready?.() ?? { ready: true };
+        return sendJson(res, r.ready ? 200 : 503, r.ready ? { status: 'ready', model: o.modelId } : { status: 'not_ready', reason: r.reason ?? null, model: o.modelId });
+      }
       if (o.apiKey) {
         const auth = req.headers.authorization ?? '';
         const m = /^Bearer\s+(.+)$/i.exec(auth);

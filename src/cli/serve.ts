@@ -9,6 +9,17 @@ import { UsageError, num, modelDir } from './args.ts';
 import { createJudge, JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { JudgeLoop } from '../judge/loop.ts';
 import { TrainerLoop, TRAINER_DEFAULTS } from '../trainer/loop.ts';
+import { learningRateProblem } from '../learn/weights-guard.ts';
+
+/** Open (and create) the data folder's store, turning file-system errors into one clear sentence. */
+function openStore(dataDir: string, opts: ConstructorParameters<typeof Store>[1]): Store {
+  try {
+    return new Store(dataDir, opts);
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    throw new Error(`cannot use the data folder ${dataDir}: ${err.code ? `${err.code} (${err.message})` : err.message}`);
+  }
+}
 
 /**
  * Options from a JSON config file (`--config FILE` or $OPENCLAW_RL_CONFIG): an object whose keys are
@@ -79,29 +90,6 @@ async function serveWith(o: { [K in keyof typeof SERVE_OPTIONS]?: (typeof SERVE_
 
   const contextOverflow = o['context-overflow'] ?? 'error';
   if (contextOverflow !== 'error' && contextOverflow !== 'truncate') throw new UsageError(`--context-overflow must be error or truncate`);
-  process.stderr.write(`loading ${dir}…\n`);
-  const engine = await EmbeddedEngine.load(dir, { kernel: o.kernel as 'wasm' | 'ts' | undefined, threads: o.threads ? int(o.threads, '--threads', 2) : undefined });
-  const store = new Store(dataDir, { redact: !o['no-redact'], retentionDays: o['retention-days'] ? int(o['retention-days'], '--retention-days', 0) : undefined });
-  if (store.recoveredAborted > 0) process.stderr.write(`marked ${store.recoveredAborted} turn(s) interrupted by the last shutdown as aborted\n`);
-  const modelId = o['served-model-name'] ?? engine.info.modelId;
-  let server;
-  try {
-    server = await startServer({
-      engine, store, modelId, host, port, apiKey, allowInsecureBind: o['allow-insecure-bind'],
-      maxConcurrent: int(o['max-concurrent'], '--max-concurrent', 16), maxBodyBytes: int(o['max-body-bytes'], '--max-body-bytes', 8 * 2 ** 20),
-      sessionIdleMs: int(o['session-idle-seconds'], '--session-idle-seconds', 1800) * 1000, defaultMaxTokens: int(o['default-max-tokens'], '--default-max-tokens', 1024),
-      contextOverflow,
-      status: () => ({
-        judge: judgeConfig.kind, trainer: trainer?.status() ?? null,
-        // how sessions were identified: "header" means the OpenClaw plugin is doing its job
-        sessionSources: Object.fromEntries((store.sql('SELECT id_source, COUNT(*) AS n FROM sessions GROUP BY id_source').all() as { id_source: string; n: number }[]).map((r) => [r.id_source, r.n])),
-        turnTypes: Object.fromEntries((store.sql('SELECT turn_type || \'/\' || type_source AS k, COUNT(*) AS n FROM turns GROUP BY k').all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
-      }), extraMetrics: () => trainer?.metrics() ?? '',
-    });
-  } catch (e) {
-    await engine.close(); store.close();
-    throw e;
-  }
   const method = o.method ?? process.env.OPENCLAW_RL_METHOD ?? TRAINER_DEFAULTS.method;
   if (!['binary', 'opd', 'combine'].includes(method)) throw new UsageError(`--method must be binary, opd or combine (got '${method}')`);
   const opdTeacher = o['opd-teacher'] ?? TRAINER_DEFAULTS.opdTeacher;
@@ -114,18 +102,72 @@ async function serveWith(o: { [K in keyof typeof SERVE_OPTIONS]?: (typeof SERVE_
     if (!m || Number(m[2]) > Number(m[1])) throw new UsageError(`--overlong expects L_MAX,L_CACHE (e.g. 1000,200), got '${o.overlong}'`);
     overlong = { lMax: Number(m[1]), lCache: Number(m[2]) };
   }
+  const learningRate = num(o['learning-rate'], '--learning-rate', TRAINER_DEFAULTS.learningRate);
+  const lrProblem = learningRateProblem(learningRate);
+  if (lrProblem) throw new UsageError(`--learning-rate: ${lrProblem}`);
+  const positive = (v: string | undefined, flag: string, d: number) => num(v, flag, d, (x) => Number.isInteger(x) && x >= 1);
+  const lora = { rank: positive(o['lora-rank'], '--lora-rank', 16), alpha: num(o['lora-alpha'], '--lora-alpha', 32, (x) => x > 0) };
+  const batchSize = positive(o['batch-size'], '--batch-size', TRAINER_DEFAULTS.batchSize);
+  const checkpointEvery = positive(o['checkpoint-every'], '--checkpoint-every', TRAINER_DEFAULTS.checkpointEvery);
+  // the store first: a data folder that cannot be created or opened fails before the model loads
+  const store = openStore(dataDir, { redact: !o['no-redact'], retentionDays: o['retention-days'] ? int(o['retention-days'], '--retention-days', 0) : undefined });
+  if (store.recoveredAborted > 0) process.stderr.write(`marked ${store.recoveredAborted} turn(s) interrupted by the last shutdown as aborted\n`);
+  process.stderr.write(`loading ${dir}…\n`);
+  let engine: EmbeddedEngine;
+  try {
+    engine = await EmbeddedEngine.load(dir, { kernel: o.kernel as 'wasm' | 'ts' | undefined, threads: o.threads ? int(o.threads, '--threads', 2) : undefined });
+  } catch (e) {
+    store.close();
+    throw e;
+  }
+  const modelId = o['served-model-name'] ?? engine.info.modelId;
+  let server;
+  // /readyz answers 200 only once every configured loop runs, and while each keeps running
+  let started = false;
+  const ready = () => {
+    if (!started) return { ready: false, reason: 'starting' };
+    for (const [name, loop] of [['judge', judgeLoop], ['trainer', trainer]] as const) {
+      const problem = loop?.health();
+      if (problem) return { ready: false, reason: `${name}: ${problem}` };
+    }
+    return { ready: true };
+  };
+  try {
+    server = await startServer({
+      engine, store, modelId, host, port, apiKey, allowInsecureBind: o['allow-insecure-bind'],
+      maxConcurrent: int(o['max-concurrent'], '--max-concurrent', 16), maxBodyBytes: int(o['max-body-bytes'], '--max-body-bytes', 8 * 2 ** 20),
+      sessionIdleMs: int(o['session-idle-seconds'], '--session-idle-seconds', 1800) * 1000, defaultMaxTokens: int(o['default-max-tokens'], '--default-max-tokens', 1024),
+      contextOverflow,
+      status: () => ({
+        judge: judgeConfig.kind, trainer: trainer?.status() ?? null,
+        // how sessions were identified: "header" means the OpenClaw plugin is doing its job
+        sessionSources: Object.fromEntries((store.sql('SELECT id_source, COUNT(*) AS n FROM sessions GROUP BY id_source').all() as { id_source: string; n: number }[]).map((r) => [r.id_source, r.n])),
+        turnTypes: Object.fromEntries((store.sql('SELECT turn_type || \'/\' || type_source AS k, COUNT(*) AS n FROM turns GROUP BY k').all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
+      }), extraMetrics: () => trainer?.metrics() ?? '', ready,
+    });
+  } catch (e) {
+    await engine.close(); store.close();
+    throw e;
+  }
   const trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method: method as 'binary', opdTeacher, rewardBaseline: baselineOpt, overlong, checkpointDir: resolve(dataDir, 'checkpoints'),
-    batchSize: int(o['batch-size'], '--batch-size', TRAINER_DEFAULTS.batchSize), maxStaleness: int(o['max-staleness'], '--max-staleness', TRAINER_DEFAULTS.maxStaleness),
-    learningRate: num(o['learning-rate'], '--learning-rate', TRAINER_DEFAULTS.learningRate, (x) => x > 0), klCoef: num(o['kl-coef'], '--kl-coef', 0, (x) => x >= 0),
-    lora: { rank: int(o['lora-rank'], '--lora-rank', 16), alpha: int(o['lora-alpha'], '--lora-alpha', 32) },
-    checkpointEvery: int(o['checkpoint-every'], '--checkpoint-every', TRAINER_DEFAULTS.checkpointEvery), log: (l) => process.stderr.write(l + '\n'),
+    batchSize, maxStaleness: int(o['max-staleness'], '--max-staleness', TRAINER_DEFAULTS.maxStaleness),
+    learningRate, klCoef: num(o['kl-coef'], '--kl-coef', 0, (x) => x >= 0),
+    lora, checkpointEvery, log: (l) => process.stderr.write(l + '\n'),
   });
-  await trainer?.init();
-  const judge = createJudge(judgeConfig, engine);
-  const judgeLoop = judge ? new JudgeLoop(store, judge, { hints: !o['no-hints'], includeContext: o['judge-context'], concurrency: judgeConfig.concurrency, log: (l) => process.stderr.write(l + '\n') }) : null;
+  let judgeLoop: JudgeLoop | null = null;
+  try {
+    await trainer?.init();
+    const judge = createJudge(judgeConfig, engine);
+    judgeLoop = judge ? new JudgeLoop(store, judge, { hints: !o['no-hints'], includeContext: o['judge-context'], concurrency: judgeConfig.concurrency, log: (l) => process.stderr.write(l + '\n') }) : null;
+  } catch (e) {
+    // no zombie: a server whose judge or trainer cannot start does not keep serving
+    await server.close(); await engine.close(); store.close();
+    throw e;
+  }
   judgeLoop?.start();
   trainer?.start();
+  started = true;
   process.stderr.write(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}, learning: ${trainer ? `${method} (version ${trainer.version})` : 'off'}\n`);
   await new Promise<void>((resolveStop) => {
     const stop = async (signal: string) => {

@@ -172,6 +172,18 @@ export class Store {
     this.conversations.append({ event: 'session_end', sessionId, reason });
   }
 
+  /** The highest weights version ever recorded (0 when none): a new version must be numbered above it. */
+  versionFloor(): number {
+    const r = this.sql(`SELECT MAX(v) AS v FROM (SELECT MAX(version) AS v FROM weights_versions
+      UNION ALL SELECT MAX(version) FROM training_steps UNION ALL SELECT MAX(policy_version) FROM turns)`).get() as { v: number | null };
+    return Number(r.v ?? 0);
+  }
+
+  /** Record a weights version before it is served (durable once this returns); a number is never reused. */
+  recordVersion(version: number, step: number, source: 'step' | 'resume' | 'rollback' | 'fresh'): void {
+    this.sql('INSERT INTO weights_versions (version, step, source, created_at) VALUES (?, ?, ?, ?)').run(version, step, source, Date.now());
+  }
+
   /** Paired main turns that have no judgement yet, or whose deferred judgement is due. */
   turnsToJudge(limit: number, now = Date.now()): TurnRow[] {
     return this.sql(`SELECT t.* FROM turns t LEFT JOIN judgements j ON j.turn_id = t.id
