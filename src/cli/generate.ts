@@ -1,7 +1,7 @@
 // `openclaw-rl generate` and `openclaw-rl score`: the engine from the command line.
 import { parseArgs } from 'node:util';
 import { EmbeddedEngine } from '../engine/embedded/engine.ts';
-import type { ChatMessage } from '../engine/embedded/tokenizer.ts';
+import type { ChatMessage } from '../engine/types.ts';
 import type { KernelName } from '../engine/embedded/kernels/kernel.ts';
 import { UsageError, num, idList, modelDir } from './args.ts';
 
