@@ -1,7 +1,7 @@
 // `openclaw-rl generate` and `openclaw-rl score`: the engine from the command line.
 import { defineCommand, opt, UsageError } from './command.ts';
 import { idList, modelDir, modelOption, kernelOption, threadsOption, jsonOption } from './args.ts';
-import type { ChatMessage } from '../engine/embedded/tokenizer.ts';
+import type { ChatMessage } from '../engine/types.ts';
 
 const common = {
   model: modelOption,
