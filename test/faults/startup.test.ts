@@ -27,7 +27,7 @@ function serveExpectingExit(args: string[]): Promise<{ code: number | null; stde
 const cases: [string, string[], RegExp][] = [
   ['a data folder that cannot be created', ['--data-dir', join(tmp.dir, 'a-file', 'data')], /cannot use the data folder .*(ENOTDIR|EEXIST|ENOENT)/],
   ['a learning rate of 1e30', ['--data-dir', join(tmp.dir, 'd1'), '--learning-rate', '1e30'], /--learning-rate: the learning rate 1e\+30 is above 0\.1/],
-  ['an unknown --method', ['--data-dir', join(tmp.dir, 'd2'), '--method', 'foo'], /--method must be binary, opd or combine/],
+  ['an unknown --method', ['--data-dir', join(tmp.dir, 'd2'), '--method', 'foo'], /--method must be one of binary, opd, combine/],
   ['an unknown --reward-baseline', ['--data-dir', join(tmp.dir, 'd3'), '--reward-baseline', 'mean'], /--reward-baseline must be/],
   ['a malformed --overlong', ['--data-dir', join(tmp.dir, 'd4'), '--overlong', '5'], /--overlong expects/],
   ['--lora-rank 0', ['--data-dir', join(tmp.dir, 'd5'), '--lora-rank', '0'], /--lora-rank/],
