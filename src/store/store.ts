@@ -162,6 +162,17 @@ export class Store {
     this.conversations.append({ event: 'next_state', turnId, status, reason, nextState });
   }
 
+  /** End every session still open (at shutdown): no turn is left waiting for a next state. */
+  endOpenSessions(reason: 'shutdown'): number {
+    const open = this.sql('SELECT id FROM sessions WHERE ended_at IS NULL').all() as { id: string }[];
+    for (const { id } of open) this.endSession(id, reason);
+    return open.length;
+  }
+
+  hasSession(sessionId: string): boolean {
+    return !!this.sql('SELECT 1 FROM sessions WHERE id = ?').get(sessionId);
+  }
+
   /** End a session; its last main turn, still waiting for a next state, gets none. */
   endSession(sessionId: string, reason: 'done' | 'idle' | 'shutdown'): void {
     this.transaction(() => {
