@@ -7,6 +7,9 @@ import { demoCommand } from './demo.ts';
 import { openclawConfigCommand } from './openclaw-config.ts';
 import { statusCommand } from './status.ts';
 import { UsageError } from './args.ts';
+import { turnsCommand } from './turns.ts';
+import { rollbackCommand } from './rollback.ts';
+import { reportCommand } from './report.ts';
 
 const HELP = `openclaw-rl — serve a model behind an OpenAI-compatible API and train it from its conversations
 
@@ -16,7 +19,11 @@ Usage:
                        [--judge lexical|self|llm|none] [--judge-url URL --judge-model ID] [--judge-votes 3]
                        [--method binary|opd|combine] [--batch-size 8] [--learning-rate 1e-3] [--no-train]
   openclaw-rl demo     [--model DIR|ID] [--persona dog-lover] [--conversations 128]
+                       [--eval-file prompts.jsonl --eval-every 10] [--tensorboard DIR] [--keep-versions 20]
   openclaw-rl status   [--url http://127.0.0.1:30000] [--json]
+  openclaw-rl turns    [--data-dir .openclaw-rl] [--session ID] [--reward -1|0|1] [--from ISO] [--to ISO] [--limit 20] [--json]
+  openclaw-rl rollback --version N [--url http://127.0.0.1:30000] [--json]
+  openclaw-rl report   [--data-dir .openclaw-rl] --out DIR [--png]
   openclaw-rl openclaw-config [--base-url URL] [--model-id ID] [--api-key K] [--with-plugin]
   openclaw-rl export   [--data-dir .openclaw-rl] [--from ISO] [--to ISO] [--out FILE] [--no-redact]
   openclaw-rl generate --model DIR (--prompt TEXT | --messages JSON) [--max-tokens N] [--temperature T]
@@ -40,6 +47,9 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<void>> = {
   demo: demoCommand,
   'openclaw-config': openclawConfigCommand,
   status: statusCommand,
+  turns: turnsCommand,
+  rollback: rollbackCommand,
+  report: reportCommand,
   generate: generateCommand,
   score: scoreCommand,
   bench: benchCommand,

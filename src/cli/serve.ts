@@ -9,6 +9,8 @@ import { UsageError, num, modelDir } from './args.ts';
 import { createJudge, JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { JudgeLoop } from '../judge/loop.ts';
 import { TrainerLoop, TRAINER_DEFAULTS } from '../trainer/loop.ts';
+import { Evaluator, loadEvalFile, EVAL_DEFAULTS } from '../trainer/evaluation.ts';
+import { Tracking } from '../dashboard/tracking.ts';
 
 /**
  * Options from a JSON config file (`--config FILE` or $OPENCLAW_RL_CONFIG): an object whose keys are
@@ -54,6 +56,8 @@ const SERVE_OPTIONS = {
   'max-staleness': { type: 'string' }, 'kl-coef': { type: 'string' }, 'opd-teacher': { type: 'string' }, 'reward-baseline': { type: 'string' },
   'lora-rank': { type: 'string' }, 'lora-alpha': { type: 'string' }, 'checkpoint-every': { type: 'string' }, overlong: { type: 'string' },
   'context-overflow': { type: 'string' },
+  'eval-file': { type: 'string' }, 'eval-every': { type: 'string' }, 'eval-samples': { type: 'string' }, 'eval-max-tokens': { type: 'string' },
+  tensorboard: { type: 'string' }, 'keep-versions': { type: 'string' },
 } as const;
 
 async function serveWith(o: { [K in keyof typeof SERVE_OPTIONS]?: (typeof SERVE_OPTIONS)[K]['type'] extends 'boolean' ? boolean : string }): Promise<void> {
@@ -79,11 +83,18 @@ async function serveWith(o: { [K in keyof typeof SERVE_OPTIONS]?: (typeof SERVE_
 
   const contextOverflow = o['context-overflow'] ?? 'error';
   if (contextOverflow !== 'error' && contextOverflow !== 'truncate') throw new UsageError(`--context-overflow must be error or truncate`);
+  const evalItems = o['eval-file'] ? loadEvalFile(o['eval-file']) : null;
+  const evalEvery = int(o['eval-every'], '--eval-every', EVAL_DEFAULTS.every);
+  if (evalEvery < 1) throw new UsageError('--eval-every must be at least 1');
+  const keepVersions = int(o['keep-versions'], '--keep-versions', 20);
   process.stderr.write(`loading ${dir}…\n`);
   const engine = await EmbeddedEngine.load(dir, { kernel: o.kernel as 'wasm' | 'ts' | undefined, threads: o.threads ? int(o.threads, '--threads', 2) : undefined });
   const store = new Store(dataDir, { redact: !o['no-redact'], retentionDays: o['retention-days'] ? int(o['retention-days'], '--retention-days', 0) : undefined });
   if (store.recoveredAborted > 0) process.stderr.write(`marked ${store.recoveredAborted} turn(s) interrupted by the last shutdown as aborted\n`);
   const modelId = o['served-model-name'] ?? engine.info.modelId;
+  // metrics.jsonl (+ TensorBoard), the version archive, held-out evaluation and the dashboard
+  const tracking = new Tracking({ store, engine, dataDir, modelId, judgeKind: judgeConfig.kind, learning: !o['no-train'], tensorboard: o.tensorboard, keepVersions });
+  let trainer: TrainerLoop | null = null;
   let server;
   try {
     server = await startServer({
@@ -96,7 +107,7 @@ async function serveWith(o: { [K in keyof typeof SERVE_OPTIONS]?: (typeof SERVE_
         // how sessions were identified: "header" means the OpenClaw plugin is doing its job
         sessionSources: Object.fromEntries((store.sql('SELECT id_source, COUNT(*) AS n FROM sessions GROUP BY id_source').all() as { id_source: string; n: number }[]).map((r) => [r.id_source, r.n])),
         turnTypes: Object.fromEntries((store.sql('SELECT turn_type || \'/\' || type_source AS k, COUNT(*) AS n FROM turns GROUP BY k').all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
-      }), extraMetrics: () => trainer?.metrics() ?? '',
+      }), extraMetrics: () => trainer?.metrics() ?? '', dashboard: tracking.dashboard, publishedVersion: () => tracking.publishedVersion(),
     });
   } catch (e) {
     await engine.close(); store.close();
@@ -114,26 +125,35 @@ async function serveWith(o: { [K in keyof typeof SERVE_OPTIONS]?: (typeof SERVE_
     if (!m || Number(m[2]) > Number(m[1])) throw new UsageError(`--overlong expects L_MAX,L_CACHE (e.g. 1000,200), got '${o.overlong}'`);
     overlong = { lMax: Number(m[1]), lCache: Number(m[2]) };
   }
-  const trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
+  trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method: method as 'binary', opdTeacher, rewardBaseline: baselineOpt, overlong, checkpointDir: resolve(dataDir, 'checkpoints'),
     batchSize: int(o['batch-size'], '--batch-size', TRAINER_DEFAULTS.batchSize), maxStaleness: int(o['max-staleness'], '--max-staleness', TRAINER_DEFAULTS.maxStaleness),
     learningRate: num(o['learning-rate'], '--learning-rate', TRAINER_DEFAULTS.learningRate, (x) => x > 0), klCoef: num(o['kl-coef'], '--kl-coef', 0, (x) => x >= 0),
     lora: { rank: int(o['lora-rank'], '--lora-rank', 16), alpha: int(o['lora-alpha'], '--lora-alpha', 32) },
     checkpointEvery: int(o['checkpoint-every'], '--checkpoint-every', TRAINER_DEFAULTS.checkpointEvery), log: (l) => process.stderr.write(l + '\n'),
+    onStep: tracking.onStep,
   });
   await trainer?.init();
   const judge = createJudge(judgeConfig, engine);
+  const evaluator = !evalItems ? null : new Evaluator(engine, judge, evalItems, {
+      every: evalEvery, samples: int(o['eval-samples'], '--eval-samples', EVAL_DEFAULTS.samples), maxTokens: int(o['eval-max-tokens'], '--eval-max-tokens', EVAL_DEFAULTS.maxTokens),
+      log: (l) => process.stderr.write(l + '\n'),
+  }, (line) => tracking.metricsLog.eval(line));
+  tracking.attach(trainer, evaluator);
+  evaluator?.schedule(trainer?.step ?? 0); // the starting point of the curve
   const judgeLoop = judge ? new JudgeLoop(store, judge, { hints: !o['no-hints'], includeContext: o['judge-context'], concurrency: judgeConfig.concurrency, log: (l) => process.stderr.write(l + '\n') }) : null;
   judgeLoop?.start();
   trainer?.start();
-  process.stderr.write(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}, learning: ${trainer ? `${method} (version ${trainer.version})` : 'off'}\n`);
+  process.stderr.write(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}, learning: ${trainer ? `${method} (version ${trainer.version})` : 'off'}\n`);
   await new Promise<void>((resolveStop) => {
     const stop = async (signal: string) => {
       process.stderr.write(`openclaw-rl: ${signal}, shutting down…\n`);
       await server!.close();
+      await evaluator?.close();
       await judgeLoop?.stop();
       await trainer?.stop();
       await engine.close();
+      tracking.close();
       store.close();
       resolveStop();
     };
