@@ -1,6 +1,6 @@
 // How CLI commands reach a running server: --url (or HOST/PORT), --api-key (or the server's key
 // variables), and errors that say what to do.
-import { UsageError } from './args.ts';
+import { UsageError } from './command.ts';
 
 export interface ServerTarget { base: string; key: string | undefined }
 

@@ -1,16 +1,13 @@
 // `openclaw-rl turns`: each turn with its text, reward, hint and versions, joined — read from the data
 // folder (read-only, so it is safe beside a running server). Texts are redacted.
-import { parseArgs } from 'node:util';
 import { resolve, join } from 'node:path';
 import { existsSync } from 'node:fs';
-import { DatabaseSync } from 'node:sqlite';
-import { UsageError } from './args.ts';
-import { listTurns, type TurnView, type TurnFilter } from '../dashboard/data.ts';
+import { defineCommand, opt, UsageError } from './command.ts';
+import type { TurnView, TurnFilter } from '../dashboard/data.ts';
 
-function time(v: string | undefined, flag: string): number | undefined {
-  if (v === undefined) return undefined;
-  const t = Date.parse(v);
-  if (Number.isNaN(t)) throw new UsageError(`${flag} expects a date or time (ISO 8601), got '${v}'`);
+function time(raw: string, source: string): number {
+  const t = Date.parse(raw);
+  if (Number.isNaN(t)) throw new UsageError(`${source} expects a date or time (ISO 8601, e.g. 2026-11-22 or 2026-11-22T10:00:00Z), got '${raw}'`);
   return t;
 }
 
@@ -32,44 +29,37 @@ export function formatTurn(t: TurnView): string {
   return lines.join('\n');
 }
 
-/** `--reward -1` as `--reward=-1` (parseArgs takes a value starting with a dash for a flag). */
-function joinNegativeReward(argv: string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--reward' && /^-\d+$/.test(argv[i + 1] ?? '')) { out.push(`--reward=${argv[i + 1]}`); i++; } else out.push(argv[i]);
-  }
-  return out;
-}
-
-export async function turnsCommand(argv: string[]): Promise<void> {
-  const { values: o } = parseArgs({ args: joinNegativeReward(argv), strict: true, options: {
-    'data-dir': { type: 'string' }, session: { type: 'string' }, reward: { type: 'string' }, from: { type: 'string' }, to: { type: 'string' },
-    limit: { type: 'string' }, type: { type: 'string' }, json: { type: 'boolean', default: false },
-  } });
-  const f: TurnFilter = { session: o.session, from: time(o.from, '--from'), to: time(o.to, '--to') };
-  if (o.reward !== undefined) {
-    if (!['-1', '0', '1', '+1'].includes(o.reward)) throw new UsageError(`--reward must be -1, 0 or 1, got '${o.reward}'`);
-    f.reward = Number(o.reward) as -1 | 0 | 1;
-  }
-  if (o.type !== undefined) {
-    if (o.type !== 'main' && o.type !== 'side') throw new UsageError(`--type must be main or side`);
-    f.turnType = o.type;
-  }
-  if (o.limit !== undefined) {
-    const n = Number(o.limit);
-    if (!Number.isInteger(n) || n < 1 || n > 500) throw new UsageError(`--limit expects 1..500, got '${o.limit}'`);
-    f.limit = n;
-  } else f.limit = 20;
-  const dir = resolve(o['data-dir'] ?? process.env.OPENCLAW_RL_DATA_DIR ?? '.openclaw-rl');
-  const file = join(dir, 'openclaw-rl.sqlite');
-  if (!existsSync(file)) throw new UsageError(`no store at ${file} (pass --data-dir or set OPENCLAW_RL_DATA_DIR)`);
-  const db = new DatabaseSync(file, { readOnly: true });
-  try {
-    db.exec('PRAGMA busy_timeout = 5000');
-    const turns = listTurns({ db }, f).reverse(); // oldest first, the newest at the bottom of the terminal
-    if (o.json) { for (const t of turns) process.stdout.write(JSON.stringify(t) + '\n'); return; }
-    process.stdout.write(turns.length ? turns.map(formatTurn).join('\n\n') + '\n' : 'no turns match\n');
-  } finally {
-    db.close();
-  }
-}
+export const turnsCommand = defineCommand({
+  name: 'turns',
+  summary: 'show recorded turns with their reward, hint and weights versions',
+  description: 'Print the turns recorded by serve, each joined with its judgement (majority reward, votes, hint) and its ' +
+    'training sample (the version it was sampled with, the step that trained it and the version that step made). ' +
+    'Reads the data folder read-only, so it is safe while the server runs. Texts are redacted.',
+  options: {
+    'data-dir': opt.path('the data folder of serve', { default: '.openclaw-rl', env: 'OPENCLAW_RL_DATA_DIR', placeholder: 'DIR' }),
+    session: opt.string('only this session', { placeholder: 'ID', nonEmpty: true }),
+    reward: opt.choice(['-1', '0', '1'], "only turns the judge scored so (the majority of its votes)"),
+    type: opt.choice(['main', 'side'], 'only main or side turns'),
+    from: opt.custom('first time included (ISO 8601)', 'TIME', time),
+    to: opt.custom('times before this (ISO 8601)', 'TIME', time),
+    limit: opt.int('at most this many turns, the newest', { min: 1, max: 500, default: 20 }),
+    json: opt.flag('one JSON object per turn'),
+  },
+  examples: ['openclaw-rl turns --reward -1', 'openclaw-rl turns --session conv-3 --json'],
+  run: async (o) => {
+    const file = join(resolve(o['data-dir']), 'openclaw-rl.sqlite');
+    if (!existsSync(file)) throw new UsageError(`no store at ${file} (pass --data-dir or set OPENCLAW_RL_DATA_DIR)`);
+    const { DatabaseSync } = await import('node:sqlite');
+    const { listTurns } = await import('../dashboard/data.ts');
+    const f: TurnFilter = { session: o.session, from: o.from, to: o.to, limit: o.limit, turnType: o.type, reward: o.reward === undefined ? undefined : Number(o.reward) as -1 | 0 | 1 };
+    const db = new DatabaseSync(file, { readOnly: true });
+    try {
+      db.exec('PRAGMA busy_timeout = 5000');
+      const turns = listTurns({ db }, f).reverse(); // oldest first: the newest ends at the bottom of the terminal
+      if (o.json) { for (const t of turns) process.stdout.write(JSON.stringify(t) + '\n'); return; }
+      process.stdout.write(turns.length ? turns.map(formatTurn).join('\n\n') + '\n' : 'no turns match\n');
+    } finally {
+      db.close();
+    }
+  },
+});

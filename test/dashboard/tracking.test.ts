@@ -172,7 +172,7 @@ test('a rollback serves an archived version again as a new version, sets the und
     const [now] = await s.engine.score([{ promptIds: ids.slice(0, 3), responseIds: ids.slice(3) }], { adapter: 6 });
     assert.deepEqual(Array.from(now), Array.from(base), 'version 0 is the base model');
     assert.ok(a.length > 0);
-    await assert.rejects(run(process.execPath, [BIN, 'rollback', '--version', 'x', '--url', s.url], { env }), /--version expects a non-negative integer/);
+    await assert.rejects(run(process.execPath, [BIN, 'rollback', '--version', 'x', '--url', s.url], { env }), /--version expects an integer/);
   } finally {
     await s.close();
   }
@@ -216,7 +216,7 @@ test('openclaw-rl turns prints each turn joined with its reward, hint and versio
       assert.equal(t.judgement.score, -1);
       assert.match(t.judgement.hint, /dog/);
     }
-    await assert.rejects(run(process.execPath, [BIN, 'turns', '--data-dir', s.dataDir, '--reward', '5']), /--reward must be -1, 0 or 1/);
+    await assert.rejects(run(process.execPath, [BIN, 'turns', '--data-dir', s.dataDir, '--reward', '5']), /--reward must be one of -1, 0, 1/);
   } finally {
     await s.close();
   }
