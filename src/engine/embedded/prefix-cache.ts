@@ -31,8 +31,12 @@ export interface PrefixCacheStats {
 
 export interface PrefixHit { cache: KvCache; length: number }
 
-/** Positions a hit may cut off an entry and still move it rather than copy it. */
-function moveSlack(entryLength: number): number { return Math.max(64, entryLength >> 5); }
+/**
+ * Positions a hit may cut off an entry and still move it rather than copy it: a next turn that
+ * re-tokenised the previous answer differently near its end loses little; a match on a short
+ * shared start (another session) keeps the entry whole.
+ */
+function moveSlack(entryLength: number): number { return Math.max(16, entryLength >> 5); }
 
 function commonPrefix(a: Int32Array, b: ArrayLike<number>, limit: number): number {
   const n = Math.min(a.length, b.length, limit);
