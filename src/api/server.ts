@@ -12,6 +12,7 @@ import { Admission } from './admission.ts';
 import { handleChat, type ChatContext } from './chat.ts';
 import { Metrics } from './metrics.ts';
 import { outputFormatOf } from './output.ts';
+import type { Dashboard } from '../dashboard/routes.ts';
 
 export interface ServerOptions {
   engine: Engine;
@@ -36,6 +37,10 @@ export interface ServerOptions {
   extraMetrics?: () => string;
   /** GET /readyz is 200 only while this says ready (every configured background loop runs); default: ready */
   ready?: () => { ready: boolean; reason?: string };
+  /** the web dashboard (GET / and /admin/dashboard/*, POST /admin/rollback) */
+  dashboard?: Dashboard;
+  /** the version new requests get (from the trainer): reported at once after a publish */
+  publishedVersion?: () => number;
 }
 
 export interface RunningServer { url: string; server: Server; metrics: Metrics; tracker: SessionTracker; close(): Promise<void> }
@@ -123,11 +128,14 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
         const r = o.ready?.() ?? { ready: true };
         return sendJson(res, r.ready ? 200 : 503, r.ready ? { status: 'ready', model: o.modelId } : { status: 'not_ready', reason: r.reason ?? null, model: o.modelId });
       }
+      if (o.dashboard?.servePublic(req, res, path)) return;
       if (o.apiKey) {
         const auth = req.headers.authorization ?? '';
         const m = /^Bearer\s+(.+)$/i.exec(auth);
         if (!m || !sameKey(m[1].trim(), o.apiKey)) throw new ApiError(401, 'missing or wrong API key: send "Authorization: Bearer <key>"', { code: 'invalid_api_key' });
       }
+      if (o.publishedVersion) metrics.policyVersion = o.publishedVersion();
+      if (o.dashboard && await o.dashboard.handle(req, res, path, url, { policyVersion: metrics.policyVersion, requestsInFlight: metrics.active, openSessions: tracker.openSessions, requests: Object.fromEntries(metrics.requests) })) return;
       if (req.method === 'GET' && path === '/metrics') {
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(metrics.render({ activeSessions: tracker.openSessions }) + (o.extraMetrics?.() ?? ''));
         return;

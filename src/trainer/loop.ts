@@ -54,6 +54,8 @@ export interface TrainerOptions {
   maxCanaryDrop: number;
   pollMs: number;
   log: (line: string) => void;
+  /** called after every step (published or rejected): metrics.jsonl, version archive, evaluation */
+  onStep?: (record: StepRecord) => void | Promise<void>;
 }
 
 export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
@@ -93,6 +95,8 @@ export class TrainerLoop {
   /** the canary's log-probs under the published version */
   private lastCanary: number[][] | null = null;
   private canaryRequests: { promptIds: number[]; responseIds: number[] }[] | null = null;
+  /** serialises steps with rollbacks (see exclusive) */
+  private lock: Promise<unknown> = Promise.resolve();
 
   constructor(store: Store, engine: TrainingEngine, o: Partial<TrainerOptions> & { checkpointDir: string }) {
     this.store = store;
@@ -156,6 +160,9 @@ export class TrainerLoop {
     return reset;
   }
 
+  /** Take the published version's canary as the baseline again (after a version was published outside trainStep). */
+  async refreshCanary(): Promise<void> { this.lastCanary = await this.canary(this.version); }
+
   /** Canary requests: fixed everyday texts, split into a prompt and a scored continuation. */
   private canaryBatch(): { promptIds: number[]; responseIds: number[] }[] {
     if (this.canaryRequests) return this.canaryRequests;
@@ -188,7 +195,7 @@ export class TrainerLoop {
   async tick(): Promise<number> {
     await this.buildSamples();
     let steps = 0;
-    while (!this.stopping && this.pendingCount() >= this.o.batchSize) { await this.trainStep(); steps++; }
+    while (!this.stopping && this.pendingCount() >= this.o.batchSize) { await this.exclusive(() => this.trainStep()); steps++; }
     return steps;
   }
 
@@ -278,6 +285,7 @@ export class TrainerLoop {
       });
       this.counts.rejected += ids.length;
       this.lastStep = record;
+      await this.afterStep(record);
       this.o.log(`trainer: step rejected (${opt.reason}); ${ids.length} samples set aside`);
       return;
     }
@@ -299,6 +307,7 @@ export class TrainerLoop {
     this.counts.trained += ids.length;
     this.lastStep = record;
     if (this.step % this.o.checkpointEvery === 0) await this.engine.saveTrainingState(this.checkpoint);
+    await this.afterStep(record);
     this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token, ${record.durationMs.toFixed(0)} ms)`);
   }
 
@@ -323,6 +332,18 @@ export class TrainerLoop {
     this.step = loaded?.step ?? 0;
     this.requeueAfter(this.step, 'rolled back by the weights guard');
     this.o.log(`trainer: step ${step} REJECTED by the weights guard (${reason}); ${ids.length} samples set aside; back to step ${this.step}, still serving version ${this.version}`);
+  }
+
+  /** The onStep hook; its failure is logged, never a failed step. */
+  private async afterStep(record: StepRecord): Promise<void> {
+    try { await this.o.onStep?.(record); } catch (e) { this.o.log(`trainer: after step ${record.step}: ${(e as Error).message}`); }
+  }
+
+  /** Run f between steps (never during one): rollbacks and other changes of the trained weights. */
+  exclusive<T>(f: () => Promise<T>): Promise<T> {
+    const run = this.lock.then(f, f);
+    this.lock = run.catch(() => undefined);
+    return run;
   }
 
   private insertStep(r: StepRecord, reason: string | null): void {
