@@ -49,17 +49,19 @@ export function rollback(trainer: TrainerLoop, engine: TrainingEngine, store: St
     if (!archive.has(target)) {
       throw new RollbackError(`version ${target} is not kept on disk (kept: ${archive.list().join(', ')})`);
     }
-    let step: number;
+    let version: number, step: number;
     if (target === 0) {
       await engine.configureTraining(trainer.o.lora);
+      version = 0;
       step = 0;
     } else {
       const state = JSON.parse(readFileSync(join(archive.path(target), 'trainer_state.json'), 'utf8')) as { optimizerStep: number };
-      await engine.loadTrainingState(archive.path(target));
+      version = await engine.loadTrainingState(archive.path(target));
       step = state.optimizerStep;
     }
-    // a new number above every version ever served, recorded before it is served (see Store.recordVersion)
-    const version = await engine.saveWeights({ atLeast: store.versionFloor() + 1 });
+    // a number above every version ever served, recorded before it is served (see Store.recordVersion)
+    const floor = store.versionFloor();
+    if (version <= floor) version = await engine.saveWeights({ atLeast: floor + 1 });
     store.recordVersion(version, step, 'rollback');
     await engine.publish(version);
     trainer.version = version;
