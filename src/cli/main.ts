@@ -6,6 +6,7 @@ import { exportCommand } from './export.ts';
 import { demoCommand } from './demo.ts';
 import { openclawConfigCommand } from './openclaw-config.ts';
 import { statusCommand } from './status.ts';
+import { envServerCommand } from './env-server.ts';
 import { UsageError } from './args.ts';
 
 const HELP = `openclaw-rl — serve a model behind an OpenAI-compatible API and train it from its conversations
@@ -26,6 +27,7 @@ Usage:
   openclaw-rl bench engine [--model DIR | --shape 15m|135m|0.6b] [--kernel wasm|ts] [--threads N] [--json]
   openclaw-rl bench train  [--model DIR | --shape 15m|135m|0.6b] [--rank 16] [--seq 256] [--batch 4] [--json]
   openclaw-rl bench gateway --model DIR [--requests 40] [--max-tokens 16] [--concurrency 16] [--json]
+  openclaw-rl env-server --env toolcall|terminal [--capacity 16] [--port 18081]   (environments over HTTP)
   openclaw-rl bench personalize --model DIR (--persona NAME | --persona-file P) [--method binary|opd|combine | --compare]
                        [--conversations 64] [--judge lexical|self|llm] [--users 1] [--seed 1] [--out DIR] [--json]
 
@@ -43,6 +45,7 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<void>> = {
   generate: generateCommand,
   score: scoreCommand,
   bench: benchCommand,
+  'env-server': envServerCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {
