@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Store, TurnRow } from '../store/store.ts';
 import type { TrainingEngine, Datum, LoraSettings } from '../engine/types.ts';
-import type { ChatMessage } from '../engine/embedded/tokenizer.ts';
+import type { ChatMessage } from '../engine/types.ts';
 import { buildSample, atLeastOneSample, overlongPenalty, groupNormalise, type Method } from '../learn/advantages.ts';
 import { contentText, type WireMessage } from '../conversation/messages.ts';
 import { Periodic } from '../util/periodic.ts';
