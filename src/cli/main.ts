@@ -6,6 +6,7 @@ import { exportCommand } from './export.ts';
 import { demoCommand } from './demo.ts';
 import { openclawConfigCommand } from './openclaw-config.ts';
 import { statusCommand } from './status.ts';
+import { sftCommand, mergeCommand } from './sft.ts';
 import { UsageError } from './args.ts';
 
 const HELP = `openclaw-rl — serve a model behind an OpenAI-compatible API and train it from its conversations
@@ -23,6 +24,10 @@ Usage:
                        [--top-p P] [--top-k K] [--seed S] [--stop STR]... [--json]
   openclaw-rl score    --model DIR (--prompt TEXT --response TEXT | --prompt-ids 1,2 --response-ids 3,4)
                        [--temperature T] [--json]
+  openclaw-rl sft      --model DIR --data FILE.jsonl --out DIR [--full | --lora-rank 16 --lora-alpha 32]
+                       [--epochs 1] [--learning-rate 1e-3] [--batch-tokens 4096] [--eval-fraction 0.05]
+                       [--eval-every N] [--seed 1] [--resume] [--checkpoint-dir DIR] [--checkpoint-every 50]
+  openclaw-rl merge    --model DIR --adapter DIR --out DIR
   openclaw-rl bench engine [--model DIR | --shape 15m|135m|0.6b] [--kernel wasm|ts] [--threads N] [--json]
   openclaw-rl bench train  [--model DIR | --shape 15m|135m|0.6b] [--rank 16] [--seq 256] [--batch 4] [--json]
   openclaw-rl bench gateway --model DIR [--requests 40] [--max-tokens 16] [--concurrency 16] [--json]
@@ -43,6 +48,8 @@ const COMMANDS: Record<string, (argv: string[]) => Promise<void>> = {
   generate: generateCommand,
   score: scoreCommand,
   bench: benchCommand,
+  sft: sftCommand,
+  merge: mergeCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {
