@@ -1,11 +1,10 @@
 // `openclaw-rl sft` (supervised fine-tuning on a chat JSONL file) and `openclaw-rl merge` (a LoRA
 // adapter merged into full weights). Both write Hugging Face folders that `generate` and `serve` load.
-import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
-import { existsSync, rmSync } from 'node:fs';
-import { EmbeddedEngine } from '../engine/embedded/engine.ts';
-import { readSftFile, encodeRecords, runSft, SftDataError, SFT_DEFAULTS, type SftProgress } from '../trainer/sft.ts';
-import { UsageError, num, modelDir } from './args.ts';
+import { rmSync } from 'node:fs';
+import { defineCommand, opt, UsageError } from './command.ts';
+import { modelDir, modelOption, threadsOption } from './args.ts';
+import { SFT_DEFAULTS, type SftProgress } from '../trainer/sft.ts';
 
 function seconds(s: number): string {
   if (!Number.isFinite(s)) return '?';
@@ -31,91 +30,124 @@ function progressPrinter(): { update: (p: SftProgress) => void; done: () => void
   };
 }
 
-export async function sftCommand(argv: string[]): Promise<void> {
-  const { values: o } = parseArgs({
-    args: argv, strict: true,
-    options: {
-      model: { type: 'string' }, data: { type: 'string' }, out: { type: 'string' },
-      full: { type: 'boolean', default: false }, 'lora-rank': { type: 'string' }, 'lora-alpha': { type: 'string' },
-      epochs: { type: 'string' }, 'learning-rate': { type: 'string' }, 'batch-tokens': { type: 'string' },
-      'eval-fraction': { type: 'string' }, 'eval-every': { type: 'string' }, seed: { type: 'string' },
-      resume: { type: 'boolean', default: false }, 'checkpoint-dir': { type: 'string' }, 'checkpoint-every': { type: 'string' },
-      'no-truncate': { type: 'boolean', default: false }, threads: { type: 'string' },
-    },
-  });
-  if (!o.data) throw new UsageError('--data FILE.jsonl is required (one {"messages": [...], "tools"?: [...]} per line, or `openclaw-rl export` output)');
-  if (!o.out) throw new UsageError('--out DIR is required (a PEFT adapter folder, or with --full a Hugging Face model folder)');
-  if (o.full && (o['lora-rank'] !== undefined || o['lora-alpha'] !== undefined)) throw new UsageError('--full trains every weight: --lora-rank and --lora-alpha do not apply');
-  const rank = num(o['lora-rank'], '--lora-rank', 16, (x) => Number.isInteger(x) && x >= 1);
-  const settings = {
-    epochs: num(o.epochs, '--epochs', SFT_DEFAULTS.epochs, (x) => Number.isInteger(x) && x >= 1),
-    learningRate: num(o['learning-rate'], '--learning-rate', o.full ? 3e-4 : SFT_DEFAULTS.learningRate, (x) => x > 0),
-    batchTokens: num(o['batch-tokens'], '--batch-tokens', SFT_DEFAULTS.batchTokens, (x) => Number.isInteger(x) && x >= 1),
-    evalFraction: num(o['eval-fraction'], '--eval-fraction', SFT_DEFAULTS.evalFraction, (x) => x >= 0 && x < 1),
-    evalEvery: num(o['eval-every'], '--eval-every', 0, (x) => Number.isInteger(x) && x >= 0),
-    seed: num(o.seed, '--seed', SFT_DEFAULTS.seed, Number.isInteger),
-    checkpointEvery: num(o['checkpoint-every'], '--checkpoint-every', SFT_DEFAULTS.checkpointEvery, (x) => Number.isInteger(x) && x >= 0),
-  };
-  const lora = o.full ? null : { rank, alpha: num(o['lora-alpha'], '--lora-alpha', 2 * rank, (x) => x > 0), seed: settings.seed };
-  const out = resolve(o.out);
-  const checkpointDir = resolve(o['checkpoint-dir'] ?? `${out}.checkpoint`);
-  if (!existsSync(o.data)) throw new UsageError(`--data: no file at ${o.data}`);
-  const { records, skipped } = (() => {
-    try { return readSftFile(o.data!); } catch (e) { if (e instanceof SftDataError) throw new UsageError(e.message); throw e; }
-  })();
+export const sftCommand = defineCommand({
+  name: 'sft',
+  summary: 'supervised fine-tuning on chat conversations (JSONL): a LoRA adapter, or with --full every weight',
+  description: 'Trains on one {"messages": [...], "tools"?: [...]} per line (OpenAI chat format; `openclaw-rl export` output ' +
+    'is accepted too, with its exact token ids). The loss covers only what the assistant produced (its text and tool ' +
+    'calls, through its end-of-turn token). Batches of about --batch-tokens tokens are grouped by length; a share ' +
+    '--eval-fraction of the conversations (chosen by --seed) is held out and its loss reported. A checkpoint is ' +
+    'written every --checkpoint-every steps and at each epoch end into --checkpoint-dir; --resume continues from it.',
+  options: {
+    model: modelOption,
+    data: opt.file('the chat conversations, one JSON object per line'),
+    out: opt.path('the output: a PEFT adapter folder, or with --full a Hugging Face model folder', { placeholder: 'DIR' }),
+    full: opt.flag('train every weight (embeddings, norms, projections, LM head) instead of a LoRA adapter'),
+    'lora-rank': opt.int('LoRA rank', { min: 1, defaultText: '16' }),
+    'lora-alpha': opt.number('LoRA alpha (scale alpha/rank)', { gt: 0, defaultText: '2 × rank' }),
+    epochs: opt.int('passes over the training conversations', { min: 1, default: SFT_DEFAULTS.epochs }),
+    'learning-rate': opt.number('AdamW learning rate', { gt: 0, defaultText: '1e-3 for LoRA, 3e-4 with --full' }),
+    'batch-tokens': opt.int('about this many tokens per optimizer step', { min: 1, default: SFT_DEFAULTS.batchTokens }),
+    'eval-fraction': opt.number('share of conversations held out for the eval loss', { min: 0, max: 0.9, default: SFT_DEFAULTS.evalFraction }),
+    'eval-every': opt.int('also measure the eval loss every N steps (0: at epoch ends only)', { min: 0, default: 0 }),
+    seed: opt.int('seed of the split, the batch order and the adapter initialisation', { default: SFT_DEFAULTS.seed }),
+    resume: opt.flag('continue from the checkpoint in --checkpoint-dir'),
+    'checkpoint-dir': opt.path('where checkpoints go', { placeholder: 'DIR', defaultText: '<out>.checkpoint' }),
+    'checkpoint-every': opt.int('write a checkpoint every N steps (0: at epoch ends only)', { min: 0, default: SFT_DEFAULTS.checkpointEvery }),
+    'no-truncate': opt.flag('refuse conversations longer than the context instead of cutting them'),
+    threads: threadsOption,
+  },
+  check: (o) => {
+    if (o.data === undefined) throw new UsageError('--data FILE.jsonl is required (one {"messages": [...], "tools"?: [...]} per line, or `openclaw-rl export` output)');
+    if (o.out === undefined) throw new UsageError('--out DIR is required (a PEFT adapter folder, or with --full a Hugging Face model folder)');
+    if (o.full && (o['lora-rank'] !== undefined || o['lora-alpha'] !== undefined)) throw new UsageError('--full trains every weight: --lora-rank and --lora-alpha do not apply');
+  },
+  examples: [
+    'openclaw-rl sft --model DIR --data chats.jsonl --out my-adapter --epochs 2',
+    'openclaw-rl sft --model DIR --data chats.jsonl --out my-model --full --learning-rate 3e-4',
+    'openclaw-rl export --out turns.jsonl && openclaw-rl sft --model DIR --data turns.jsonl --out my-adapter',
+  ],
+  run: async (o) => {
+    const { readSftFile, encodeRecords, runSft, SftDataError } = await import('../trainer/sft.ts');
+    const { EmbeddedEngine } = await import('../engine/embedded/engine.ts');
+    const data = o.data!;
+    const settings = {
+      epochs: o.epochs, learningRate: o['learning-rate'] ?? (o.full ? 3e-4 : SFT_DEFAULTS.learningRate), batchTokens: o['batch-tokens'],
+      evalFraction: o['eval-fraction'], evalEvery: o['eval-every'], seed: o.seed, checkpointEvery: o['checkpoint-every'],
+    };
+    const rank = o['lora-rank'] ?? 16;
+    const lora = o.full ? null : { rank, alpha: o['lora-alpha'] ?? 2 * rank, seed: settings.seed };
+    const out = resolve(o.out!);
+    const checkpointDir = resolve(o['checkpoint-dir'] ?? `${out}.checkpoint`);
+    let parsed;
+    try { parsed = readSftFile(data); } catch (e) { if (e instanceof SftDataError) throw new UsageError(e.message); throw e; }
+    const { records, skipped } = parsed;
 
-  const engine = await EmbeddedEngine.load(await modelDir(o.model), { threads: o.threads ? num(o.threads, '--threads', 1, (x) => x >= 1) : undefined });
-  try {
-    const eosId = engine.tokenizer.eosToken !== null ? engine.tokenizer.tokenId(engine.tokenizer.eosToken) : undefined;
-    const stopIds = [...new Set([...engine.info.eosTokenIds, ...(eosId !== undefined ? [eosId] : [])])];
-    let examples;
+    const engine = await EmbeddedEngine.load(await modelDir(o.model), { threads: o.threads });
     try {
-      examples = encodeRecords(engine.tokenizer, records, { stopIds, maxTokens: engine.info.contextLength, vocabSize: engine.info.vocabSize, truncate: !o['no-truncate'] });
-    } catch (e) {
-      if (e instanceof SftDataError) throw new UsageError(`${o.data}:${e.message.replace(/^line /, '')}`);
-      throw e;
-    }
-    const truncated = examples.filter((e) => e.truncated).length;
-    const lossTokens = examples.reduce((a, e) => a + e.mask.reduce((x, m) => x + m, 0), 0);
-    process.stderr.write(`${examples.length} examples (${lossTokens} assistant tokens) from ${o.data}` +
-      `${skipped ? `, ${skipped} unfinished turns skipped` : ''}${truncated ? `, ${truncated} cut to the context of ${engine.info.contextLength} tokens` : ''}\n`);
-    process.stderr.write(`training ${lora ? `a LoRA adapter (rank ${lora.rank}, alpha ${lora.alpha})` : 'every weight (full-parameter)'} on ${engine.info.modelId}, ` +
-      `${settings.epochs} epoch(s), learning rate ${settings.learningRate}, ~${settings.batchTokens} tokens per step\n`);
-    await engine.configureTraining(lora);
-    const printer = progressPrinter();
-    const stop = new AbortController();
-    const onSignal = () => stop.abort();
-    process.once('SIGINT', onSignal);
-    let result;
-    try {
-      result = await runSft(engine, examples, { ...settings, checkpointDir, resume: o.resume, onProgress: printer.update, signal: stop.signal });
+      const eosId = engine.tokenizer.eosToken !== null ? engine.tokenizer.tokenId(engine.tokenizer.eosToken) : undefined;
+      const stopIds = [...new Set([...engine.info.eosTokenIds, ...(eosId !== undefined ? [eosId] : [])])];
+      let examples;
+      try {
+        examples = encodeRecords(engine.tokenizer, records, { stopIds, maxTokens: engine.info.contextLength, vocabSize: engine.info.vocabSize, truncate: !o['no-truncate'] });
+      } catch (e) {
+        if (e instanceof SftDataError) throw new UsageError(`${data}:${e.message.replace(/^line /, '')}`);
+        throw e;
+      }
+      const truncated = examples.filter((e) => e.truncated).length;
+      const lossTokens = examples.reduce((a, e) => a + e.mask.reduce((x, m) => x + m, 0), 0);
+      process.stderr.write(`${examples.length} examples (${lossTokens} assistant tokens) from ${data}` +
+        `${skipped ? `, ${skipped} unfinished turns skipped` : ''}${truncated ? `, ${truncated} cut to the context of ${engine.info.contextLength} tokens` : ''}\n`);
+      process.stderr.write(`training ${lora ? `a LoRA adapter (rank ${lora.rank}, alpha ${lora.alpha})` : 'every weight (full-parameter)'} on ${engine.info.modelId}, ` +
+        `${settings.epochs} epoch(s), learning rate ${settings.learningRate}, ~${settings.batchTokens} tokens per step\n`);
+      await engine.configureTraining(lora);
+      const printer = progressPrinter();
+      const stop = new AbortController();
+      const onSignal = () => stop.abort();
+      process.once('SIGINT', onSignal);
+      let result;
+      try {
+        result = await runSft(engine, examples, { ...settings, checkpointDir, resume: o.resume, onProgress: printer.update, signal: stop.signal });
+      } finally {
+        printer.done();
+        process.off('SIGINT', onSignal);
+      }
+      if (lora) await engine.saveAdapter(out, 'current'); else await engine.saveModel(out, 'current');
+      rmSync(checkpointDir, { recursive: true, force: true });
+      const f = (x: number | null | undefined) => (x === null || x === undefined ? '–' : x.toFixed(4));
+      process.stderr.write(`done: ${result.steps} steps${result.resumedFromStep !== null ? ` (resumed at step ${result.resumedFromStep})` : ''}, ` +
+        `${result.tokens} tokens in ${seconds(result.seconds)}; train loss ${f(result.finalTrainLoss)}; ` +
+        `eval loss ${f(result.evalLossBefore)} → ${f(result.evalLossPerEpoch.at(-1))} on ${result.evalExamples} held-out examples` +
+        `${result.skippedSteps ? `; ${result.skippedSteps} steps skipped (non-finite)` : ''}\n`);
+      process.stderr.write(`wrote ${lora ? 'a PEFT adapter folder' : 'a Hugging Face model folder'} to ${out}\n`);
     } finally {
-      printer.done();
-      process.off('SIGINT', onSignal);
+      await engine.close();
     }
-    if (lora) await engine.saveAdapter(out, 'current'); else await engine.saveModel(out, 'current');
-    rmSync(checkpointDir, { recursive: true, force: true });
-    const f = (x: number | null | undefined) => (x === null || x === undefined ? '–' : x.toFixed(4));
-    process.stderr.write(`done: ${result.steps} steps${result.resumedFromStep !== null ? ` (resumed at step ${result.resumedFromStep})` : ''}, ` +
-      `${result.tokens} tokens in ${seconds(result.seconds)}; train loss ${f(result.finalTrainLoss)}; ` +
-      `eval loss ${f(result.evalLossBefore)} → ${f(result.evalLossPerEpoch.at(-1))} on ${result.evalExamples} held-out examples` +
-      `${result.skippedSteps ? `; ${result.skippedSteps} steps skipped (non-finite)` : ''}\n`);
-    process.stderr.write(`wrote ${lora ? 'a PEFT adapter folder' : 'a Hugging Face model folder'} to ${out}\n`);
-  } finally {
-    await engine.close();
-  }
-}
+  },
+});
 
-export async function mergeCommand(argv: string[]): Promise<void> {
-  const { values: o } = parseArgs({ args: argv, strict: true, options: { model: { type: 'string' }, adapter: { type: 'string' }, out: { type: 'string' } } });
-  if (!o.adapter) throw new UsageError('--adapter DIR is required (a PEFT LoRA adapter folder)');
-  if (!o.out) throw new UsageError('--out DIR is required (where the merged Hugging Face model folder goes)');
-  const engine = await EmbeddedEngine.load(await modelDir(o.model));
-  try {
-    const version = await engine.loadAdapter(o.adapter);
-    await engine.saveModel(o.out, version);
-    process.stderr.write(`wrote ${resolve(o.out)}: ${engine.info.modelId} with ${o.adapter} merged in\n`);
-  } finally {
-    await engine.close();
-  }
-}
+export const mergeCommand = defineCommand({
+  name: 'merge',
+  summary: 'merge a LoRA adapter into full weights, written as a Hugging Face model folder',
+  options: {
+    model: modelOption,
+    adapter: opt.dir('a PEFT LoRA adapter folder', { contains: 'adapter_config.json' }),
+    out: opt.path('where the merged Hugging Face model folder goes', { placeholder: 'DIR' }),
+  },
+  check: (o) => {
+    if (o.adapter === undefined) throw new UsageError('--adapter DIR is required (a PEFT LoRA adapter folder)');
+    if (o.out === undefined) throw new UsageError('--out DIR is required (where the merged Hugging Face model folder goes)');
+  },
+  examples: ['openclaw-rl merge --model DIR --adapter my-adapter --out my-model'],
+  run: async (o) => {
+    const { EmbeddedEngine } = await import('../engine/embedded/engine.ts');
+    const engine = await EmbeddedEngine.load(await modelDir(o.model));
+    try {
+      const version = await engine.loadAdapter(o.adapter!);
+      await engine.saveModel(o.out!, version);
+      process.stderr.write(`wrote ${resolve(o.out!)}: ${engine.info.modelId} with ${o.adapter} merged in\n`);
+    } finally {
+      await engine.close();
+    }
+  },
+});
