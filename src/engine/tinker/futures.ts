@@ -20,9 +20,12 @@ export class UserError extends Error { override name = 'UserError'; }
 
 export class DuplicateConflict extends Error { override name = 'DuplicateConflict'; }
 
-/** Runs tasks of one owner in seq_id order; a missing seq_id holds later ones back at most `gapMs`. */
+/**
+ * Runs tasks of one owner in seq_id order, from 1 (a training client's first seq_id); a missing
+ * seq_id holds later ones back at most `gapMs`.
+ */
 class OrderedQueue {
-  private next: number | null = null;
+  private next: number | null = 1;
   private readonly waiting = new Map<number, () => Promise<void>>();
   private running = false;
   private gapTimer: NodeJS.Timeout | null = null;
