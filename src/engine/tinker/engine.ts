@@ -41,6 +41,8 @@ export class TinkerEngine implements TrainingEngine {
   readonly baseModel: string;
   private readonly tok: ChatTokenizer;
   private readonly o: TinkerEngineOptions;
+  /** the server takes this project's extensions (serve-tinker): LoRA alpha, temperatures */
+  readonly extensions: boolean;
   private modelId: string | null = null;
   private rank = 0;
   /** training seq ids start at 1 per training client */
@@ -59,6 +61,7 @@ export class TinkerEngine implements TrainingEngine {
 
   private constructor(o: TinkerEngineOptions, session: TinkerSession, baseModel: string, info: EngineInfo, tok: ChatTokenizer) {
     this.o = o; this.session = session; this.baseModel = baseModel; this.info = info; this.tok = tok; this.tokenizer = tok;
+    this.extensions = session.config.openclaw_rl_extensions === 1;
   }
 
   static async connect(o: TinkerEngineOptions): Promise<TinkerEngine> {
@@ -196,7 +199,7 @@ export class TinkerEngine implements TrainingEngine {
           prompt: { chunks: [{ type: 'encoded_text', tokens: [...promptIds, ...responseIds] }] },
           sampling_params: { max_tokens: 1, temperature: 1 }, prompt_logprobs: true, topk_prompt_logprobs: 0, type: 'sample',
           // an extension of serve-tinker (log-probs of softmax(logits / T)); sent only when T ≠ 1
-          ...(temperature !== 1 ? { prompt_logprobs_temperature: temperature } : {}),
+          ...(temperature !== 1 && this.extensions ? { prompt_logprobs_temperature: temperature } : {}),
         }, 'sample') as SampleResult;
         const lps = r.prompt_logprobs;
         if (!lps || lps.length !== promptIds.length + responseIds.length) throw new EngineError('internal', 'the Tinker server did not return prompt log-probs for every token');
@@ -234,7 +237,11 @@ export class TinkerEngine implements TrainingEngine {
     try {
       const r = await this.session.http.compute('/api/v1/create_model', {
         session_id: this.session.id, model_seq_id: this.session.nextModelSeq(), base_model: this.baseModel,
-        lora_config: { rank, ...(lora.seed !== undefined ? { seed: lora.seed } : {}), train_unembed: false, train_mlp: true, train_attn: true },
+        lora_config: {
+          rank, ...(lora.seed !== undefined ? { seed: lora.seed } : {}), train_unembed: false, train_mlp: true, train_attn: true,
+          // other servers fix alpha themselves (SkyRL: 32)
+          ...(this.extensions && lora.alpha !== undefined ? { alpha: lora.alpha } : {}),
+        },
         type: 'create_model',
       }) as { model_id?: string };
       if (typeof r.model_id !== 'string') throw new EngineError('internal', 'create_model answered without a model_id');
@@ -264,7 +271,7 @@ export class TinkerEngine implements TrainingEngine {
     const learner: number[][] = new Array(data.length);
     try {
       await Promise.all([...groups].map(async ([temperature, idx]) => {
-        const input = { ...wireLossConfig(loss, temperature), data: idx.map((i) => toWireDatum(data[i], loss, scale)) };
+        const input = { ...wireLossConfig(loss, this.extensions ? temperature : 1), data: idx.map((i) => toWireDatum(data[i], loss, scale)) };
         const useProto = this.session.http.o.wire === 'proto';
         const r = await this.train('/api/v1/forward_backward', (seq) => ({ model_id: this.modelId, seq_id: seq, forward_backward_input: input }), 'forward_backward',
           useProto ? (seq) => encodeForwardBackwardRequest({ model_id: this.modelId!, seq_id: seq, forward_only: false, input }) : undefined) as ForwardBackwardResult;

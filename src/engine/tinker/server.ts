@@ -56,6 +56,9 @@ const CLIENT_CONFIG = {
   pjwt_auth_enabled: false, credential_default_source: 'api_key', parallel_fwdbwd_chunks: true, proto_write_fwdbwd: true,
   proto_compress_fwdbwd: false, fwd_via_fwdbwd: false, fwdbwd_max_chunk_len: 1024, fwdbwd_max_chunk_bytes_count: 5_000_000,
   sample_max_concurrent_requests: 2000, sample_no_retries: false, create_model_via_load_weights: false, sample_use_retrieve_futures: false,
+  // this server's extensions (the SDK ignores unknown fields): lora_config.alpha, loss_fn_config.temperature,
+  // asample.prompt_logprobs_temperature; clients send them only when they see this flag
+  openclaw_rl_extensions: 1,
 };
 
 export class TinkerServer {
@@ -161,14 +164,16 @@ export class TinkerServer {
     const rank = intField(lora, 'rank', 32);
     if (rank < 1 || rank > 1024) throw new HttpError(400, `lora_config.rank must be between 1 and 1024 (got ${rank})`);
     const seed = lora.seed === undefined || lora.seed === null ? undefined : intField(lora, 'seed', 0);
+    const alpha = lora.alpha === undefined || lora.alpha === null ? undefined : Number(lora.alpha);
+    if (alpha !== undefined && !(alpha > 0)) throw new HttpError(400, 'lora_config.alpha must be a positive number');
     const modelId = `${sessionId}:train:${seq}`;
     const requestId = this.futures.submit('create_model', async () => {
-      await this.o.engine.configureTraining({ rank, ...(seed !== undefined ? { seed } : {}) });
+      await this.o.engine.configureTraining({ rank, ...(seed !== undefined ? { seed } : {}), ...(alpha !== undefined ? { alpha } : {}) });
       // one training client at a time: a new one replaces the previous (single-tenant, like SkyRL's FSDP backend)
       if (this.model && this.model.id !== modelId) this.log(`tinker server: model ${this.model.id} replaced by ${modelId}`);
       this.model = { id: modelId, sessionId, rank };
       return { model_id: modelId, type: 'create_model' };
-    }, { dedupeKey: idem ? `create_model:${idem}` : `create_model:${modelId}`, payload: { rank, seed } });
+    }, { dedupeKey: idem ? `create_model:${idem}` : `create_model:${modelId}`, payload: { rank, seed, alpha } });
     return { request_id: requestId, model_id: modelId };
   }
 

@@ -139,7 +139,8 @@ test('with --tinker-wire json, forward_backward is a JSON body and results are a
     await e.forwardBackward([{ ...datum(), temperature: 0.5 }], { kind: 'ppo' });
     const req = d.of('forward_backward')[0];
     assert.equal(req.proto, false);
-    assert.equal(req.body.forward_backward_input.loss_fn_config.temperature, 0.5);
+    // the temperature extension goes only to servers that announce openclaw_rl_extensions (serve-tinker)
+    assert.equal(req.body.forward_backward_input.loss_fn_config.temperature, undefined);
     assert.deepEqual(req.body.forward_backward_input.data[0].loss_fn_inputs.target_tokens, { data: [400, 401, 402, 403], dtype: 'int64', shape: [4] });
     assert.equal(String(d.of('retrieve_future').at(-1)!.headers.accept), 'application/json');
   }, { wire: 'json' });

@@ -87,7 +87,7 @@ test('forward_backward over JSON and over protobuf return the learner log-probs 
   rj.json.loss_fn_outputs[0].logprobs.data.forEach((x: number, i: number) => assert.ok(Math.abs(x - scored[i]) < 1e-5, `position ${i}`));
   assert.ok(Number.isFinite(rj.json.metrics['loss:sum']));
   const body = encodeForwardBackwardRequest({ model_id: model, seq_id: 2, forward_only: false, input: { loss_fn: 'ppo', data: [wireDatum() as never] } });
-  const p = await fetch(`${url}/api/v1/forward_backward`, { method: 'POST', headers: { 'content-type': 'application/x-protobuf' }, body: body as BodyInit });
+  const p = await fetch(`${url}/api/v1/forward_backward`, { method: 'POST', headers: { 'content-type': 'application/x-protobuf' }, body: Buffer.from(body) });
   assert.equal(p.status, 200);
   const rp = await result(((await p.json()) as { request_id: string }).request_id, 'application/x-protobuf');
   assert.equal(rp.contentType, 'application/x-protobuf');
