@@ -9,12 +9,15 @@ import { demoCommand } from './demo.ts';
 import { statusCommand } from './status.ts';
 import { openclawConfigCommand } from './openclaw-config.ts';
 import { exportCommand } from './export.ts';
+import { turnsCommand } from './turns.ts';
+import { rollbackCommand } from './rollback.ts';
+import { reportCommand } from './report.ts';
 import { generateCommand, scoreCommand } from './generate.ts';
 import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand } from './bench.ts';
 
 /** Every command, in the order `openclaw-rl --help` lists them. A name with a space is a member of a group. */
 export const COMMANDS: readonly Command[] = [
-  serveCommand, serveTinkerCommand, demoCommand, statusCommand, openclawConfigCommand, exportCommand, generateCommand, scoreCommand,
+  serveCommand, serveTinkerCommand, demoCommand, statusCommand, turnsCommand, rollbackCommand, reportCommand, openclawConfigCommand, exportCommand, generateCommand, scoreCommand,
   benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand,
 ];
 

@@ -48,6 +48,12 @@ const SERVE_OPTIONS = {
   'checkpoint-every': count('save a checkpoint every N steps', TRAINER_DEFAULTS.checkpointEvery),
   overlong: opt.custom('overlong-response penalty: max length and soft margin in tokens', 'L_MAX,L_CACHE', parseOverlong),
   'context-overflow': opt.choice(['error', 'truncate'], 'a prompt longer than the context', { default: 'error' }),
+  'eval-file': opt.file('held-out prompts (JSON Lines: {"prompt"|"messages", "criteria"?, "satisfied"?}) evaluated while serving'),
+  'eval-every': count('evaluate the held-out prompts after every N published steps', 10),
+  'eval-samples': count('answers per held-out prompt', 2),
+  'eval-max-tokens': count('answer length in the held-out evaluation', 64),
+  tensorboard: opt.path('also write the metrics as TensorBoard event files into this folder', { placeholder: 'DIR' }),
+  'keep-versions': count('published versions kept on disk for rollbacks', 20),
   engine: opt.choice(['embedded', 'tinker'], 'what samples and trains: the embedded CPU engine, or a Tinker API server (--model then gives the tokenizer)', { default: 'embedded', env: 'OPENCLAW_RL_ENGINE' }),
   'tinker-url': opt.string('base URL of the Tinker API server (Tinker cloud, SkyRL, or openclaw-rl serve-tinker)', { env: 'TINKER_BASE_URL', placeholder: 'URL', nonEmpty: true }),
   'tinker-api-key': opt.string('Tinker API key (prefer the environment: flags show in ps)', { env: 'TINKER_API_KEY', placeholder: 'KEY', nonEmpty: true }),
@@ -84,6 +90,10 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   const { createJudge } = await import('../judge/config.ts');
   const { JudgeLoop } = await import('../judge/loop.ts');
   const { TrainerLoop } = await import('../trainer/loop.ts');
+  const { Evaluator, loadEvalFile, EvalFileError } = await import('../trainer/evaluation.ts');
+  const { Tracking } = await import('../dashboard/tracking.ts');
+  let evalItems = null;
+  try { evalItems = o['eval-file'] ? loadEvalFile(o['eval-file']) : null; } catch (e) { throw e instanceof EvalFileError ? new UsageError(`--eval-file: ${e.message}`) : e; }
   const dir = await modelDir(o.model);
   const { port, host } = o;
   const apiKey = o['api-key'];
@@ -104,6 +114,9 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   const store = new Store(dataDir, { redact: !o['no-redact'], retentionDays: o['retention-days'] });
   if (store.recoveredAborted > 0) process.stderr.write(`marked ${store.recoveredAborted} turn(s) interrupted by the last shutdown as aborted\n`);
   const modelId = o['served-model-name'] ?? engine.info.modelId;
+  // metrics.jsonl (+ TensorBoard), the version archive, held-out evaluation and the dashboard
+  const tracking = new Tracking({ store, engine, dataDir, modelId, judgeKind: judgeConfig.kind, learning: !o['no-train'], tensorboard: o.tensorboard, keepVersions: o['keep-versions'] });
+  let trainer: InstanceType<typeof TrainerLoop> | null = null;
   let server;
   try {
     server = await startServer({
@@ -116,31 +129,39 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
         // how sessions were identified: "header" means the OpenClaw plugin is doing its job
         sessionSources: Object.fromEntries((store.sql('SELECT id_source, COUNT(*) AS n FROM sessions GROUP BY id_source').all() as { id_source: string; n: number }[]).map((r) => [r.id_source, r.n])),
         turnTypes: Object.fromEntries((store.sql('SELECT turn_type || \'/\' || type_source AS k, COUNT(*) AS n FROM turns GROUP BY k').all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
-      }), extraMetrics: () => trainer?.metrics() ?? '',
+      }), extraMetrics: () => trainer?.metrics() ?? '', dashboard: tracking.dashboard, publishedVersion: () => tracking.publishedVersion(),
     });
   } catch (e) {
     await engine.close(); store.close();
     throw e;
   }
   const { method, overlong } = o;
-  const trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
+  trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method, opdTeacher: o['opd-teacher'], rewardBaseline: o['reward-baseline'], overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
     batchSize: o['batch-size'], maxStaleness: o['max-staleness'], learningRate: o['learning-rate'], klCoef: o['kl-coef'],
     lora: { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'], log: (l) => process.stderr.write(l + '\n'),
+    onStep: tracking.onStep,
   });
   await trainer?.init();
   const judge = createJudge(judgeConfig, engine);
+  const evaluator = !evalItems ? null : new Evaluator(engine, judge, evalItems, {
+    every: o['eval-every'], samples: o['eval-samples'], maxTokens: o['eval-max-tokens'], log: (l) => process.stderr.write(l + '\n'),
+  }, (line) => tracking.metricsLog.eval(line));
+  tracking.attach(trainer, evaluator);
+  evaluator?.schedule(trainer?.step ?? 0); // the starting point of the curve
   const judgeLoop = judge ? new JudgeLoop(store, judge, { hints: !o['no-hints'], includeContext: o['judge-context'], concurrency: judgeConfig.concurrency, log: (l) => process.stderr.write(l + '\n') }) : null;
   judgeLoop?.start();
   trainer?.start();
-  process.stderr.write(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}, learning: ${trainer ? `${method} (version ${trainer.version})` : 'off'}\n`);
+  process.stderr.write(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}, learning: ${trainer ? `${method} (version ${trainer.version})` : 'off'}\n`);
   await new Promise<void>((resolveStop) => {
     const stop = async (signal: string) => {
       process.stderr.write(`openclaw-rl: ${signal}, shutting down…\n`);
       await server!.close();
+      await evaluator?.close();
       await judgeLoop?.stop();
       await trainer?.stop();
       await engine.close();
+      tracking.close();
       store.close();
       resolveStop();
     };
