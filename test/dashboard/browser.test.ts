@@ -13,6 +13,10 @@ import { tempDir } from '../helpers/models.ts';
 import { Evaluator, parseEvalFile } from '../../src/trainer/evaluation.ts';
 import { LexicalJudge } from '../../src/judge/judge.ts';
 
+/** the page's DOM, inside page.waitForFunction callbacks (this project's types have no DOM library) */
+declare const document: { querySelectorAll(selector: string): NodeListOf; getElementById(id: string): { textContent: string | null } | null };
+type NodeListOf = ArrayLike<{ textContent: string | null }> & Iterable<{ textContent: string | null }>;
+
 const CHROMIUM = process.env.OPENCLAW_RL_CHROMIUM ?? '/usr/bin/chromium';
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 const KEY = 'browser-test-key-9876543210';
