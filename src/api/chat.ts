@@ -79,7 +79,8 @@ function recordNextState(store: Store, sessionId: string, messages: WireMessage[
   if (!prev || prev.next_state_status !== 'pending' || !prev.answer_json) return;
   const previous = JSON.parse(prev.request_json) as { messages: WireMessage[] };
   const answer = JSON.parse(prev.answer_json) as OurAnswer;
-  const p = pairNextState(previous.messages, answer, messages);
+  // compared as stored: under --redact all both sides are redacted alike
+  const p = pairNextState(previous.messages, answer, store.stored(messages));
   if (p.status === 'paired') store.setNextState(prev.id, 'paired', { role: p.role, messages: p.nextState }, null);
   else store.setNextState(prev.id, 'unpaired', null, p.reason);
 }

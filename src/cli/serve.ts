@@ -22,7 +22,9 @@ const SERVE_OPTIONS = {
   'session-idle-seconds': count('a session without requests this long is closed', 1800),
   'default-max-tokens': count('max_tokens when a request gives none', 1024),
   'allow-insecure-bind': opt.flag('allow a non-loopback --host without an API key'),
-  'no-redact': opt.flag('keep secrets in the JSONL log (redacted by default)'),
+  redact: opt.choice(['off', 'logs', 'all'], 'what is redacted: all = logs, exports and the store (token ids encrypted with --key-file); logs = logs and exports only', { default: 'all', env: 'OPENCLAW_RL_REDACT' }),
+  'key-file': opt.path('key for the token ids stored encrypted (--redact all); keep it outside the data folder', { defaultText: '<data-dir>.key', env: 'OPENCLAW_RL_KEY_FILE', placeholder: 'FILE' }),
+  'no-redact': opt.flag('the same as --redact off'),
   'retention-days': opt.int('delete turns older than this many days', { min: 1 }),
   kernel: kernelOption,
   threads: threadsOption,
@@ -117,7 +119,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   // the store first: a data folder that cannot be created or opened fails before the model loads
   let store: StoreType;
   try {
-    store = new Store(dataDir, { redact: !o['no-redact'], retentionDays: o['retention-days'] });
+    store = new Store(dataDir, { redact: o['no-redact'] ? 'off' : o.redact, keyFile: o['key-file'], retentionDays: o['retention-days'] });
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     throw new Error(`cannot use the data folder ${dataDir}: ${err.code ? `${err.code} (${err.message})` : err.message}`);
