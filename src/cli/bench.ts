@@ -126,6 +126,27 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
   return runs;
 }
 
+export const benchLoadCommand = defineCommand({
+  name: 'bench load',
+  summary: 'the server under many concurrent streaming sessions while it judges and trains: failures, latency, memory',
+  description: 'Start `openclaw-rl serve` (lexical judge, training on) and run --sessions simulated users against it for ' +
+    '--seconds: each streams a story, answers with feedback, and starts over. Prints failed requests, latency and ' +
+    'time-to-first-token percentiles, the server\'s RSS, and the training steps taken meanwhile.',
+  options: {
+    model: modelOption, sessions: positive('concurrent streaming sessions', 64), seconds: positive('how long the load runs', 180),
+    'max-tokens': positive('tokens per answer', 32), 'batch-size': positive('samples per training step', 8), json: jsonOption,
+  },
+  run: async (o) => {
+    const { benchLoad } = await import('../bench/load.ts');
+    const r = await benchLoad({ model: await modelDir(o.model), sessions: o.sessions, seconds: o.seconds, maxTokens: o['max-tokens'], serveArgs: ['--batch-size', String(o['batch-size'])], log });
+    process.stderr.write(`${r.sessions} sessions × ${r.seconds} s: ${r.requests} requests, ${r.failed} failed; latency p50 ${r.latencyMs.p50.toFixed(0)} ms, p99 ${r.latencyMs.p99.toFixed(0)} ms; ` +
+      `first token p50 ${r.firstTokenMs.p50.toFixed(0)} ms, p99 ${r.firstTokenMs.p99.toFixed(0)} ms; server RSS ${r.rssMiB.start.toFixed(0)} → max ${r.rssMiB.max.toFixed(0)} MiB; ` +
+      `${r.training.steps} training steps (version ${r.training.version})\n`);
+    if (o.json) process.stdout.write(JSON.stringify(r) + '\n');
+    if (r.failed > 0) return 1;
+  },
+});
+
 export const benchPersonalizeCommand = defineCommand({
   name: 'bench personalize',
   summary: 'how fast a simulated user with a preference gets satisfied, per learning method',

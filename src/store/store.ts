@@ -127,7 +127,9 @@ export class Store {
       this.db.exec('COMMIT');
       return r;
     } catch (e) {
-      this.db.exec('ROLLBACK');
+      // SQLite may already have rolled back (a full disk does that): a second ROLLBACK's own error
+      // ("no transaction is active") must not hide the real one
+      try { this.db.exec('ROLLBACK'); } catch { /* already rolled back */ }
       throw e;
     }
   }
@@ -171,7 +173,7 @@ export class Store {
   /** Append a finished turn to conversations.jsonl (redacted, and without token ids, unless --redact off). */
   logTurn(id: number, e: TurnEnd, start?: TurnStart): void {
     if (start) {
-      this.conversations.append(this.logged({
+      this.appendLog(this.conversations, this.logged({
         event: 'turn', id, sessionId: start.sessionId, turnType: start.turnType, typeSource: start.typeSource, status: e.status,
         request: start.request, ...(this.idsInLogs ? { promptIds: start.promptIds, responseIds: e.responseIds } : {}),
         promptTokens: start.promptIds.length, completionTokens: e.responseIds.length, responseLogprobs: e.responseLogprobs,
@@ -179,7 +181,7 @@ export class Store {
       }));
     } else {
       const row = this.turn(id);
-      if (row) this.conversations.append(this.logged({ event: 'turn', ...rowForLog(row, this.idsInLogs ? this : null) }));
+      if (row) this.appendLog(this.conversations, this.logged({ event: 'turn', ...rowForLog(row, this.idsInLogs ? this : null) }));
     }
   }
 
@@ -195,7 +197,7 @@ export class Store {
   setNextState(turnId: number, status: NextStateStatus, nextState: unknown, reason: string | null): void {
     this.sql('UPDATE turns SET next_state_status = ?, next_state_json = ?, next_state_reason = ? WHERE id = ?')
       .run(status, nextState === null ? null : JSON.stringify(this.stored(nextState)), this.stored(reason), turnId);
-    this.conversations.append(this.logged({ event: 'next_state', turnId, status, reason, nextState }));
+    this.appendLog(this.conversations, this.logged({ event: 'next_state', turnId, status, reason, nextState }));
   }
 
   /** End every session still open (at shutdown): no turn is left waiting for a next state. */
@@ -216,7 +218,7 @@ export class Store {
       this.sql(`UPDATE turns SET next_state_status = 'none', next_state_reason = ? WHERE session_id = ? AND next_state_status = 'pending'`)
         .run(`session ended (${reason})`, sessionId);
     });
-    this.conversations.append(this.logged({ event: 'session_end', sessionId, reason }));
+    this.appendLog(this.conversations, this.logged({ event: 'session_end', sessionId, reason }));
   }
 
   /** The highest weights version ever recorded (0 when none): a new version must be numbered above it. */
@@ -248,7 +250,7 @@ export class Store {
           backend = excluded.backend, attempts = excluded.attempts, next_attempt_at = NULL, last_error = NULL, updated_at = excluded.updated_at`)
         .run(turnId, j.score, this.stored(j.hint), JSON.stringify(this.stored(j.votes)), j.backend, (prev?.attempts ?? 0) + 1, Date.now());
     });
-    this.judgementsLog.append(this.logged({ event: 'judgement', turnId, score: j.score, hint: j.hint, backend: j.backend, votes: j.votes }));
+    this.appendLog(this.judgementsLog, this.logged({ event: 'judgement', turnId, score: j.score, hint: j.hint, backend: j.backend, votes: j.votes }));
   }
 
   /** The judge could not run (outage): keep the turn, try again at `nextAttemptAt`. */
@@ -292,10 +294,30 @@ export class Store {
   }
 
   close(): void {
-    this.conversations.sync();
-    this.judgementsLog.sync();
+    // a turn still in progress now (its end could not be written, e.g. on a full disk) is over
+    try { this.db.exec(`UPDATE turns SET status = 'aborted', finish_reason = 'abort' WHERE status = 'in_progress'`); } catch { /* the next start does it */ }
+    for (const log of [this.conversations, this.judgementsLog]) try { log.sync(); } catch { /* nothing more to do */ }
     this.db.close();
   }
+
+  /** JSONL appends that failed (a full disk): the database stays the record; the logs are a copy. */
+  logFailures = 0;
+
+  /** Append to a JSONL log; a failure is counted and reported (once a minute), never thrown. */
+  private appendLog(log: JsonlLog, record: object): void {
+    try {
+      log.append(record);
+    } catch (e) {
+      this.logFailures++;
+      const now = Date.now();
+      if (now - this.lastLogWarning > 60_000) {
+        this.lastLogWarning = now;
+        process.stderr.write(`openclaw-rl: cannot append to ${log.file}: ${(e as Error).message} (${this.logFailures} record(s) not logged so far; the database has them)\n`);
+      }
+    }
+  }
+
+  private lastLogWarning = 0;
 }
 
 /**
