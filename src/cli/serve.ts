@@ -1,7 +1,7 @@
 // `openclaw-rl serve`: the embedded engine behind the OpenAI-compatible API, recording every turn.
 import { resolve } from 'node:path';
 import { defineCommand, opt, UsageError, type Values } from './command.ts';
-import { modelDir, modelOption, kernelOption, threadsOption } from './args.ts';
+import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId } from './args.ts';
 import { JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
 
@@ -14,7 +14,7 @@ const SERVE_OPTIONS = {
   port: opt.port('port to listen on', { default: 30000, env: 'PORT', allowZero: true }),
   'api-key': opt.string('bearer key clients must send (prefer the environment: flags show in ps)', { env: ['OPENCLAW_RL_API_KEY', 'SGLANG_API_KEY'], placeholder: 'KEY', nonEmpty: true }),
   'data-dir': opt.path('where turns, the store and checkpoints live', { default: '.openclaw-rl', env: 'OPENCLAW_RL_DATA_DIR', placeholder: 'DIR' }),
-  'served-model-name': opt.string('the model id clients ask for', { defaultText: "the model folder's name", placeholder: 'ID', nonEmpty: true }),
+  'served-model-name': opt.string('the model id clients ask for', { defaultText: "the model folder's name, or the Hugging Face id", placeholder: 'ID', nonEmpty: true }),
   'max-concurrent': count('requests served at once before 429', 16),
   'max-body-bytes': count('largest request body', 8 * 2 ** 20),
   'session-idle-seconds': count('a session without requests this long is closed', 1800),
@@ -101,7 +101,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   const engine = await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads });
   const store = new Store(dataDir, { redact: !o['no-redact'], retentionDays: o['retention-days'] });
   if (store.recoveredAborted > 0) process.stderr.write(`marked ${store.recoveredAborted} turn(s) interrupted by the last shutdown as aborted\n`);
-  const modelId = o['served-model-name'] ?? engine.info.modelId;
+  const modelId = o['served-model-name'] ?? defaultModelId(o.model ?? dir);
   // metrics.jsonl (+ TensorBoard), the version archive, held-out evaluation and the dashboard
   const tracking = new Tracking({ store, engine, dataDir, modelId, judgeKind: judgeConfig.kind, learning: !o['no-train'], tensorboard: o.tensorboard, keepVersions: o['keep-versions'] });
   let trainer: InstanceType<typeof TrainerLoop> | null = null;
