@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { UsageError, EXIT, suggest, formatOptions, type Command } from './command.ts';
 import { serveCommand } from './serve.ts';
+import { serveTinkerCommand } from './serve-tinker.ts';
 import { demoCommand } from './demo.ts';
 import { statusCommand } from './status.ts';
 import { openclawConfigCommand } from './openclaw-config.ts';
@@ -18,7 +19,7 @@ import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPerson
 
 /** Every command, in the order `openclaw-rl --help` lists them. A name with a space is a member of a group. */
 export const COMMANDS: readonly Command[] = [
-  serveCommand, demoCommand, statusCommand, turnsCommand, rollbackCommand, reportCommand, openclawConfigCommand, exportCommand, generateCommand, scoreCommand,
+  serveCommand, serveTinkerCommand, demoCommand, statusCommand, turnsCommand, rollbackCommand, reportCommand, openclawConfigCommand, exportCommand, generateCommand, scoreCommand,
   benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, agentTrainCommand, agentEvalCommand, envServerCommand,
 ];
 
