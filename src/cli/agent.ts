@@ -178,3 +178,33 @@ unbiased pass@k. --adapter evaluates a trained LoRA adapter (e.g. DATA_DIR/adapt
     }
   },
 });
+
+export const benchAgentsCommand = defineCommand({
+  name: 'bench agents',
+  summary: 'agent rollout throughput: env steps/s and tokens/s with N workers, in-process pool vs env server',
+  options: {
+    model: modelOption, kernel: kernelOption, threads: threadsOption, env: envOption,
+    workers: opt.custom('worker counts to measure (comma-separated)', 'N,N', (raw, source) => {
+      const ns = raw.split(',').map(Number);
+      if (ns.length === 0 || ns.some((n) => !Number.isInteger(n) || n < 1 || n > 64)) throw new UsageError(`${source} expects comma-separated integers from 1 to 64, got '${raw}'`);
+      return ns;
+    }, { default: [1, 4, 16] }),
+    episodes: count('episodes per measurement', 32),
+    'max-tokens': count('tokens per policy turn', 32),
+    pool: opt.choice(['local', 'http', 'both'] as const, 'which pools to measure', { default: 'both' }),
+    repeats: count('measurements per setting (the median is reported)', 3),
+    json: jsonOption,
+  },
+  run: async (o) => {
+    const { EmbeddedEngine } = await import('../engine/embedded/engine.ts');
+    const { benchAgents } = await import('../bench/agents.ts');
+    const engine = await EmbeddedEngine.load(await modelDir(o.model), { kernel: o.kernel, threads: o.threads });
+    try {
+      const rows = await benchAgents(engine, {
+        env: o.env, workers: o.workers, episodes: o.episodes, maxTokens: o['max-tokens'], repeats: o.repeats,
+        pools: o.pool === 'both' ? ['local', 'http'] : [o.pool], log: (l) => process.stderr.write(l + '\n'),
+      });
+      if (o.json) process.stdout.write(JSON.stringify({ model: engine.info.modelId, threads: engine.info.threads, rows }) + '\n');
+    } finally { await engine.close(); }
+  },
+});
