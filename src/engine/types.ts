@@ -212,8 +212,8 @@ export interface LoraSettings { rank?: number; alpha?: number; targets?: string[
 
 /** An engine that also trains LoRA adapters and publishes them as new weights versions. */
 export interface TrainingEngine extends Engine {
-  /** Start (or restart) training a fresh adapter. */
-  configureTraining(lora?: LoraSettings): Promise<void>;
+  /** Start (or restart) training a fresh LoRA adapter, or with `null` every weight of the model (full-parameter). */
+  configureTraining(lora?: LoraSettings | null): Promise<void>;
   /** Accumulates gradients (summed over tokens) until optimStep. */
   forwardBackward(data: Datum[], loss: LossSpec): Promise<ForwardBackwardMetrics>;
   optimStep(adam: AdamParams): Promise<OptimStepMetrics>;
@@ -222,6 +222,12 @@ export interface TrainingEngine extends Engine {
   /** Serve `version` to requests that start from now on; running ones finish on theirs. */
   publish(version: number): Promise<void>;
   saveAdapter(dir: string, adapter?: AdapterSelector): Promise<void>;
+  /**
+   * Write the selected weights (default: the published version) as a complete Hugging Face model
+   * folder: config, float32 safetensors, tokenizer files with the chat template. A LoRA version is
+   * merged into the base weights. Written atomically.
+   */
+  saveModel(dir: string, weights?: AdapterSelector): Promise<void>;
   /** Load a PEFT adapter folder as a new version. */
   loadAdapter(dir: string): Promise<number>;
   saveTrainingState(dir: string): Promise<void>;

@@ -20,6 +20,7 @@ import { scoreSteps, type CacheSource } from './score.ts';
 import { LoraTrainer } from './trainer.ts';
 import type { LoraAdapter, LoraConfig } from './lora.ts';
 import { saveAdapter, loadAdapter, saveTrainingState, loadTrainingState } from './peft.ts';
+import { modelTensors, writeHfModel } from './hf-export.ts';
 import type { LossSpec } from '../../learn/losses.ts';
 import { EngineError, checkTokenIds, type EngineInfo, type SampleParams, type SampleResult, type SampledToken, type ScoreRequest, type ScoreOptions, type AdapterSelector, type Datum, type ForwardBackwardMetrics, type OptimStepMetrics, type AdamParams } from '../types.ts';
 
@@ -108,7 +109,11 @@ export class EmbeddedRuntime {
   private decodeMs = 0;
   private rowMs = 0;
 
+  /** the model folder loaded (saveModel copies its tokenizer files) */
+  readonly dir: string;
+
   constructor(dir: string, opts: RuntimeOptions = {}) {
+    this.dir = dir;
     this.model = Transformer.load(dir, opts);
     this.tokenizer = ChatTokenizer.load(dir);
     const { cfg, weights, kernel } = this.model;
@@ -410,7 +415,8 @@ export class EmbeddedRuntime {
 
   // ---- training ----
 
-  configureTraining(lora: Partial<LoraConfig> = {}): void {
+  configureTraining(lora: Partial<LoraConfig> | null = {}): void {
+    if (lora === null) throw new EngineError('bad_request', 'full-parameter training is not available in this build yet');
     this.trainer?.release();
     this.trainer = new LoraTrainer(this.model, lora);
   }
@@ -433,6 +439,11 @@ export class EmbeddedRuntime {
     const adapter = this.adapterFor(sel);
     if (!adapter) throw new EngineError('bad_request', 'the base model has no adapter to save');
     saveAdapter(dir, adapter, { baseModel: this.info.modelId, version: typeof sel === 'number' ? sel : sel === 'published' ? this.published : undefined });
+  }
+
+  /** Write the selected weights as a Hugging Face model folder (LoRA merged in). */
+  saveModel(dir: string, sel: AdapterSelector = 'published'): void {
+    writeHfModel(dir, this.dir, modelTensors(this.model.cfg, this.model.weights, this.adapterFor(sel)));
   }
 
   /** Load a PEFT adapter folder as a new version (returned; publish it to serve it). */

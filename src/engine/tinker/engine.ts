@@ -354,6 +354,10 @@ export class TinkerEngine implements TrainingEngine {
     throw new EngineError('bad_request', 'adapters trained over Tinker stay on the Tinker server: checkpoints are tinker:// URIs (see trainer_state.json in the checkpoint folder); download them with the Tinker tools');
   }
 
+  async saveModel(): Promise<void> {
+    throw new EngineError('bad_request', 'weights trained over Tinker stay on the Tinker server: a Hugging Face folder cannot be written here (download the checkpoint with the Tinker tools)');
+  }
+
   /** A tinker://…/sampler_weights/NAME URI becomes a new version (a sampling client over it). */
   async loadAdapter(dir: string): Promise<number> {
     if (!dir.startsWith('tinker://')) throw new EngineError('bad_request', `--engine tinker loads adapters by tinker:// URI, not from a local folder ('${dir}')`);
