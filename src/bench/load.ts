@@ -48,7 +48,7 @@ function rssMiB(pid: number): number {
 
 function startServer(o: LoadOptions, dataDir: string): Promise<{ proc: ChildProcess; url: string }> {
   const proc = spawn(process.execPath, [BIN, 'serve', '--model', o.model, '--port', '0', '--data-dir', dataDir, '--judge', 'lexical',
-    '--served-model-name', 'load', '--max-concurrent', String(o.sessions), ...(o.serveArgs ?? [])], { stdio: ['ignore', 'ignore', 'pipe'] });
+    '--served-model-name', 'load', ...(o.serveArgs ?? [])], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   return new Promise((resolve, reject) => {
     proc.stderr!.on('data', (d) => { log += d; const m = /at (http:\/\/\S+)\/v1/.exec(log); if (m) resolve({ proc, url: m[1] }); });

@@ -21,7 +21,8 @@ const SERVE_OPTIONS = {
   }, { hidden: true }),
   'data-dir': opt.path('where turns, the store and checkpoints live', { default: '.openclaw-rl', env: 'OPENCLAW_RL_DATA_DIR', placeholder: 'DIR' }),
   'served-model-name': opt.string('the model id clients ask for', { defaultText: "the model folder's name, or the Hugging Face id", placeholder: 'ID', nonEmpty: true }),
-  'max-concurrent': count('requests served at once before 429', 16),
+  'max-concurrent': count('requests served at once; more wait in the admission queue', 16),
+  'queue-wait-seconds': opt.number('how long a request beyond --max-concurrent may wait for a slot before a 429 (0: no queue)', { min: 0, max: 600, default: 10 }),
   'max-body-bytes': count('largest request body', 8 * 2 ** 20),
   'session-idle-seconds': count('a session without requests this long is closed', 1800),
   'default-max-tokens': count('max_tokens when a request gives none', 1024),
@@ -167,7 +168,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   try {
     server = await startServer({
       engine, store, modelId, host, port, apiKey, allowInsecureBind: o['allow-insecure-bind'],
-      maxConcurrent: o['max-concurrent'], maxBodyBytes: o['max-body-bytes'],
+      maxConcurrent: o['max-concurrent'], queueWaitMs: o['queue-wait-seconds'] * 1000, maxBodyBytes: o['max-body-bytes'],
       sessionIdleMs: o['session-idle-seconds'] * 1000, defaultMaxTokens: o['default-max-tokens'],
       contextOverflow,
       status: () => ({
