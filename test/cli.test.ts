@@ -74,8 +74,11 @@ test('--adapter DIR: generate and score use base + a PEFT adapter (written here 
     assert.equal(gen.code, 0, gen.stderr);
     assert.match(JSON.parse(gen.stdout).text, /purple whale/);
     const bad = await cli('generate', '--model', STORIES, '--adapter', join(t.dir, 'nope'), '--prompt', 'x');
-    assert.equal(bad.code, 1);
-    assert.match(bad.stderr, /adapter_config\.json not found/);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--adapter: no folder at /);
+    const notAnAdapter = await cli('generate', '--model', STORIES, '--adapter', t.dir, '--prompt', 'x');
+    assert.equal(notAnAdapter.code, 2);
+    assert.match(notAnAdapter.stderr, /--adapter: adapter_config\.json not found in /);
   } finally {
     await rt.close();
     t.cleanup();
@@ -90,7 +93,7 @@ test('usage errors exit 2 with a clear message; a bad model folder exits 1 namin
   assert.match(both.stderr, /exactly one of --prompt TEXT .* or --messages JSON/);
   const badNum = await cli('generate', '--model', STORIES, '--prompt', 'x', '--temperature', 'hot');
   assert.equal(badNum.code, 2);
-  assert.match(badNum.stderr, /--temperature expects a valid number, got 'hot'/);
+  assert.match(badNum.stderr, /--temperature expects a number ≥ 0, got 'hot'/);
   const unknown = await cli('frobnicate');
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /unknown command 'frobnicate'/);

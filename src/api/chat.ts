@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { Engine, SampleParams, SampledToken, SampleResult } from '../engine/types.ts';
 import { EngineError } from '../engine/types.ts';
-import type { ChatMessage } from '../engine/embedded/tokenizer.ts';
+import type { ChatMessage } from '../engine/types.ts';
 import type { Store } from '../store/store.ts';
 import type { SessionTracker } from '../conversation/tracker.ts';
 import { resolveSession, classifyTurn, sessionDone, type Headers } from '../conversation/identity.ts';

@@ -1,8 +1,16 @@
-// Shared argument helpers for the CLI commands.
-import { resolveModel, ModelNotFound } from '../engine/embedded/resolve-model.ts';
+// Options and value parsers that several commands share (the CLI layer itself is in command.ts).
+import { opt, UsageError } from './command.ts';
 
-export class UsageError extends Error { override name = 'UsageError'; }
+export { UsageError } from './command.ts';
 
+/** --model: a local Hugging Face model folder or a model id, else $OPENCLAW_RL_MODEL (resolved when the command runs). */
+export const modelOption = opt.string('a local Hugging Face model folder (config.json, model.safetensors, tokenizer.json) or a Hugging Face model id',
+  { env: 'OPENCLAW_RL_MODEL', placeholder: 'DIR|ID', nonEmpty: true });
+export const kernelOption = opt.choice(['wasm', 'ts'], 'matrix kernel', { defaultText: 'wasm' });
+export const threadsOption = opt.int('worker threads for the matrix kernel', { min: 1, defaultText: 'all cores' });
+export const jsonOption = opt.flag('print the result as one JSON object on stdout');
+
+/** A number from a string, for code that reads raw strings (commands declare opt.number/opt.int instead). */
 export function num(v: string | undefined, flag: string, fallback: number, check: (x: number) => boolean = Number.isFinite): number {
   if (v === undefined) return fallback;
   const x = Number(v);
@@ -20,6 +28,7 @@ export function idList(v: string, flag: string): number[] {
 export async function modelDir(v: string | undefined): Promise<string> {
   const spec = v ?? process.env.OPENCLAW_RL_MODEL;
   if (!spec) throw new UsageError('no model given: pass --model DIR (a Hugging Face model folder or id) or set OPENCLAW_RL_MODEL');
+  const { resolveModel, ModelNotFound } = await import('../engine/embedded/resolve-model.ts');
   try {
     return await resolveModel(spec, (l) => process.stderr.write(l + '\n'));
   } catch (e) {

@@ -1,30 +1,41 @@
 // `openclaw-rl export`: turns of a time range as JSON Lines (secrets redacted unless --no-redact).
-import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import { existsSync, writeFileSync } from 'node:fs';
-import { Store, rowForLog } from '../store/store.ts';
-import { redactSecrets } from '../store/redact.ts';
-import { UsageError } from './args.ts';
+import { defineCommand, opt, UsageError } from './command.ts';
 
-function time(v: string | undefined, flag: string, fallback: number): number {
-  if (v === undefined) return fallback;
-  const t = Date.parse(v);
-  if (Number.isNaN(t)) throw new UsageError(`${flag} expects a date or time (ISO 8601, e.g. 2026-11-22 or 2026-11-22T10:00:00Z), got '${v}'`);
+function time(raw: string, source: string): number {
+  const t = Date.parse(raw);
+  if (Number.isNaN(t)) throw new UsageError(`${source} expects a date or time (ISO 8601, e.g. 2026-11-22 or 2026-11-22T10:00:00Z), got '${raw}'`);
   return t;
 }
 
-export async function exportCommand(argv: string[]): Promise<void> {
-  const { values: o } = parseArgs({ args: argv, strict: true, options: { 'data-dir': { type: 'string' }, from: { type: 'string' }, to: { type: 'string' }, out: { type: 'string' }, 'no-redact': { type: 'boolean', default: false } } });
-  const dir = resolve(o['data-dir'] ?? process.env.OPENCLAW_RL_DATA_DIR ?? '.openclaw-rl');
-  if (!existsSync(dir)) throw new UsageError(`no data folder at ${dir} (pass --data-dir or set OPENCLAW_RL_DATA_DIR)`);
-  const store = new Store(dir);
-  try {
-    const rows = store.turnsBetween(time(o.from, '--from', 0), time(o.to, '--to', Date.now() + 1));
-    const lines = rows.map((r) => { const line = JSON.stringify(rowForLog(r)); return o['no-redact'] ? line : redactSecrets(line); });
-    const text = lines.join('\n') + (lines.length ? '\n' : '');
-    if (o.out) { writeFileSync(o.out, text); process.stderr.write(`wrote ${lines.length} turns to ${o.out}\n`); }
-    else process.stdout.write(text);
-  } finally {
-    store.close();
-  }
-}
+export const exportCommand = defineCommand({
+  name: 'export',
+  summary: 'print the recorded turns of a time range as JSON Lines',
+  description: 'Print the turns recorded by serve between --from and --to as JSON Lines on stdout (or into --out), ' +
+    'with secrets redacted unless --no-redact.',
+  options: {
+    'data-dir': opt.path('the data folder of serve', { default: '.openclaw-rl', env: 'OPENCLAW_RL_DATA_DIR', placeholder: 'DIR' }),
+    from: opt.custom('first time included (ISO 8601)', 'TIME', time),
+    to: opt.custom('last time included (ISO 8601)', 'TIME', time, { defaultText: 'now' }),
+    out: opt.path('write to this file instead of stdout', { placeholder: 'FILE' }),
+    'no-redact': opt.flag('keep secrets as recorded'),
+  },
+  examples: ['openclaw-rl export --from 2026-11-22 > turns.jsonl', 'openclaw-rl export | head -1'],
+  run: async (o) => {
+    const dir = resolve(o['data-dir']);
+    if (!existsSync(dir)) throw new UsageError(`no data folder at ${dir} (pass --data-dir or set OPENCLAW_RL_DATA_DIR)`);
+    const { Store, rowForLog } = await import('../store/store.ts');
+    const { redactSecrets } = await import('../store/redact.ts');
+    const store = new Store(dir);
+    try {
+      const rows = store.turnsBetween(o.from ?? 0, o.to ?? Date.now() + 1);
+      const lines = rows.map((r) => { const line = JSON.stringify(rowForLog(r)); return o['no-redact'] ? line : redactSecrets(line); });
+      const text = lines.join('\n') + (lines.length ? '\n' : '');
+      if (o.out) { writeFileSync(o.out, text); process.stderr.write(`wrote ${lines.length} turns to ${o.out}\n`); }
+      else process.stdout.write(text);
+    } finally {
+      store.close();
+    }
+  },
+});

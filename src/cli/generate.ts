@@ -1,101 +1,120 @@
 // `openclaw-rl generate` and `openclaw-rl score`: the engine from the command line.
-import { parseArgs } from 'node:util';
-import { EmbeddedEngine } from '../engine/embedded/engine.ts';
-import type { ChatMessage } from '../engine/embedded/tokenizer.ts';
-import type { KernelName } from '../engine/embedded/kernels/kernel.ts';
-import { UsageError, num, idList, modelDir } from './args.ts';
+import { defineCommand, opt, UsageError } from './command.ts';
+import { idList, modelDir, modelOption, kernelOption, threadsOption, jsonOption } from './args.ts';
+import type { ChatMessage } from '../engine/types.ts';
 
 const common = {
-  model: { type: 'string' },
-  adapter: { type: 'string' },
-  json: { type: 'boolean', default: false },
-  kernel: { type: 'string' },
-  threads: { type: 'string' },
-} as const;
+  model: modelOption,
+  adapter: opt.dir('a PEFT LoRA adapter folder used on top of the model (e.g. <data-dir>/checkpoints/latest)', { contains: 'adapter_config.json' }),
+  kernel: kernelOption,
+  threads: threadsOption,
+  json: jsonOption,
+};
 
-function kernelOpt(v: string | undefined): KernelName | undefined {
-  if (v === undefined) return undefined;
-  if (v !== 'wasm' && v !== 'ts') throw new UsageError(`--kernel must be 'wasm' or 'ts', got '${v}'`);
-  return v;
+function parseMessages(raw: string, source: string): ChatMessage[] {
+  let messages: unknown;
+  try { messages = JSON.parse(raw); } catch (e) { throw new UsageError(`${source} is not valid JSON: ${(e as Error).message}`); }
+  if (!Array.isArray(messages) || messages.length === 0 || !messages.every((m) => m && typeof m === 'object' && typeof m.role === 'string')) {
+    throw new UsageError(`${source} must be a non-empty JSON array of {role, content}`);
+  }
+  return messages as ChatMessage[];
 }
 
-export async function generateCommand(argv: string[]): Promise<void> {
-  const { values: o } = parseArgs({
-    args: argv, strict: true,
-    options: {
-      ...common, prompt: { type: 'string' }, messages: { type: 'string' },
-      'max-tokens': { type: 'string' }, temperature: { type: 'string' }, 'top-p': { type: 'string' }, 'top-k': { type: 'string' },
-      seed: { type: 'string' }, stop: { type: 'string', multiple: true },
-    },
-  });
-  if ((o.prompt === undefined) === (o.messages === undefined)) throw new UsageError('give exactly one of --prompt TEXT (raw text) or --messages JSON (chat messages, rendered with the chat template)');
-  const engine = await EmbeddedEngine.load(await modelDir(o.model), { kernel: kernelOpt(o.kernel), threads: o.threads ? num(o.threads, '--threads', 1, (x) => x >= 1) : undefined });
+async function loadEngine(o: { model?: string; adapter?: string; kernel?: 'wasm' | 'ts'; threads?: number }) {
+  const { EmbeddedEngine } = await import('../engine/embedded/engine.ts');
+  const engine = await EmbeddedEngine.load(await modelDir(o.model), { kernel: o.kernel, threads: o.threads });
   try {
     if (o.adapter) await engine.publish(await engine.loadAdapter(o.adapter));
-    let promptIds: number[];
-    if (o.messages !== undefined) {
-      let messages: ChatMessage[];
-      try { messages = JSON.parse(o.messages); } catch (e) { throw new UsageError(`--messages is not valid JSON: ${(e as Error).message}`); }
-      if (!Array.isArray(messages) || messages.length === 0) throw new UsageError('--messages must be a non-empty JSON array of {role, content}');
-      promptIds = engine.tokenizer.encodeChat(messages);
-    } else {
-      promptIds = engine.tokenizer.encode(o.prompt!);
-    }
-    const params = {
-      maxTokens: num(o['max-tokens'], '--max-tokens', 256, (x) => Number.isInteger(x) && x >= 1),
-      temperature: num(o.temperature, '--temperature', 1, (x) => x >= 0),
-      topP: num(o['top-p'], '--top-p', 1, (x) => x > 0 && x <= 1),
-      topK: num(o['top-k'], '--top-k', 0, (x) => Number.isInteger(x) && x >= 0),
-      seed: o.seed !== undefined ? num(o.seed, '--seed', 0, Number.isInteger) : undefined,
-      stop: o.stop,
-    };
-    for await (const ev of engine.sample(promptIds, params)) {
-      if (ev.type === 'token') { if (!o.json) process.stdout.write(ev.token.text); continue; }
-      const r = ev.result;
-      if (o.json) {
-        process.stdout.write(JSON.stringify({ ids: r.ids, tokens: r.ids.map((id) => engine.tokenizer.tokenText(id)), logprobs: r.logprobs, text: r.text, finishReason: r.finishReason }) + '\n');
-      } else {
-        process.stdout.write('\n');
-        process.stderr.write(`[${r.ids.length} tokens, finish: ${r.finishReason}, prompt ${r.promptTokens} tokens]\n`);
+  } catch (e) {
+    await engine.close();
+    throw e;
+  }
+  return engine;
+}
+
+export const generateCommand = defineCommand({
+  name: 'generate',
+  summary: 'sample a completion from raw text or chat messages, with exact per-token log-probs',
+  options: {
+    ...common,
+    prompt: opt.string('raw text to continue (no chat template)'),
+    messages: opt.custom('chat messages as a JSON array of {role, content}, rendered with the chat template', 'JSON', parseMessages),
+    'max-tokens': opt.int('most tokens to generate', { min: 1, default: 256 }),
+    temperature: opt.number('sampling temperature (0 is greedy)', { min: 0, default: 1 }),
+    'top-p': opt.number('nucleus sampling mass', { gt: 0, max: 1, default: 1 }),
+    'top-k': opt.int('sample among the K likeliest tokens (0 is all)', { min: 0, default: 0 }),
+    seed: opt.int('random seed, for reproducible samples'),
+    stop: opt.list('stop when this text appears'),
+  },
+  check: (o) => {
+    if ((o.prompt === undefined) === (o.messages === undefined)) throw new UsageError('give exactly one of --prompt TEXT (raw text) or --messages JSON (chat messages, rendered with the chat template)');
+  },
+  examples: [`openclaw-rl generate --model DIR --prompt 'Once upon a time' --temperature 0 --max-tokens 40`,
+    `openclaw-rl generate --model DIR --adapter .openclaw-rl/checkpoints/latest --messages '[{"role":"user","content":"hi"}]' --json`],
+  run: async (o) => {
+    const engine = await loadEngine(o);
+    try {
+      const promptIds = o.messages !== undefined ? engine.tokenizer.encodeChat(o.messages) : engine.tokenizer.encode(o.prompt!);
+      const params = { maxTokens: o['max-tokens'], temperature: o.temperature, topP: o['top-p'], topK: o['top-k'], seed: o.seed, stop: o.stop.length ? o.stop : undefined };
+      for await (const ev of engine.sample(promptIds, params)) {
+        if (ev.type === 'token') { if (!o.json) process.stdout.write(ev.token.text); continue; }
+        const r = ev.result;
+        if (o.json) {
+          process.stdout.write(JSON.stringify({ ids: r.ids, tokens: r.ids.map((id) => engine.tokenizer.tokenText(id)), logprobs: r.logprobs, text: r.text, finishReason: r.finishReason }) + '\n');
+        } else {
+          process.stdout.write('\n');
+          process.stderr.write(`[${r.ids.length} tokens, finish: ${r.finishReason}, prompt ${r.promptTokens} tokens]\n`);
+        }
       }
+    } finally {
+      await engine.close();
     }
-  } finally {
-    await engine.close();
-  }
-}
+  },
+});
 
-export async function scoreCommand(argv: string[]): Promise<void> {
-  const { values: o } = parseArgs({
-    args: argv, strict: true,
-    options: { ...common, prompt: { type: 'string' }, response: { type: 'string' }, 'prompt-ids': { type: 'string' }, 'response-ids': { type: 'string' }, temperature: { type: 'string' } },
-  });
-  const byText = o.prompt !== undefined && o.response !== undefined;
-  const byIds = o['prompt-ids'] !== undefined && o['response-ids'] !== undefined;
-  if (byText === byIds) throw new UsageError('give either --prompt TEXT --response TEXT, or --prompt-ids 1,2,3 --response-ids 4,5');
-  const engine = await EmbeddedEngine.load(await modelDir(o.model), { kernel: kernelOpt(o.kernel) });
-  try {
-    if (o.adapter) await engine.publish(await engine.loadAdapter(o.adapter));
-    let promptIds: number[], responseIds: number[];
-    if (byIds) {
-      // ids are scored exactly as given: no re-tokenization
-      promptIds = idList(o['prompt-ids']!, '--prompt-ids');
-      responseIds = idList(o['response-ids']!, '--response-ids');
-    } else {
-      // the response's ids are those the joined text adds after the prompt's, when the prompt's
-      // ids are a prefix of the joined text's (the usual case); else the response is encoded alone
-      promptIds = engine.tokenizer.encode(o.prompt!);
-      const joined = engine.tokenizer.encode(o.prompt! + o.response!);
-      const isPrefix = promptIds.every((id, i) => joined[i] === id);
-      responseIds = isPrefix ? joined.slice(promptIds.length) : engine.tokenizer.encode(o.response!, false);
+const ids = (help: string) => opt.custom(help, '1,2,3', idList);
+
+export const scoreCommand = defineCommand({
+  name: 'score',
+  summary: 'log-probability of each response token given a prompt (text or exact token ids)',
+  options: {
+    ...common,
+    prompt: opt.string('the prompt as text'),
+    response: opt.string('the response as text'),
+    'prompt-ids': ids('the prompt as comma-separated token ids (scored exactly, no re-tokenization)'),
+    'response-ids': ids('the response as comma-separated token ids'),
+    temperature: opt.number('temperature the log-probs are taken at', { gt: 0, default: 1 }),
+  },
+  check: (o) => {
+    const byText = o.prompt !== undefined && o.response !== undefined;
+    const byIds = o['prompt-ids'] !== undefined && o['response-ids'] !== undefined;
+    if (byText === byIds) throw new UsageError('give either --prompt TEXT --response TEXT, or --prompt-ids 1,2,3 --response-ids 4,5');
+  },
+  run: async (o) => {
+    const engine = await loadEngine(o);
+    try {
+      let promptIds: number[], responseIds: number[];
+      if (o['prompt-ids'] && o['response-ids']) {
+        // ids are scored exactly as given: no re-tokenization
+        promptIds = o['prompt-ids'];
+        responseIds = o['response-ids'];
+      } else {
+        // the response's ids are those the joined text adds after the prompt's, when the prompt's
+        // ids are a prefix of the joined text's (the usual case); else the response is encoded alone
+        promptIds = engine.tokenizer.encode(o.prompt!);
+        const joined = engine.tokenizer.encode(o.prompt! + o.response!);
+        const isPrefix = promptIds.every((id, i) => joined[i] === id);
+        responseIds = isPrefix ? joined.slice(promptIds.length) : engine.tokenizer.encode(o.response!, false);
+      }
+      const [logprobs] = await engine.score([{ promptIds, responseIds }], { temperature: o.temperature });
+      const out = { ids: responseIds, logprobs: Array.from(logprobs) };
+      if (o.json) process.stdout.write(JSON.stringify(out) + '\n');
+      else {
+        for (let i = 0; i < responseIds.length; i++) process.stdout.write(`${String(responseIds[i]).padStart(7)}  ${logprobs[i].toFixed(5).padStart(10)}  ${JSON.stringify(engine.tokenizer.tokenText(responseIds[i]))}\n`);
+        process.stdout.write(`total ${out.logprobs.reduce((a, b) => a + b, 0).toFixed(4)} nats over ${responseIds.length} tokens\n`);
+      }
+    } finally {
+      await engine.close();
     }
-    const [logprobs] = await engine.score([{ promptIds, responseIds }], { temperature: num(o.temperature, '--temperature', 1, (x) => x > 0) });
-    const out = { ids: responseIds, logprobs: Array.from(logprobs) };
-    if (o.json) process.stdout.write(JSON.stringify(out) + '\n');
-    else {
-      for (let i = 0; i < responseIds.length; i++) process.stdout.write(`${String(responseIds[i]).padStart(7)}  ${logprobs[i].toFixed(5).padStart(10)}  ${JSON.stringify(engine.tokenizer.tokenText(responseIds[i]))}\n`);
-      process.stdout.write(`total ${out.logprobs.reduce((a, b) => a + b, 0).toFixed(4)} nats over ${responseIds.length} tokens\n`);
-    }
-  } finally {
-    await engine.close();
-  }
-}
+  },
+});

@@ -1,64 +1,97 @@
-// The `openclaw-rl` command.
-import { generateCommand, scoreCommand } from './generate.ts';
-import { benchCommand } from './bench.ts';
+// The `openclaw-rl` command: finds the command named by the first words of argv in COMMANDS, prints help,
+// runs it, and maps failures to exit codes (0 success, 1 runtime failure, 2 usage error). Commands are
+// declared with defineCommand (src/cli/command.ts, which documents the pattern); add yours to COMMANDS.
+import { readFileSync } from 'node:fs';
+import { UsageError, EXIT, suggest, formatOptions, type Command } from './command.ts';
 import { serveCommand } from './serve.ts';
-import { exportCommand } from './export.ts';
 import { demoCommand } from './demo.ts';
-import { openclawConfigCommand } from './openclaw-config.ts';
 import { statusCommand } from './status.ts';
-import { UsageError } from './args.ts';
+import { openclawConfigCommand } from './openclaw-config.ts';
+import { exportCommand } from './export.ts';
+import { turnsCommand } from './turns.ts';
+import { rollbackCommand } from './rollback.ts';
+import { reportCommand } from './report.ts';
+import { generateCommand, scoreCommand } from './generate.ts';
+import { envServerCommand } from './env-server.ts';
+import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand } from './bench.ts';
 
-const HELP = `openclaw-rl — serve a model behind an OpenAI-compatible API and train it from its conversations
+/** Every command, in the order `openclaw-rl --help` lists them. A name with a space is a member of a group. */
+export const COMMANDS: readonly Command[] = [
+  serveCommand, demoCommand, statusCommand, turnsCommand, rollbackCommand, reportCommand, openclawConfigCommand, exportCommand, generateCommand, scoreCommand,
+  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, envServerCommand,
+];
 
-Usage:
-  openclaw-rl serve    --model DIR [--host 127.0.0.1] [--port 30000] [--api-key KEY] [--data-dir .openclaw-rl]
-                       [--served-model-name ID] [--max-concurrent 16] [--session-idle-seconds 1800]
-                       [--judge lexical|self|llm|none] [--judge-url URL --judge-model ID] [--judge-votes 3]
-                       [--method binary|opd|combine] [--batch-size 8] [--learning-rate 1e-3] [--no-train]
-  openclaw-rl demo     [--model DIR|ID] [--persona dog-lover] [--conversations 128]
-  openclaw-rl status   [--url http://127.0.0.1:30000] [--json]
-  openclaw-rl openclaw-config [--base-url URL] [--model-id ID] [--api-key K] [--with-plugin]
-  openclaw-rl export   [--data-dir .openclaw-rl] [--from ISO] [--to ISO] [--out FILE] [--no-redact]
-  openclaw-rl generate --model DIR (--prompt TEXT | --messages JSON) [--max-tokens N] [--temperature T]
-                       [--top-p P] [--top-k K] [--seed S] [--stop STR]... [--json]
-  openclaw-rl score    --model DIR (--prompt TEXT --response TEXT | --prompt-ids 1,2 --response-ids 3,4)
-                       [--temperature T] [--json]
-  openclaw-rl bench engine [--model DIR | --shape 15m|135m|0.6b] [--kernel wasm|ts] [--threads N] [--json]
-  openclaw-rl bench train  [--model DIR | --shape 15m|135m|0.6b] [--rank 16] [--seq 256] [--batch 4] [--json]
-  openclaw-rl bench gateway --model DIR [--requests 40] [--max-tokens 16] [--concurrency 16] [--json]
-  openclaw-rl bench personalize --model DIR (--persona NAME | --persona-file P) [--method binary|opd|combine | --compare]
-                       [--conversations 64] [--judge lexical|self|llm] [--users 1] [--seed 1] [--out DIR] [--json]
+export function version(): string {
+  return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
 
-Common options: --kernel wasm|ts (matrix kernel, default wasm), --threads N (default: all cores),
---adapter DIR (generate, score: a PEFT LoRA adapter folder, used on top of the model).
-The model is a local Hugging Face folder (config.json, model.safetensors, tokenizer.json);
---model may be left out when OPENCLAW_RL_MODEL is set.`;
+function mainHelp(): string {
+  return [
+    `openclaw-rl ${version()} — serve a model behind an OpenAI-compatible API and train it from its conversations`,
+    '',
+    'Usage: openclaw-rl <command> [options]        openclaw-rl <command> --help   shows the options of one command',
+    '',
+    'Commands:',
+    formatOptions(COMMANDS.filter((c) => !c.hidden).map((c) => [c.name, c.summary])),
+    '',
+    'Options: -h, --help (this help), -V, --version (the version).',
+    'The model is a local Hugging Face folder (config.json, model.safetensors, tokenizer.json) or a model id;',
+    '--model may be left out when OPENCLAW_RL_MODEL is set. OPENCLAW_RL_DEBUG=1 prints stack traces of failures.',
+    'Exit codes: 0 success, 1 runtime failure, 2 usage error (unknown command or option, bad value).',
+  ].join('\n');
+}
 
-const COMMANDS: Record<string, (argv: string[]) => Promise<void>> = {
-  serve: serveCommand,
-  export: exportCommand,
-  demo: demoCommand,
-  'openclaw-config': openclawConfigCommand,
-  status: statusCommand,
-  generate: generateCommand,
-  score: scoreCommand,
-  bench: benchCommand,
-};
+function groupHelp(group: string, members: readonly Command[]): string {
+  return [`Usage: openclaw-rl ${group} <what> [options]`, '', formatOptions(members.map((c) => [c.name, c.summary])),
+    '', `openclaw-rl ${group} <what> --help shows the options of one.`].join('\n');
+}
+
+/** stdout closed by the reader (`openclaw-rl export | head -1`): stop quietly, as a Unix filter does. */
+function quietOnClosedPipe(): void {
+  if (process.stdout.listenerCount('error') > 0) return;
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(EXIT.ok);
+    process.stderr.write(`openclaw-rl: cannot write to stdout: ${e.message}\n`);
+    process.exit(EXIT.failure);
+  });
+}
 
 export async function main(argv: string[]): Promise<number> {
-  const [cmd, ...rest] = argv;
-  if (!cmd || cmd === 'help' || cmd === '--help' || cmd === '-h') { process.stdout.write(HELP + '\n'); return cmd ? 0 : 2; }
-  const run = COMMANDS[cmd];
-  if (!run) { process.stderr.write(`openclaw-rl: unknown command '${cmd}'\n\n${HELP}\n`); return 2; }
+  quietOnClosedPipe();
+  const [first, second] = argv;
+  if (first === undefined) { process.stderr.write(mainHelp() + '\n'); return EXIT.usage; }
+  if (first === '--help' || first === '-h' || first === 'help') {
+    const topic = first === 'help' && second ? COMMANDS.find((c) => c.name === argv.slice(1).join(' ')) : undefined;
+    process.stdout.write((topic ? topic.help() : mainHelp()) + '\n');
+    return EXIT.ok;
+  }
+  if (first === '--version' || first === '-V') { process.stdout.write(version() + '\n'); return EXIT.ok; }
+  const command = COMMANDS.find((c) => c.name === `${first} ${second}`) ?? COMMANDS.find((c) => c.name === first);
+  const members = COMMANDS.filter((c) => c.name.startsWith(`${first} `));
+  if (!command) {
+    if (members.length > 0) {
+      const asked = second === undefined || second === '--help' || second === '-h';
+      if (!asked) process.stderr.write(`openclaw-rl ${first}: unknown ${first} '${second}'${suggest(second, members.map((c) => c.name.slice(first.length + 1)), '')}\n\n`);
+      (second === undefined || !asked ? process.stderr : process.stdout).write(groupHelp(first, members) + '\n');
+      return second === '--help' || second === '-h' ? EXIT.ok : EXIT.usage;
+    }
+    const names = [...new Set(COMMANDS.map((c) => c.name.split(' ')[0]))];
+    process.stderr.write(`openclaw-rl: unknown command '${first}'${suggest(first, names, '')}; openclaw-rl --help lists the commands\n`);
+    return EXIT.usage;
+  }
+  const rest = argv.slice(command.name.split(' ').length);
+  const end = rest.indexOf('--');
+  if ((end < 0 ? rest : rest.slice(0, end)).some((a) => a === '--help' || a === '-h')) { process.stdout.write(command.help() + '\n'); return EXIT.ok; }
   try {
-    await run(rest);
-    return 0;
+    const run = command.prepare(rest);
+    const code = await run();
+    return typeof code === 'number' ? code : EXIT.ok;
   } catch (e) {
     const err = e as Error & { code?: string };
-    const usage = err instanceof UsageError || err.code?.startsWith('ERR_PARSE_ARGS');
-    process.stderr.write(`openclaw-rl ${cmd}: ${err.message}\n`);
+    const usage = err instanceof UsageError || !!err.code?.startsWith('ERR_PARSE_ARGS');
+    process.stderr.write(`openclaw-rl ${command.name}: ${err.message}\n`);
     if (process.env.OPENCLAW_RL_DEBUG) process.stderr.write(`${err.stack}\n`);
-    return usage ? 2 : 1;
+    return usage ? EXIT.usage : EXIT.failure;
   }
 }
 

@@ -1,8 +1,7 @@
 // `openclaw-rl openclaw-config`: the openclaw.json snippet that points OpenClaw at this server, and the
 // commands that install our plugin.
-import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { num } from './args.ts';
+import { defineCommand, opt } from './command.ts';
 
 export const PLUGIN_DIR = fileURLToPath(new URL('../../plugins/openclaw/', import.meta.url));
 
@@ -37,31 +36,36 @@ export function openclawConfig(o: OpenClawConfigOptions): Record<string, unknown
   return config;
 }
 
-export async function openclawConfigCommand(argv: string[]): Promise<void> {
-  const { values: o } = parseArgs({ args: argv, strict: true, options: {
-    'base-url': { type: 'string' }, 'model-id': { type: 'string' }, 'api-key': { type: 'string' }, 'with-plugin': { type: 'boolean', default: false },
-    'context-window': { type: 'string' }, 'max-tokens': { type: 'string' },
-  } });
-  const port = process.env.PORT ?? '30000', host = process.env.HOST ?? '127.0.0.1';
-  const cfg = openclawConfig({
-    baseUrl: o['base-url'] ?? `http://${host}:${port}/v1`, modelId: o['model-id'] ?? 'policy',
-    apiKey: o['api-key'] ?? process.env.OPENCLAW_RL_API_KEY ?? 'openclaw-rl-local', withPlugin: o['with-plugin'],
-    contextWindow: num(o['context-window'], '--context-window', 32768, (x) => Number.isInteger(x) && x > 0),
-    maxTokens: num(o['max-tokens'], '--max-tokens', 2048, (x) => Number.isInteger(x) && x > 0),
-  });
-  process.stdout.write(JSON.stringify(cfg, null, 2) + '\n');
-  process.stderr.write([
-    '',
-    '# Merge the JSON above into $OPENCLAW_STATE_DIR/openclaw.json (default ~/.openclaw/openclaw.json).',
-    `# The model id must be the server's: start it with  openclaw-rl serve --served-model-name ${o['model-id'] ?? 'policy'} …`,
-    ...(o['with-plugin'] ? [
-      '# The plugin (session + turn-type headers, session-end notices) is loaded from its folder by the config above; or install it:',
-      `#   openclaw plugins install --link ${PLUGIN_DIR} --force --accept-capabilities`,
-      '#   openclaw plugins enable openclaw-rl',
-      '#   openclaw config set plugins.entries.openclaw-rl.hooks.allowConversationAccess true',
-      '# (build it first with  npm run build  in the openclaw-rl folder)',
-    ] : ['# Add --with-plugin for main/side turn types and session-end notices (recommended).']),
-    '# Check: openclaw config validate && openclaw models list   (openclaw-rl/… should be the default)',
-    '',
-  ].join('\n'));
-}
+export const openclawConfigCommand = defineCommand({
+  name: 'openclaw-config',
+  summary: 'print the openclaw.json snippet that points OpenClaw at this server (and loads the plugin)',
+  options: {
+    'base-url': opt.string("the server's OpenAI-compatible base URL", { defaultText: 'http://$HOST:$PORT/v1, else http://127.0.0.1:30000/v1', placeholder: 'URL', nonEmpty: true }),
+    'model-id': opt.string('the model id the server serves (its --served-model-name)', { default: 'policy', placeholder: 'ID', nonEmpty: true }),
+    'api-key': opt.string("the server's API key", { default: 'openclaw-rl-local', env: 'OPENCLAW_RL_API_KEY', placeholder: 'KEY' }),
+    'with-plugin': opt.flag('also load the openclaw-rl plugin (session ids, main/side turn types, session-end notices)'),
+    'context-window': opt.int("the model's context window in tokens", { min: 1, default: 32768 }),
+    'max-tokens': opt.int('most tokens per answer OpenClaw asks for', { min: 1, default: 2048 }),
+  },
+  run: async (o) => {
+    const port = process.env.PORT ?? '30000', host = process.env.HOST ?? '127.0.0.1';
+    const cfg = openclawConfig({
+      baseUrl: o['base-url'] ?? `http://${host}:${port}/v1`, modelId: o['model-id'], apiKey: o['api-key'], withPlugin: o['with-plugin'],
+      contextWindow: o['context-window'], maxTokens: o['max-tokens'],
+    });
+    process.stdout.write(JSON.stringify(cfg, null, 2) + '\n');
+    process.stderr.write([
+      '',
+      '# Merge the JSON above into $OPENCLAW_STATE_DIR/openclaw.json (default ~/.openclaw/openclaw.json).',
+      `# The model id must be the server's: start it with  openclaw-rl serve --served-model-name ${o['model-id']} …`,
+      ...(o['with-plugin'] ? [
+        '# The plugin (session + turn-type headers, session-end notices) is loaded from its folder by the config above; or install it:',
+        `#   openclaw plugins install --link ${PLUGIN_DIR} --force --accept-capabilities`,
+        '#   openclaw plugins enable openclaw-rl',
+        '#   openclaw config set plugins.entries.openclaw-rl.hooks.allowConversationAccess true',
+      ] : ['# Add --with-plugin for main/side turn types and session-end notices (recommended).']),
+      '# Check: openclaw config validate && openclaw models list   (openclaw-rl/… should be the default)',
+      '',
+    ].join('\n'));
+  },
+});

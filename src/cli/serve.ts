@@ -1,139 +1,155 @@
 // `openclaw-rl serve`: the embedded engine behind the OpenAI-compatible API, recording every turn.
-import { parseArgs } from 'node:util';
-import { readFileSync, existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { EmbeddedEngine } from '../engine/embedded/engine.ts';
-import { Store } from '../store/store.ts';
-import { startServer } from '../api/server.ts';
-import { UsageError, num, modelDir } from './args.ts';
-import { createJudge, JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
-import { JudgeLoop } from '../judge/loop.ts';
-import { TrainerLoop, TRAINER_DEFAULTS } from '../trainer/loop.ts';
+import { defineCommand, opt, UsageError, type Values } from './command.ts';
+import { modelDir, modelOption, kernelOption, threadsOption } from './args.ts';
+import { JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
+import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
 
-/**
- * Options from a JSON config file (`--config FILE` or $OPENCLAW_RL_CONFIG): an object whose keys are
- * the long flag names ({"method": "binary", "batch-size": 8, "judge": "llm", …}). Flags on the command
- * line win over the file, and the file over environment variables and defaults.
- */
-function configArgs(argv: string[]): string[] {
-  const i = argv.indexOf('--config');
-  const file = i >= 0 ? argv[i + 1] : process.env.OPENCLAW_RL_CONFIG;
-  if (!file) return [];
-  if (!existsSync(file)) throw new UsageError(`config file not found: ${file}`);
-  let raw: unknown;
-  try { raw = JSON.parse(readFileSync(file, 'utf8')); } catch (e) { throw new UsageError(`config file ${file} is not valid JSON: ${(e as Error).message}`); }
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new UsageError(`config file ${file} must hold a JSON object of option names and values`);
-  const out: string[] = [];
-  for (const [k, v] of Object.entries(raw)) {
-    if (k === 'config') continue;
-    if (v === true) out.push(`--${k}`);
-    else if (v !== false && v !== null) out.push(`--${k}`, String(v));
-  }
-  return out;
-}
-
-export async function serveCommand(argv: string[]): Promise<void> {
-  const withoutConfig = argv.filter((_, i) => argv[i] !== '--config' && argv[i - 1] !== '--config');
-  const { values: fromFile } = parseArgs({ args: configArgs(argv), strict: true, options: SERVE_OPTIONS });
-  const { values: fromArgs } = parseArgs({ args: withoutConfig, strict: true, options: SERVE_OPTIONS });
-  const o = { ...fromFile, ...Object.fromEntries(Object.entries(fromArgs).filter(([k, v]) => v !== undefined && !(v === false && k in fromFile))) } as typeof fromArgs;
-  return serveWith(o);
-}
+const judgeKinds = ['none', 'lexical', 'self', 'llm'] as const;
+const count = (help: string, d: number) => opt.int(help, { min: 1, default: d });
 
 const SERVE_OPTIONS = {
-  model: { type: 'string' }, host: { type: 'string' }, port: { type: 'string' }, 'api-key': { type: 'string' },
-  'data-dir': { type: 'string' }, 'served-model-name': { type: 'string' }, 'max-concurrent': { type: 'string' },
-  'max-body-bytes': { type: 'string' }, 'session-idle-seconds': { type: 'string' }, 'default-max-tokens': { type: 'string' },
-  'allow-insecure-bind': { type: 'boolean', default: false }, 'no-redact': { type: 'boolean', default: false },
-  'retention-days': { type: 'string' }, kernel: { type: 'string' }, threads: { type: 'string' },
-  judge: { type: 'string' }, 'judge-url': { type: 'string' }, 'judge-model': { type: 'string' }, 'judge-api-key': { type: 'string' },
-  'judge-votes': { type: 'string' }, 'judge-temperature': { type: 'string' }, 'judge-max-tokens': { type: 'string' },
-  'judge-timeout-seconds': { type: 'string' }, 'judge-concurrency': { type: 'string' }, 'judge-context': { type: 'boolean', default: false },
-  'no-hints': { type: 'boolean', default: false },
-  'no-train': { type: 'boolean', default: false }, method: { type: 'string' }, 'batch-size': { type: 'string' }, 'learning-rate': { type: 'string' },
-  'max-staleness': { type: 'string' }, 'kl-coef': { type: 'string' }, 'opd-teacher': { type: 'string' }, 'reward-baseline': { type: 'string' },
-  'lora-rank': { type: 'string' }, 'lora-alpha': { type: 'string' }, 'checkpoint-every': { type: 'string' }, overlong: { type: 'string' },
-  'context-overflow': { type: 'string' },
-} as const;
+  model: modelOption,
+  host: opt.string('address to listen on (a non-loopback address needs --api-key or --allow-insecure-bind)', { default: '127.0.0.1', env: 'HOST', placeholder: 'ADDR', nonEmpty: true }),
+  port: opt.port('port to listen on', { default: 30000, env: 'PORT', allowZero: true }),
+  'api-key': opt.string('bearer key clients must send (prefer the environment: flags show in ps)', { env: ['OPENCLAW_RL_API_KEY', 'SGLANG_API_KEY'], placeholder: 'KEY', nonEmpty: true }),
+  'data-dir': opt.path('where turns, the store and checkpoints live', { default: '.openclaw-rl', env: 'OPENCLAW_RL_DATA_DIR', placeholder: 'DIR' }),
+  'served-model-name': opt.string('the model id clients ask for', { defaultText: "the model folder's name", placeholder: 'ID', nonEmpty: true }),
+  'max-concurrent': count('requests served at once before 429', 16),
+  'max-body-bytes': count('largest request body', 8 * 2 ** 20),
+  'session-idle-seconds': count('a session without requests this long is closed', 1800),
+  'default-max-tokens': count('max_tokens when a request gives none', 1024),
+  'allow-insecure-bind': opt.flag('allow a non-loopback --host without an API key'),
+  'no-redact': opt.flag('keep secrets in the JSONL log (redacted by default)'),
+  'retention-days': opt.int('delete turns older than this many days', { min: 1 }),
+  kernel: kernelOption,
+  threads: threadsOption,
+  judge: opt.choice(judgeKinds, 'how the next message becomes a reward', { default: JUDGE_DEFAULTS.kind, env: 'OPENCLAW_RL_JUDGE' }),
+  'judge-url': opt.string('OpenAI-compatible base URL of the LLM judge', { env: 'OPENCLAW_RL_JUDGE_URL', placeholder: 'URL', nonEmpty: true }),
+  'judge-model': opt.string('model id of the LLM judge', { env: 'OPENCLAW_RL_JUDGE_MODEL', placeholder: 'ID', nonEmpty: true }),
+  'judge-api-key': opt.string('API key of the LLM judge', { env: 'OPENCLAW_RL_JUDGE_API_KEY', placeholder: 'KEY' }),
+  'judge-votes': count('judge votes per turn', JUDGE_DEFAULTS.votes),
+  'judge-temperature': opt.number('judge sampling temperature', { min: 0, max: 2, default: JUDGE_DEFAULTS.temperature }),
+  'judge-max-tokens': count('judge answer length', JUDGE_DEFAULTS.maxTokens),
+  'judge-timeout-seconds': count('timeout of one judge request', JUDGE_DEFAULTS.timeoutMs / 1000),
+  'judge-concurrency': count('judge requests at once', JUDGE_DEFAULTS.concurrency),
+  'judge-context': opt.flag('show the judge the earlier conversation too'),
+  'no-hints': opt.flag('do not ask the judge for hints (OPD)'),
+  'no-train': opt.flag('serve and record only'),
+  method: opt.choice(['binary', 'opd', 'combine'], 'learning method', { default: TRAINER_DEFAULTS.method, env: 'OPENCLAW_RL_METHOD' }),
+  'batch-size': count('samples per optimizer step', TRAINER_DEFAULTS.batchSize),
+  'learning-rate': opt.number('optimizer learning rate', { gt: 0, default: TRAINER_DEFAULTS.learningRate }),
+  'max-staleness': opt.int('drop samples this many versions older than the policy', { min: 0, default: TRAINER_DEFAULTS.maxStaleness }),
+  'kl-coef': opt.number('KL penalty to the base model', { min: 0, default: 0 }),
+  'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher', { default: TRAINER_DEFAULTS.opdTeacher }),
+  'reward-baseline': opt.choice(['batch', 'group', 'none'], 'advantage baseline', { default: TRAINER_DEFAULTS.rewardBaseline }),
+  'lora-rank': count('LoRA rank', 16),
+  'lora-alpha': count('LoRA alpha', 32),
+  'checkpoint-every': count('save a checkpoint every N steps', TRAINER_DEFAULTS.checkpointEvery),
+  overlong: opt.custom('overlong-response penalty: max length and soft margin in tokens', 'L_MAX,L_CACHE', parseOverlong),
+  'context-overflow': opt.choice(['error', 'truncate'], 'a prompt longer than the context', { default: 'error' }),
+  'eval-file': opt.file('held-out prompts (JSON Lines: {"prompt"|"messages", "criteria"?, "satisfied"?}) evaluated while serving'),
+  'eval-every': count('evaluate the held-out prompts after every N published steps', 10),
+  'eval-samples': count('answers per held-out prompt', 2),
+  'eval-max-tokens': count('answer length in the held-out evaluation', 64),
+  tensorboard: opt.path('also write the metrics as TensorBoard event files into this folder', { placeholder: 'DIR' }),
+  'keep-versions': count('published versions kept on disk for rollbacks', 20),
+};
 
-async function serveWith(o: { [K in keyof typeof SERVE_OPTIONS]?: (typeof SERVE_OPTIONS)[K]['type'] extends 'boolean' ? boolean : string }): Promise<void> {
+export const serveCommand = defineCommand({
+  name: 'serve',
+  summary: 'serve a model behind the OpenAI-compatible API, record every turn, judge and train in the background',
+  description: 'Serve a model behind an OpenAI-compatible API (default http://127.0.0.1:30000/v1), record the conversations ' +
+    'it serves, turn the next message into a reward or hint (the judge) and train a LoRA adapter in the background, ' +
+    'serving each new version. Checkpoints land in <data-dir>/checkpoints (latest/ is a PEFT adapter folder).',
+  configFile: { env: 'OPENCLAW_RL_CONFIG' },
+  options: SERVE_OPTIONS,
+  check: (o) => {
+    if (o.judge === 'llm' && (!o['judge-url'] || !o['judge-model'])) throw new UsageError('--judge llm needs --judge-url (an OpenAI-compatible base URL) and --judge-model');
+  },
+  run: (o) => serveWith(o),
+});
+
+function parseOverlong(raw: string, source: string): { lMax: number; lCache: number } {
+  const m = /^(\d+),(\d+)$/.exec(raw);
+  if (!m || Number(m[2]) > Number(m[1]) || Number(m[1]) === 0) throw new UsageError(`${source} expects L_MAX,L_CACHE with L_CACHE ≤ L_MAX (e.g. 1000,200), got '${raw}'`);
+  return { lMax: Number(m[1]), lCache: Number(m[2]) };
+}
+
+async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
+  const { EmbeddedEngine } = await import('../engine/embedded/engine.ts');
+  const { Store } = await import('../store/store.ts');
+  const { startServer } = await import('../api/server.ts');
+  const { createJudge } = await import('../judge/config.ts');
+  const { JudgeLoop } = await import('../judge/loop.ts');
+  const { TrainerLoop } = await import('../trainer/loop.ts');
+  const { Evaluator, loadEvalFile, EvalFileError } = await import('../trainer/evaluation.ts');
+  const { Tracking } = await import('../dashboard/tracking.ts');
+  let evalItems = null;
+  try { evalItems = o['eval-file'] ? loadEvalFile(o['eval-file']) : null; } catch (e) { throw e instanceof EvalFileError ? new UsageError(`--eval-file: ${e.message}`) : e; }
   const dir = await modelDir(o.model);
-  const int = (v: string | undefined, flag: string, d: number) => num(v, flag, d, (x) => Number.isInteger(x) && x >= 0);
-  const port = int(o.port ?? process.env.PORT, '--port', 30000);
-  const host = o.host ?? process.env.HOST ?? '127.0.0.1';
-  const apiKey = o['api-key'] ?? process.env.OPENCLAW_RL_API_KEY ?? process.env.SGLANG_API_KEY ?? undefined;
-  if (o.kernel && o.kernel !== 'wasm' && o.kernel !== 'ts') throw new UsageError(`--kernel must be 'wasm' or 'ts'`);
-  const dataDir = resolve(o['data-dir'] ?? process.env.OPENCLAW_RL_DATA_DIR ?? '.openclaw-rl');
-  const judgeKind = o.judge ?? process.env.OPENCLAW_RL_JUDGE ?? JUDGE_DEFAULTS.kind;
-  if (!['none', 'lexical', 'self', 'llm'].includes(judgeKind)) throw new UsageError(`--judge must be none, lexical, self or llm (got '${judgeKind}')`);
+  const { port, host } = o;
+  const apiKey = o['api-key'];
+  const dataDir = resolve(o['data-dir']);
   const judgeConfig: JudgeConfig = {
-    ...JUDGE_DEFAULTS, kind: judgeKind as JudgeConfig['kind'],
-    url: o['judge-url'] ?? process.env.OPENCLAW_RL_JUDGE_URL, model: o['judge-model'] ?? process.env.OPENCLAW_RL_JUDGE_MODEL,
-    apiKey: o['judge-api-key'] ?? process.env.OPENCLAW_RL_JUDGE_API_KEY,
-    votes: int(o['judge-votes'], '--judge-votes', JUDGE_DEFAULTS.votes), maxTokens: int(o['judge-max-tokens'], '--judge-max-tokens', JUDGE_DEFAULTS.maxTokens),
-    temperature: num(o['judge-temperature'], '--judge-temperature', JUDGE_DEFAULTS.temperature, (x) => x >= 0 && x <= 2),
-    timeoutMs: int(o['judge-timeout-seconds'], '--judge-timeout-seconds', JUDGE_DEFAULTS.timeoutMs / 1000) * 1000,
-    concurrency: int(o['judge-concurrency'], '--judge-concurrency', JUDGE_DEFAULTS.concurrency),
+    ...JUDGE_DEFAULTS, kind: o.judge, url: o['judge-url'], model: o['judge-model'], apiKey: o['judge-api-key'],
+    votes: o['judge-votes'], maxTokens: o['judge-max-tokens'], temperature: o['judge-temperature'],
+    timeoutMs: o['judge-timeout-seconds'] * 1000, concurrency: o['judge-concurrency'],
   };
-  if (judgeConfig.kind === 'llm' && (!judgeConfig.url || !judgeConfig.model)) throw new UsageError('--judge llm needs --judge-url (an OpenAI-compatible base URL) and --judge-model');
-
-  const contextOverflow = o['context-overflow'] ?? 'error';
-  if (contextOverflow !== 'error' && contextOverflow !== 'truncate') throw new UsageError(`--context-overflow must be error or truncate`);
+  const contextOverflow = o['context-overflow'];
   process.stderr.write(`loading ${dir}…\n`);
-  const engine = await EmbeddedEngine.load(dir, { kernel: o.kernel as 'wasm' | 'ts' | undefined, threads: o.threads ? int(o.threads, '--threads', 2) : undefined });
-  const store = new Store(dataDir, { redact: !o['no-redact'], retentionDays: o['retention-days'] ? int(o['retention-days'], '--retention-days', 0) : undefined });
+  const engine = await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads });
+  const store = new Store(dataDir, { redact: !o['no-redact'], retentionDays: o['retention-days'] });
   if (store.recoveredAborted > 0) process.stderr.write(`marked ${store.recoveredAborted} turn(s) interrupted by the last shutdown as aborted\n`);
   const modelId = o['served-model-name'] ?? engine.info.modelId;
+  // metrics.jsonl (+ TensorBoard), the version archive, held-out evaluation and the dashboard
+  const tracking = new Tracking({ store, engine, dataDir, modelId, judgeKind: judgeConfig.kind, learning: !o['no-train'], tensorboard: o.tensorboard, keepVersions: o['keep-versions'] });
+  let trainer: InstanceType<typeof TrainerLoop> | null = null;
   let server;
   try {
     server = await startServer({
       engine, store, modelId, host, port, apiKey, allowInsecureBind: o['allow-insecure-bind'],
-      maxConcurrent: int(o['max-concurrent'], '--max-concurrent', 16), maxBodyBytes: int(o['max-body-bytes'], '--max-body-bytes', 8 * 2 ** 20),
-      sessionIdleMs: int(o['session-idle-seconds'], '--session-idle-seconds', 1800) * 1000, defaultMaxTokens: int(o['default-max-tokens'], '--default-max-tokens', 1024),
+      maxConcurrent: o['max-concurrent'], maxBodyBytes: o['max-body-bytes'],
+      sessionIdleMs: o['session-idle-seconds'] * 1000, defaultMaxTokens: o['default-max-tokens'],
       contextOverflow,
       status: () => ({
         judge: judgeConfig.kind, trainer: trainer?.status() ?? null,
         // how sessions were identified: "header" means the OpenClaw plugin is doing its job
         sessionSources: Object.fromEntries((store.sql('SELECT id_source, COUNT(*) AS n FROM sessions GROUP BY id_source').all() as { id_source: string; n: number }[]).map((r) => [r.id_source, r.n])),
         turnTypes: Object.fromEntries((store.sql('SELECT turn_type || \'/\' || type_source AS k, COUNT(*) AS n FROM turns GROUP BY k').all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
-      }), extraMetrics: () => trainer?.metrics() ?? '',
+      }), extraMetrics: () => trainer?.metrics() ?? '', dashboard: tracking.dashboard, publishedVersion: () => tracking.publishedVersion(),
     });
   } catch (e) {
     await engine.close(); store.close();
     throw e;
   }
-  const method = o.method ?? process.env.OPENCLAW_RL_METHOD ?? TRAINER_DEFAULTS.method;
-  if (!['binary', 'opd', 'combine'].includes(method)) throw new UsageError(`--method must be binary, opd or combine (got '${method}')`);
-  const opdTeacher = o['opd-teacher'] ?? TRAINER_DEFAULTS.opdTeacher;
-  if (opdTeacher !== 'base' && opdTeacher !== 'policy') throw new UsageError(`--opd-teacher must be base or policy`);
-  const baselineOpt = o['reward-baseline'] ?? TRAINER_DEFAULTS.rewardBaseline;
-  if (baselineOpt !== 'batch' && baselineOpt !== 'group' && baselineOpt !== 'none') throw new UsageError(`--reward-baseline must be batch, group or none`);
-  let overlong: { lMax: number; lCache: number } | null = null;
-  if (o.overlong) {
-    const m = /^(\d+),(\d+)$/.exec(o.overlong);
-    if (!m || Number(m[2]) > Number(m[1])) throw new UsageError(`--overlong expects L_MAX,L_CACHE (e.g. 1000,200), got '${o.overlong}'`);
-    overlong = { lMax: Number(m[1]), lCache: Number(m[2]) };
-  }
-  const trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
-    method: method as 'binary', opdTeacher, rewardBaseline: baselineOpt, overlong, checkpointDir: resolve(dataDir, 'checkpoints'),
-    batchSize: int(o['batch-size'], '--batch-size', TRAINER_DEFAULTS.batchSize), maxStaleness: int(o['max-staleness'], '--max-staleness', TRAINER_DEFAULTS.maxStaleness),
-    learningRate: num(o['learning-rate'], '--learning-rate', TRAINER_DEFAULTS.learningRate, (x) => x > 0), klCoef: num(o['kl-coef'], '--kl-coef', 0, (x) => x >= 0),
-    lora: { rank: int(o['lora-rank'], '--lora-rank', 16), alpha: int(o['lora-alpha'], '--lora-alpha', 32) },
-    checkpointEvery: int(o['checkpoint-every'], '--checkpoint-every', TRAINER_DEFAULTS.checkpointEvery), log: (l) => process.stderr.write(l + '\n'),
+  const { method, overlong } = o;
+  trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
+    method, opdTeacher: o['opd-teacher'], rewardBaseline: o['reward-baseline'], overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
+    batchSize: o['batch-size'], maxStaleness: o['max-staleness'], learningRate: o['learning-rate'], klCoef: o['kl-coef'],
+    lora: { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'], log: (l) => process.stderr.write(l + '\n'),
+    onStep: tracking.onStep,
   });
   await trainer?.init();
   const judge = createJudge(judgeConfig, engine);
+  const evaluator = !evalItems ? null : new Evaluator(engine, judge, evalItems, {
+    every: o['eval-every'], samples: o['eval-samples'], maxTokens: o['eval-max-tokens'], log: (l) => process.stderr.write(l + '\n'),
+  }, (line) => tracking.metricsLog.eval(line));
+  tracking.attach(trainer, evaluator);
+  evaluator?.schedule(trainer?.step ?? 0); // the starting point of the curve
   const judgeLoop = judge ? new JudgeLoop(store, judge, { hints: !o['no-hints'], includeContext: o['judge-context'], concurrency: judgeConfig.concurrency, log: (l) => process.stderr.write(l + '\n') }) : null;
   judgeLoop?.start();
   trainer?.start();
-  process.stderr.write(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}, learning: ${trainer ? `${method} (version ${trainer.version})` : 'off'}\n`);
+  process.stderr.write(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}, learning: ${trainer ? `${method} (version ${trainer.version})` : 'off'}\n`);
   await new Promise<void>((resolveStop) => {
     const stop = async (signal: string) => {
       process.stderr.write(`openclaw-rl: ${signal}, shutting down…\n`);
       await server!.close();
+      await evaluator?.close();
       await judgeLoop?.stop();
       await trainer?.stop();
       await engine.close();
+      tracking.close();
       store.close();
       resolveStop();
     };

@@ -1,7 +1,45 @@
 // The Engine interface: what the server, judge and trainer need from a model, whether it runs
 // in-process (embedded) or elsewhere. Shaped after the Tinker primitives so remote GPU engines fit.
-import type { ChatTokenizer } from './embedded/tokenizer.ts';
 import type { LossSpec } from '../learn/losses.ts';
+
+// ---- chat messages and the tokenizer ----
+
+export interface ToolCall { id?: string; type?: 'function'; function: { name: string; arguments: string | Record<string, unknown> } }
+export type ContentPart = { type: string; text?: string; [k: string]: unknown };
+export interface ChatMessage {
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+  content: string | ContentPart[] | null;
+  name?: string;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+  reasoning_content?: string | null;
+}
+export interface ToolSpec { type: 'function'; function: { name: string; description?: string; parameters?: unknown } }
+
+export interface RenderOptions {
+  tools?: ToolSpec[];
+  addGenerationPrompt?: boolean;
+  /** extra template variables, e.g. {enable_thinking: false} (OpenAI's chat_template_kwargs) */
+  templateKwargs?: Record<string, unknown>;
+}
+
+/**
+ * The model's tokenizer and chat template, as code outside an engine uses them. Remote engines
+ * (Tinker, vLLM, SGLang) render and tokenize on this side too, so prompt ids are always ours.
+ */
+export interface Tokenizer {
+  /** the Jinja chat template, or null for base models (plain-text fallback) */
+  readonly chatTemplate: string | null;
+  readonly vocabSize: number;
+  encode(text: string, addSpecialTokens?: boolean): number[];
+  decode(ids: ArrayLike<number>, skipSpecialTokens?: boolean): string;
+  /** one token's text piece as the vocabulary spells it */
+  tokenText(id: number): string;
+  /** the prompt text exactly as apply_chat_template(..., tokenize=False) renders it */
+  renderChat(messages: ChatMessage[], opts?: RenderOptions): string;
+  /** prompt token ids for a conversation */
+  encodeChat(messages: ChatMessage[], opts?: RenderOptions): number[];
+}
 
 export type FinishReason = 'stop' | 'length' | 'abort';
 
@@ -78,7 +116,7 @@ export interface EngineInfo {
 
 export interface Engine {
   readonly info: EngineInfo;
-  readonly tokenizer: ChatTokenizer;
+  readonly tokenizer: Tokenizer;
   /** Streams tokens as they are produced; the last event is `done`. Aborting ends it with finishReason 'abort'. */
   sample(promptIds: number[], params: SampleParams, signal?: AbortSignal): AsyncIterable<SampleEvent>;
   /** Teacher-forced log-probs of each response's tokens after its prompt. */

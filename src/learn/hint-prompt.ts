@@ -2,7 +2,7 @@
 // to the last user message, as upstream does it (content + "\n\n[user's hint / instruction]\n" +
 // hint, stripped). The trainer renders the result through the model's chat template; the chat-model
 // recipe teaches stories260k-chat to read hints in exactly this form.
-import type { ChatMessage } from '../engine/embedded/tokenizer.ts';
+import type { ChatMessage } from '../engine/types.ts';
 import { contentText, type WireMessage } from '../conversation/messages.ts';
 
 /** The marker line between the user's own words and the hint. */

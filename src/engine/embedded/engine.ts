@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import { ChatTokenizer } from './tokenizer.ts';
 import { loadConfig } from './config.ts';
 import { ModelFileError } from './safetensors.ts';
-import type { LoadOptions } from './model.ts';
+import type { RuntimeOptions, RuntimeStats } from './runtime.ts';
 import type { JobName } from './worker.ts';
 import type { LossSpec } from '../../learn/losses.ts';
 import {
@@ -19,7 +19,7 @@ type Pending =
   | { kind: 'sample'; push: (ev: SampleEvent | Error) => void }
   | { kind: 'job'; resolve: (v: never) => void; reject: (e: Error) => void };
 
-export interface EmbeddedEngineOptions extends LoadOptions { modelId?: string }
+export type EmbeddedEngineOptions = RuntimeOptions;
 
 export class EmbeddedEngine implements TrainingEngine {
   readonly info: EngineInfo;
@@ -126,6 +126,8 @@ export class EmbeddedEngine implements TrainingEngine {
   saveTrainingState(dir: string): Promise<void> { return this.job('saveTrainingState', resolve(dir)); }
   loadTrainingState(dir: string): Promise<number> { return this.job('loadTrainingState', resolve(dir)); }
   versions(): Promise<{ published: number; live: number[]; optimizerStep: number | null }> { return this.job('versions'); }
+  /** Prefix-cache and KV-memory figures (answered between steps, so cheap to poll). */
+  stats(): Promise<RuntimeStats> { return this.job('stats'); }
 
   async close(): Promise<void> {
     if (this.closed) return;

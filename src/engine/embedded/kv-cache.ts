@@ -1,6 +1,13 @@
-// Per-sequence key/value cache, one [capacity × kvDim] block per layer for keys and for values,
-// grown by doubling. Keys are stored after RoPE, so a cached position is never rotated twice.
+// Per-sequence key/value cache, one [capacity × kvDim] block per layer for keys and for values.
+// Keys are stored after RoPE, so a cached position is never rotated twice. Capacities climb a
+// ladder of powers of two (64, 128, …) capped at the cache's maximum, so the arena's exact-size
+// free lists can hand a released block straight to the next sequence that grows to that size.
 import type { Arena } from './arena.ts';
+
+/** The capacity a cache of `positions` positions gets (a power of two from 64, at most `max`). */
+export function kvCapacity(positions: number, max: number): number {
+  return Math.min(max, 2 ** Math.ceil(Math.log2(Math.max(positions, 64))));
+}
 
 export class KvCache {
   length = 0;
@@ -10,19 +17,26 @@ export class KvCache {
   private readonly arena: Arena;
   private readonly layers: number;
   private readonly kvDim: number;
-  private readonly maxPositions: number;
+  readonly maxPositions: number;
   constructor(arena: Arena, layers: number, kvDim: number, maxPositions: number) {
     this.arena = arena; this.layers = layers; this.kvDim = kvDim; this.maxPositions = maxPositions;
   }
+
+  /** Bytes one position takes (keys and values of every layer). */
+  get bytesPerPosition(): number { return this.layers * 2 * this.kvDim * 4; }
+
+  /** Bytes held in the arena. */
+  get bytes(): number { return this.capacity * this.bytesPerPosition; }
 
   /** Make room for `n` more positions. */
   reserve(n: number): void {
     const need = this.length + n;
     if (need > this.maxPositions) throw new RangeError(`context length ${need} exceeds the model's maximum of ${this.maxPositions} positions`);
     if (need <= this.capacity) return;
-    const cap = Math.min(this.maxPositions, Math.max(need, this.capacity * 2, 64));
+    const cap = kvCapacity(need, this.maxPositions);
     for (let l = 0; l < this.layers; l++) {
-      const k = this.arena.alloc(cap * this.kvDim), v = this.arena.alloc(cap * this.kvDim);
+      // positions past `length` are always written before they are read: no zero-fill
+      const k = this.arena.alloc(cap * this.kvDim, false), v = this.arena.alloc(cap * this.kvDim, false);
       if (this.capacity > 0) {
         k.set(this.k[l].subarray(0, this.length * this.kvDim)); v.set(this.v[l].subarray(0, this.length * this.kvDim));
         this.arena.free(this.k[l]); this.arena.free(this.v[l]);
@@ -30,6 +44,17 @@ export class KvCache {
       this.k[l] = k; this.v[l] = v;
     }
     this.capacity = cap;
+  }
+
+  /** Become a copy of the first `n` positions of `src` (a cache of the same model). */
+  copyFrom(src: KvCache, n: number): void {
+    this.length = 0;
+    this.reserve(n);
+    const len = n * this.kvDim;
+    for (let l = 0; l < this.layers; l++) {
+      this.k[l].set(src.k[l].subarray(0, len)); this.v[l].set(src.v[l].subarray(0, len));
+    }
+    this.length = n;
   }
 
   /** Drop positions after `n` (used when a prefix is reused). */

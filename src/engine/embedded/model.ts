@@ -76,8 +76,8 @@ export class Transformer {
     return new Transformer(cfg, weights, createKernel(arena, opts.kernel, opts.threads), arena, opts.maxContext);
   }
 
-  newCache(): KvCache {
-    return new KvCache(this.arena, this.cfg.numLayers, this.kvDim, this.maxContext);
+  newCache(maxPositions = this.maxContext): KvCache {
+    return new KvCache(this.arena, this.cfg.numLayers, this.kvDim, maxPositions);
   }
 
   /** Scratch buffers for `rows` rows (grown by powers of two, reused across calls). */

@@ -1,16 +1,22 @@
 // The embedded engine inside one thread: model + tokenizer + a batch scheduler. Every step runs
-// one forward pass over the prompts of newly admitted sequences and the last token of every
-// decoding sequence, so concurrent requests share each pass over the weights.
+// one forward pass over a chunk of the prompts being prefilled and the last token of every
+// decoding sequence, so concurrent requests share each pass over the weights and no decode waits
+// behind a long prompt: while anything decodes, the prefill chunk is sized (from measured step
+// times) so a step costs about two decode-only steps. Prompts start from the prefix cache
+// (prefix-cache.ts) and leave their caches there when they finish. KV memory is planned at
+// admission: a request waits rather than run out of memory mid-stream, and the context length the
+// engine reports is what fits beside the weights in the 4 GiB WebAssembly memory.
 // The worker (engine/embedded/worker.ts) drives this; tests may use it directly.
 import { basename } from 'node:path';
 import { Transformer, type LoadOptions, type BatchItem } from './model.ts';
 import { ChatTokenizer } from './tokenizer.ts';
-import type { KvCache } from './kv-cache.ts';
+import { kvCapacity, type KvCache } from './kv-cache.ts';
+import { PrefixCache, type PrefixCacheStats } from './prefix-cache.ts';
 import { sampleToken, topIndices } from './sampler.ts';
 import { logSumExp } from './ops/logits.ts';
 import { Rng, randomSeed } from './rng.ts';
 import { IncrementalDecoder, StopMatcher } from './detokenize.ts';
-import { scoreResponses } from './score.ts';
+import { scoreSteps, type CacheSource } from './score.ts';
 import { LoraTrainer } from './trainer.ts';
 import type { LoraAdapter, LoraConfig } from './lora.ts';
 import { saveAdapter, loadAdapter, saveTrainingState, loadTrainingState } from './peft.ts';
@@ -24,7 +30,10 @@ export interface Sequence {
   readonly adapter: LoraAdapter | null;
   readonly promptIds: number[];
   readonly params: SampleParams;
-  readonly cache: KvCache;
+  /** null until admitted */
+  cache: KvCache | null;
+  /** KV bytes planned for this sequence at admission */
+  plannedBytes: number;
   readonly ids: number[];
   readonly logprobs: number[];
   readonly rng: Rng;
@@ -40,8 +49,38 @@ export interface Sequence {
 
 export interface StepOutput { key: number; token: SampledToken | null; result: SampleResult | null }
 
-/** Largest number of prompt tokens admitted into one step (bounds a step's latency and memory). */
-const PREFILL_BUDGET = 2048;
+/** Default largest number of prompt tokens fed in one step (bounds a step's latency and memory). */
+export const PREFILL_CHUNK = 256;
+/** Smallest prefill chunk while other sequences decode. */
+const MIN_CHUNK = 4;
+/** Default prefix-cache budget. */
+export const PREFIX_CACHE_MIB = 1024;
+/** Arena memory kept free beside the weights and the KV caches (workspace, logits, adapters). */
+const HEADROOM_BYTES = 256 * 2 ** 20;
+const WASM_MEMORY_BYTES = 4 * 2 ** 30;
+
+export interface RuntimeOptions extends LoadOptions {
+  modelId?: string;
+  /** prefix-cache budget in MiB (0 turns the cache off); default 1024, at most what fits */
+  prefixCacheMiB?: number;
+  /** largest number of prompt tokens fed in one step; default 256 */
+  prefillChunk?: number;
+  /** cap on the memory for KV caches (live requests and the prefix cache) in MiB; default: what fits beside the weights */
+  kvMemoryMiB?: number;
+}
+
+export interface RuntimeStats {
+  prefixCache: PrefixCacheStats;
+  /** memory for KV caches (live requests and the prefix cache) beside the weights */
+  kvBudgetBytes: number;
+  /** KV bytes planned by running requests and open scoring passes */
+  liveKvBytes: number;
+  contextLength: number;
+  arenaUsedBytes: number;
+  arenaReservedBytes: number;
+  /** the prefill chunk the scheduler would use now, while sequences decode */
+  prefillChunk: number;
+}
 /** A saved set of weights: version 0 is the base model (no adapter). */
 interface WeightsVersion { adapter: LoraAdapter | null; refs: number }
 
@@ -57,15 +96,35 @@ export class EmbeddedRuntime {
   private readonly waiting: Sequence[] = [];
   private readonly running: Sequence[] = [];
   private nextKey = 1;
+  readonly prefixCache: PrefixCache;
+  /** the longest context that fits in memory (≤ the model's) */
+  readonly contextLength: number;
+  readonly kvBudgetBytes: number;
+  private readonly bytesPerPosition: number;
+  private readonly maxChunk: number;
+  /** open scoring caches (their memory counts as live) */
+  private readonly scoring = new Set<KvCache>();
+  /** measured: ms of a decode-only step, and ms per prefilled row */
+  private decodeMs = 0;
+  private rowMs = 0;
 
-  constructor(dir: string, opts: LoadOptions & { modelId?: string } = {}) {
+  constructor(dir: string, opts: RuntimeOptions = {}) {
     this.model = Transformer.load(dir, opts);
     this.tokenizer = ChatTokenizer.load(dir);
     const { cfg, weights, kernel } = this.model;
+    this.maxChunk = Math.max(1, opts.prefillChunk ?? PREFILL_CHUNK);
+    this.bytesPerPosition = cfg.numLayers * 2 * this.model.kvDim * 4;
+    const { hiddenSize: H, intermediateSize: I } = cfg;
+    const workspace = 2 ** Math.ceil(Math.log2(Math.max(this.maxChunk, 4))) * 4 * (3 * H + this.model.ldqkv + this.model.qDim + 3 * I);
+    const fits = Math.max(0, WASM_MEMORY_BYTES - this.model.arena.usedBytes - workspace - HEADROOM_BYTES);
+    this.kvBudgetBytes = Math.min(fits, (opts.kvMemoryMiB ?? Infinity) * 2 ** 20);
+    this.contextLength = Math.max(2, Math.min(this.model.maxContext, Math.floor(this.kvBudgetBytes / this.bytesPerPosition)));
+    const cacheBytes = Math.min(this.kvBudgetBytes, (opts.prefixCacheMiB ?? PREFIX_CACHE_MIB) * 2 ** 20);
+    this.prefixCache = new PrefixCache(cacheBytes, () => this.model.newCache(this.contextLength), (c) => c.bytes);
     this.info = {
       modelId: opts.modelId ?? basename(dir.replace(/\/+$/, '')),
       modelType: cfg.modelType,
-      contextLength: this.model.maxContext,
+      contextLength: this.contextLength,
       vocabSize: cfg.vocabSize,
       eosTokenIds: cfg.eosTokenIds,
       kernel: kernel.name,
@@ -82,8 +141,9 @@ export class EmbeddedRuntime {
     if (promptIds.length === 0) throw new EngineError('bad_request', 'the prompt has no tokens');
     const V = this.model.cfg.vocabSize;
     checkTokenIds(promptIds, V, 'prompt token id');
-    if (promptIds.length >= this.model.maxContext) {
-      throw new EngineError('context_length_exceeded', `the prompt has ${promptIds.length} tokens; this model's context is ${this.model.maxContext} tokens, and at least one must remain for the answer`);
+    if (promptIds.length >= this.contextLength) {
+      const why = this.contextLength < this.model.maxContext ? ` (the model's is ${this.model.maxContext}, but KV caches of only ${this.contextLength} positions fit beside its weights in the 4 GiB WebAssembly memory)` : '';
+      throw new EngineError('context_length_exceeded', `the prompt has ${promptIds.length} tokens; this engine's context is ${this.contextLength} tokens${why}, and at least one must remain for the answer`);
     }
     const key = this.nextKey++;
     const version = params.weights === 'base' ? 0 : this.published;
@@ -92,7 +152,7 @@ export class EmbeddedRuntime {
     const stopIds = new Set<number>(params.stopTokenIds ?? []);
     if (!params.ignoreEos) for (const id of this.model.cfg.eosTokenIds) stopIds.add(id);
     this.waiting.push({
-      key, version, adapter: pinned.adapter, promptIds, params, cache: this.model.newCache(), ids: [], logprobs: [],
+      key, version, adapter: pinned.adapter, promptIds, params, cache: null, plannedBytes: 0, ids: [], logprobs: [],
       rng: new Rng(params.seed ?? randomSeed()), decoder: new IncrementalDecoder(this.tokenizer, promptIds),
       stops: new StopMatcher(params.stop ?? []), stopIds, prefilled: false, aborted: false, tail: '', result: null,
     });
@@ -103,7 +163,36 @@ export class EmbeddedRuntime {
     for (const s of [...this.waiting, ...this.running]) if (s.key === key) s.aborted = true;
   }
 
-  /** One forward pass: admits waiting prompts (within the prefill budget) and decodes one token for every running sequence. */
+  /** KV bytes a sequence may grow to: its prompt plus its answer, within the context. */
+  private plannedBytes(s: Sequence): number {
+    const positions = Math.min(this.contextLength, s.promptIds.length + s.params.maxTokens);
+    return kvCapacity(positions, this.contextLength) * this.bytesPerPosition;
+  }
+
+  /** KV bytes held or planned by running sequences and open scoring passes. */
+  private get liveKvBytes(): number {
+    let b = 0;
+    for (const s of this.running) b += s.plannedBytes;
+    for (const c of this.scoring) b += c.bytes;
+    return b;
+  }
+
+  /** Room for `bytes` more KV, evicting prefix-cache entries if needed. */
+  private makeRoom(bytes: number): boolean {
+    const free = this.kvBudgetBytes - this.liveKvBytes - bytes;
+    if (free < 0) return false;
+    if (this.prefixCache.usedBytes > free) this.prefixCache.shrinkTo(free);
+    return true;
+  }
+
+  /** Prompt rows to feed in this step: all of a chunk when nothing decodes, else about one decode step's worth of time. */
+  prefillChunkNow(decoding: boolean): number {
+    if (!decoding) return this.maxChunk;
+    if (this.decodeMs === 0 || this.rowMs === 0) return Math.min(this.maxChunk, 32);
+    return Math.max(MIN_CHUNK, Math.min(this.maxChunk, Math.floor(this.decodeMs / this.rowMs)));
+  }
+
+  /** One forward pass: admits waiting prompts, feeds a chunk of the prompts being prefilled and decodes one token for every running sequence. */
   step(): StepOutput[] {
     const out: StepOutput[] = [];
     // retire aborted sequences first
@@ -112,33 +201,57 @@ export class EmbeddedRuntime {
         if (list[i].aborted) { out.push({ key: list[i].key, token: null, result: this.finish(list[i], 'abort') }); list.splice(i, 1); }
       }
     }
-    // normal requests first (in arrival order); a low-priority one only when none waits, one at a time
-    let budget = PREFILL_BUDGET;
+    // normal requests first (in arrival order); a low-priority one only when none waits, one at a
+    // time; each only when its KV fits (or nothing else runs)
     const lowRunning = this.running.some((s) => s.params.priority === 'low');
     for (let i = 0; i < this.waiting.length;) {
       const s = this.waiting[i];
       const low = s.params.priority === 'low';
       if (low && (lowRunning || this.waiting.some((w) => w.params.priority !== 'low'))) { i++; continue; }
-      if (budget < s.promptIds.length && !(this.running.length === 0 && budget === PREFILL_BUDGET)) break;
+      const planned = this.plannedBytes(s);
+      if (!this.makeRoom(planned) && this.running.length > 0) break;
       this.waiting.splice(i, 1);
-      budget -= s.promptIds.length;
+      const hit = this.prefixCache.enabled ? this.prefixCache.take(s.version, s.promptIds, s.promptIds.length - 1) : null;
+      s.cache = hit?.cache ?? this.model.newCache(this.contextLength);
+      s.plannedBytes = Math.max(planned, s.cache.bytes);
       this.running.push(s);
       if (low) break;
     }
     if (this.running.length === 0) return out;
 
-    const items: BatchItem[] = this.running.map((s) => ({ tokens: s.prefilled ? [s.ids[s.ids.length - 1]] : s.promptIds, cache: s.cache, adapter: s.adapter }));
+    // decode rows for every prefilled sequence, then prompt chunks in arrival order
+    let decoders = 0;
+    for (const s of this.running) if (s.prefilled) decoders++;
+    let budget = this.prefillChunkNow(decoders > 0);
+    const items: BatchItem[] = [];
+    const fed: Sequence[] = [];
+    const sampled: boolean[] = [];
+    let prefillRows = 0;
+    for (const s of this.running) {
+      const cache = s.cache!;
+      if (s.prefilled) { items.push({ tokens: [s.ids[s.ids.length - 1]], cache, adapter: s.adapter }); fed.push(s); sampled.push(true); continue; }
+      if (budget === 0) continue;
+      const from = cache.length, to = Math.min(s.promptIds.length, from + budget);
+      items.push({ tokens: s.promptIds.slice(from, to), cache, adapter: s.adapter });
+      fed.push(s); sampled.push(to === s.promptIds.length);
+      budget -= to - from; prefillRows += to - from;
+    }
+    const t0 = performance.now();
     const hidden = this.model.forward(items);
     const { hiddenSize: H, vocabSize: V } = this.model.cfg;
-    const n = items.length;
-    const last = this.model.arena.alloc(n * H);
-    let row = 0;
-    items.forEach((it, i) => { row += it.tokens.length; last.set(hidden.subarray((row - 1) * H, row * H), i * H); });
-    const logits = this.model.arena.alloc(n * V);
-    this.model.logits(logits, last, n);
+    const n = sampled.filter(Boolean).length;
+    const last = this.model.arena.alloc(Math.max(1, n) * H);
+    let row = 0, k = 0;
+    items.forEach((it, i) => { row += it.tokens.length; if (sampled[i]) last.set(hidden.subarray((row - 1) * H, row * H), k++ * H); });
+    const logits = this.model.arena.alloc(Math.max(1, n) * V);
+    if (n > 0) this.model.logits(logits, last, n);
+    this.observe(performance.now() - t0, decoders, prefillRows);
 
-    for (let i = 0; i < n; i++) {
-      const s = this.running[i];
+    k = 0;
+    for (let j = 0; j < fed.length; j++) {
+      if (!sampled[j]) continue;
+      const i = k++;
+      const s = fed[j];
       s.prefilled = true;
       const c = sampleToken(logits, i * V, V, s.params, () => s.rng.next());
       s.ids.push(c.id);
@@ -147,7 +260,7 @@ export class EmbeddedRuntime {
       let text = isStopId ? '' : s.stops.push(s.decoder.push(c.id));
       if (isStopId) s.result = this.finish(s, 'stop', c.id);
       else if (s.stops.matched !== null) s.result = this.finish(s, 'stop', s.stops.matched);
-      else if (s.ids.length >= s.params.maxTokens || s.cache.length + 1 > this.model.maxContext) s.result = this.finish(s, 'length');
+      else if (s.ids.length >= s.params.maxTokens || s.cache!.length + 1 > this.contextLength) s.result = this.finish(s, 'length');
       if (s.result) text += s.tail;
       const token: SampledToken = { id: c.id, logprob: c.logprob, text };
       if (s.params.topLogprobs) {
@@ -166,6 +279,14 @@ export class EmbeddedRuntime {
     return out;
   }
 
+  /** Learn the cost of a decode step and of a prefilled row (moving averages) for sizing chunks. */
+  private observe(ms: number, decoders: number, prefillRows: number): void {
+    const ema = (old: number, x: number) => (old === 0 ? x : 0.7 * old + 0.3 * x);
+    if (prefillRows === 0) { if (decoders > 0) this.decodeMs = ema(this.decodeMs, ms); return; }
+    const rowMs = Math.max(0, ms - (decoders > 0 ? this.decodeMs : 0)) / prefillRows;
+    if (rowMs > 0) this.rowMs = ema(this.rowMs, rowMs);
+  }
+
   private finish(s: Sequence, reason: SampleResult['finishReason'], stoppedBy?: number | string): SampleResult {
     if (reason !== 'abort' && s.stops.matched === null) {
       // release what an incomplete character or a possible stop-string prefix held back
@@ -173,7 +294,12 @@ export class EmbeddedRuntime {
       if (s.stops.matched === null) s.tail += s.stops.flush();
       else stoppedBy = s.stops.matched;
     }
-    s.cache.release();
+    if (s.cache) {
+      // what was computed stays for the next request that shares the prefix
+      if (this.prefixCache.enabled) this.prefixCache.insert(s.version, [...s.promptIds, ...s.ids], s.cache);
+      else s.cache.release();
+      s.cache = null;
+    }
     this.versions.get(s.version)!.refs--;
     this.collectVersions();
     return { ids: s.ids, logprobs: s.logprobs, text: s.stops.fullText, finishReason: reason, stoppedBy, promptTokens: s.promptIds.length, policyVersion: s.version };
@@ -193,15 +319,38 @@ export class EmbeddedRuntime {
 
   /** Teacher-forced log-probs of each response token (see ScoreOptions; default: the published weights). */
   score(requests: ScoreRequest[], opts: ScoreOptions = {}): Float32Array[] {
+    const steps = this.scoreSteps(requests, opts);
+    for (;;) { const r = steps.next(); if (r.done) return r.value; }
+  }
+
+  /** `score` in passes of at most one prefill chunk, yielding between them (the worker decodes in between). */
+  scoreSteps(requests: ScoreRequest[], opts: ScoreOptions = {}): Generator<void, Float32Array[]> {
     const V = this.model.cfg.vocabSize;
     for (const { promptIds, responseIds } of requests) {
       if (promptIds.length === 0) throw new EngineError('bad_request', 'scoring needs at least one prompt token');
       const total = promptIds.length + responseIds.length;
-      if (total - 1 > this.model.maxContext) throw new EngineError('context_length_exceeded', `prompt + response is ${total} tokens; this model's context is ${this.model.maxContext}`);
+      if (total - 1 > this.contextLength) throw new EngineError('context_length_exceeded', `prompt + response is ${total} tokens; this engine's context is ${this.contextLength}`);
       checkTokenIds(promptIds, V);
       checkTokenIds(responseIds, V);
     }
-    return scoreResponses(this.model, requests, this.adapterFor(opts.adapter ?? 'published'), opts.temperature ?? 1);
+    const sel = opts.adapter ?? 'published';
+    const adapter = this.adapterFor(sel);
+    // the adapter being trained changes every step: its KV is never cached
+    const version = sel === 'current' ? null : sel === 'base' ? 0 : sel === 'published' ? this.published : sel;
+    const caches: CacheSource = {
+      open: (tokens, limit) => {
+        const hit = version !== null && this.prefixCache.enabled ? this.prefixCache.take(version, tokens, limit) : null;
+        const c = hit?.cache ?? this.model.newCache(this.contextLength);
+        this.scoring.add(c);
+        return c;
+      },
+      close: (tokens, c) => {
+        this.scoring.delete(c);
+        if (version !== null && this.prefixCache.enabled && this.versions.has(version)) this.prefixCache.insert(version, tokens, c);
+        else c.release();
+      },
+    };
+    return scoreSteps(this.model, requests, adapter, opts.temperature ?? 1, () => this.prefillChunkNow(this.running.length > 0), caches);
   }
 
   // ---- weights versions ----
@@ -217,6 +366,16 @@ export class EmbeddedRuntime {
     if (!found) throw new EngineError('bad_request', `weights version ${v} does not exist (or was freed: only published, newer and in-use versions are kept)`);
     return found.adapter;
   }
+
+  stats(): RuntimeStats {
+    return {
+      prefixCache: this.prefixCache.stats(), kvBudgetBytes: this.kvBudgetBytes, liveKvBytes: this.liveKvBytes, contextLength: this.contextLength,
+      arenaUsedBytes: this.model.arena.usedBytes, arenaReservedBytes: this.model.arena.reservedBytes, prefillChunk: this.prefillChunkNow(true),
+    };
+  }
+
+  /** Forget every cached prefix: for whoever changes the weights of an existing version in place. */
+  clearPrefixCache(): void { this.prefixCache.clear(); }
 
   /** Versions whose adapter memory is held (for tests and /metrics). */
   get liveVersions(): number[] { return [...this.versions.keys()].sort((a, b) => a - b); }
@@ -244,7 +403,7 @@ export class EmbeddedRuntime {
   /** Free versions older than the published one that no request uses (the base stays). */
   private collectVersions(): void {
     for (const [v, w] of this.versions) {
-      if (v !== 0 && v < this.published && w.refs === 0) { w.adapter?.free(); this.versions.delete(v); }
+      if (v !== 0 && v < this.published && w.refs === 0) { w.adapter?.free(); this.versions.delete(v); this.prefixCache.dropVersion(v); }
     }
   }
 

@@ -3,6 +3,7 @@
 // rows get logits, SCORE_ROWS rows at a time, so no [tokens × vocab] matrix is ever held.
 import type { Transformer } from './model.ts';
 import type { LoraAdapter } from './lora.ts';
+import type { KvCache } from './kv-cache.ts';
 import { logSumExp } from './ops/logits.ts';
 
 export interface ResponseRequest { promptIds: number[]; responseIds: number[] }
@@ -56,6 +57,87 @@ export function scoreResponses(model: Transformer, requests: ResponseRequest[], 
       }
     }
   } finally {
+    model.arena.free(logits);
+  }
+  return out;
+}
+
+/**
+ * Where scoring gets its caches: `open` returns one holding the longest cached prefix of `tokens`
+ * (at most `limit` positions; empty when none), `close` takes it back once `tokens` are all in it.
+ */
+export interface CacheSource {
+  open(tokens: number[], limit: number): KvCache;
+  close(tokens: number[], cache: KvCache): void;
+}
+
+/** Fresh caches, released after use (no prefix cache). */
+export function freshCaches(model: Transformer): CacheSource {
+  return { open: () => model.newCache(), close: (_, cache) => cache.release() };
+}
+
+interface OpenRequest { index: number; fed: number[]; promptLength: number; responseIds: number[]; cache: KvCache; lp: Float32Array }
+
+/**
+ * Scoring in passes of at most `rowsPerPass()` fed rows, yielding after each pass (so the engine
+ * thread can run decode steps between them). Each request starts from its longest cached prefix
+ * (at most its prompt minus one token: the row that predicts the first response token is always
+ * computed) and its cache is handed back afterwards. Long requests span passes; short ones share
+ * a pass. Every row is computed exactly as in `scoreResponses`, so the log-probs are the same bits.
+ */
+export function* scoreSteps(
+  model: Transformer, requests: ResponseRequest[], adapter: LoraAdapter | null, temperature: number,
+  rowsPerPass: () => number, caches: CacheSource = freshCaches(model),
+): Generator<void, Float32Array[]> {
+  const { hiddenSize: H, vocabSize: V } = model.cfg;
+  const invT = 1 / temperature;
+  const out: Float32Array[] = new Array(requests.length);
+  const open: OpenRequest[] = [];
+  let next = 0;
+  const logits = model.arena.alloc(SCORE_ROWS * V);
+  try {
+    while (next < requests.length || open.length > 0) {
+      // fill one pass: continue the open requests, then open new ones while rows remain
+      let budget = Math.max(1, rowsPerPass());
+      const slices: { req: OpenRequest; from: number; to: number }[] = [];
+      for (const req of open) {
+        if (budget === 0) break;
+        const from = req.cache.length, to = Math.min(req.fed.length, from + budget);
+        slices.push({ req, from, to }); budget -= to - from;
+      }
+      while (budget > 0 && next < requests.length) {
+        const r = requests[next];
+        const fed = fedTokens(r);
+        const cache = caches.open(fed, r.promptIds.length - 1);
+        const req: OpenRequest = { index: next++, fed, promptLength: r.promptIds.length, responseIds: r.responseIds, cache, lp: new Float32Array(r.responseIds.length) };
+        open.push(req);
+        const from = req.cache.length, to = Math.min(fed.length, from + budget);
+        slices.push({ req, from, to }); budget -= to - from;
+      }
+      const hidden = model.forward(slices.map((s) => ({ tokens: s.req.fed.slice(s.from, s.to), cache: s.req.cache, adapter })));
+      let row0 = 0;
+      for (const { req, from, to } of slices) {
+        // the row at position q predicts response token q − (promptLength − 1)
+        const first = Math.max(from, req.promptLength - 1), last = Math.min(to, req.promptLength - 1 + req.responseIds.length);
+        for (let q0 = first; q0 < last; q0 += SCORE_ROWS) {
+          const rows = Math.min(SCORE_ROWS, last - q0);
+          model.logits(logits, hidden.subarray((row0 + q0 - from) * H, (row0 + q0 - from + rows) * H), rows);
+          for (let i = 0; i < rows; i++) {
+            const t = q0 + i - (req.promptLength - 1);
+            req.lp[t] = logits[i * V + req.responseIds[t]] * invT - logSumExp(logits, i * V, V, invT);
+          }
+        }
+        row0 += to - from;
+      }
+      while (open.length > 0 && open[0].cache.length === open[0].fed.length) {
+        const done = open.shift()!;
+        out[done.index] = done.lp;
+        caches.close(done.fed, done.cache);
+      }
+      if (next < requests.length || open.length > 0) yield;
+    }
+  } finally {
+    for (const req of open) caches.close(req.fed.slice(0, req.cache.length), req.cache);
     model.arena.free(logits);
   }
   return out;

@@ -6,25 +6,9 @@ import { join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import { Template } from '@huggingface/jinja';
 import { ModelFileError } from './safetensors.ts';
+import type { Tokenizer as ChatTokenizerInterface, ChatMessage, RenderOptions } from '../types.ts';
 
-export interface ToolCall { id?: string; type?: 'function'; function: { name: string; arguments: string | Record<string, unknown> } }
-export type ContentPart = { type: string; text?: string; [k: string]: unknown };
-export interface ChatMessage {
-  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
-  content: string | ContentPart[] | null;
-  name?: string;
-  tool_calls?: ToolCall[];
-  tool_call_id?: string;
-  reasoning_content?: string | null;
-}
-export interface ToolSpec { type: 'function'; function: { name: string; description?: string; parameters?: unknown } }
-
-export interface RenderOptions {
-  tools?: ToolSpec[];
-  addGenerationPrompt?: boolean;
-  /** extra template variables, e.g. {enable_thinking: false} (OpenAI's chat_template_kwargs) */
-  templateKwargs?: Record<string, unknown>;
-}
+export type { ToolCall, ContentPart, ChatMessage, ToolSpec, RenderOptions } from '../types.ts';
 
 /**
  * Plain-text fallback for models without a chat template (base models such as stories260K):
@@ -33,7 +17,7 @@ export interface RenderOptions {
  */
 export const PLAIN_TEXT_FALLBACK = 'plain-text: message contents joined by "\\n", BOS prepended when the tokenizer adds one';
 
-export class ChatTokenizer {
+export class ChatTokenizer implements ChatTokenizerInterface {
   readonly tokenizer: Tokenizer;
   readonly chatTemplate: string | null;
   readonly bosToken: string | null;

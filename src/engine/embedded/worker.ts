@@ -4,13 +4,12 @@
 // turn, alternating with sampling steps, so a long forward/backward never stalls the streams.
 // Messages in: sample, abort, job, close. Out: ready | step | result | error | closed.
 import { parentPort, workerData } from 'node:worker_threads';
-import { EmbeddedRuntime } from './runtime.ts';
-import type { LoadOptions } from './model.ts';
+import { EmbeddedRuntime, type RuntimeOptions } from './runtime.ts';
 import type { LoraConfig } from './lora.ts';
 import { EngineError, type SampleParams } from '../types.ts';
 
 export type JobName = 'score' | 'configureTraining' | 'forwardBackward' | 'optimStep' | 'saveWeights' | 'publish'
-  | 'saveAdapter' | 'loadAdapter' | 'saveTrainingState' | 'loadTrainingState' | 'versions';
+  | 'saveAdapter' | 'loadAdapter' | 'saveTrainingState' | 'loadTrainingState' | 'versions' | 'stats';
 
 export type WorkerRequest =
   | { op: 'sample'; id: number; promptIds: number[]; params: SampleParams }
@@ -19,7 +18,7 @@ export type WorkerRequest =
   | { op: 'close' };
 
 const port = parentPort!;
-const { dir, opts } = workerData as { dir: string; opts: LoadOptions & { modelId?: string } };
+const { dir, opts } = workerData as { dir: string; opts: RuntimeOptions };
 
 let rt: EmbeddedRuntime;
 try {
@@ -38,7 +37,7 @@ function* once(f: () => unknown): Work { return f(); }
 function startJob(name: JobName, args: unknown[]): Work {
   const a = args as never[];
   switch (name) {
-    case 'score': return once(() => rt.score(a[0], a[1]));
+    case 'score': return rt.scoreSteps(a[0], a[1]); // a pass per unit: decode steps run in between
     case 'configureTraining': return once(() => rt.configureTraining(a[0] as Partial<LoraConfig>));
     case 'forwardBackward': return rt.forwardBackwardSteps(a[0], a[1]);
     case 'optimStep': return once(() => rt.optimStep(a[0]));
@@ -49,6 +48,7 @@ function startJob(name: JobName, args: unknown[]): Work {
     case 'saveTrainingState': return once(() => rt.saveTrainingState(a[0]));
     case 'loadTrainingState': return once(() => rt.loadTrainingState(a[0]));
     case 'versions': return once(() => ({ published: rt.published, live: rt.liveVersions, optimizerStep: rt.trainer?.optimizer.step ?? null }));
+    case 'stats': return once(() => rt.stats());
   }
 }
 
@@ -129,6 +129,8 @@ port.on('message', async (msg: WorkerRequest) => {
       break;
     }
     case 'job':
+      // figures are answered at once, not behind a long job
+      if (msg.name === 'stats') { port.postMessage({ op: 'result', id: msg.id, value: rt.stats() }); break; }
       jobs.push({ id: msg.id, name: msg.name, args: msg.args, work: null });
       schedule();
       break;

@@ -9,7 +9,7 @@
 // - judging: the self judge's compact PRM and hint prompts ending in the right verdict;
 // - tools: arithmetic through a calculator tool call, its result, then the answer — and, on purpose,
 //   some direct (wrong) answers, so agent RL has room to improve the habit.
-import type { ChatMessage, ToolSpec } from '../../engine/embedded/tokenizer.ts';
+import type { ChatMessage, ToolSpec } from '../../engine/types.ts';
 import { Rng } from '../../engine/embedded/rng.ts';
 import { userTextWithHint } from '../../learn/hint-prompt.ts';
 import { compactPrmPrompt, compactHintPrompt, looksLikeError, type JudgeInput } from '../../judge/prompts.ts';
