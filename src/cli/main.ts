@@ -13,12 +13,13 @@ import { rollbackCommand } from './rollback.ts';
 import { reportCommand } from './report.ts';
 import { generateCommand, scoreCommand } from './generate.ts';
 import { envServerCommand } from './env-server.ts';
+import { benchChatModelCommand } from './bench-chat-model.ts';
 import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand } from './bench.ts';
 
 /** Every command, in the order `openclaw-rl --help` lists them. A name with a space is a member of a group. */
 export const COMMANDS: readonly Command[] = [
   serveCommand, demoCommand, statusCommand, turnsCommand, rollbackCommand, reportCommand, openclawConfigCommand, exportCommand, generateCommand, scoreCommand,
-  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, envServerCommand,
+  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, benchChatModelCommand, envServerCommand,
 ];
 
 export function version(): string {

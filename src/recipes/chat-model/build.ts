@@ -47,6 +47,8 @@ export interface BuildOptions {
   out: string;
   seed: number;
   quick?: boolean;
+  /** a recipe of one's own (tests use a tiny one); default FULL_RECIPE, or QUICK_RECIPE with `quick` */
+  recipe?: RecipeConfig;
   log?: (line: string) => void;
 }
 
@@ -81,7 +83,7 @@ export function isCurrentBuild(dir: string): boolean {
 
 export async function buildChatModel(o: BuildOptions): Promise<Manifest> {
   const log = o.log ?? (() => {});
-  const recipe = o.quick ? QUICK_RECIPE : FULL_RECIPE;
+  const recipe = o.recipe ?? (o.quick ? QUICK_RECIPE : FULL_RECIPE);
   const started = performance.now(), loadAtStart = loadavg();
   const work = join(dirname(o.out), `.${basename(o.out)}.build-${process.pid}`);
   rmSync(work, { recursive: true, force: true });
@@ -115,7 +117,7 @@ export async function buildChatModel(o: BuildOptions): Promise<Manifest> {
 
     const sets = phrasingSets();
     const manifest: Manifest = {
-      name: MODEL_NAME, recipeVersion: RECIPE_VERSION, seed: o.seed, quick: !!o.quick,
+      name: MODEL_NAME, recipeVersion: RECIPE_VERSION, seed: o.seed, quick: recipe !== FULL_RECIPE,
       base: { dir: o.base, weightsSha256: sha256File(join(o.base, 'model.safetensors')) },
       weightsSha256: sha256File(join(model, 'model.safetensors')),
       config: recipe,
