@@ -82,12 +82,14 @@ export const JUDGE_HINT = {
 // ---- feedback: what the user says after an answer ----
 
 export const CORRECTION_PREFIXES: Parts = {
-  train: ['No,', 'Nope,', 'Hmm,', 'Not quite.', "That's not it.", 'Wrong story.', 'No no,', "That's not what I asked for.", 'Try again,'],
+  train: ['No,', 'Nope,', 'Hmm,', 'Not quite.', "That's not it.", 'Wrong story.', 'No no,', "That's not what I asked for.", 'Try again,', 'Wait,',
+    'Ugh,', 'Sorry, but', 'Not that one.', 'Please change it:'],
   heldOut: ['Not really,', 'Hmm, no.'],
 };
 export const CORRECTION_TOPIC: Parts = {
   train: ['I wanted a story about a {t}.', 'I asked for a {t}.', 'please put a {t} in it.', 'where is the {t}?', 'can you make it about a {t}?',
-    'it should be about a {t}.', 'I want a {t} in the story.', 'I said a {t}.'],
+    'it should be about a {t}.', 'I want a {t} in the story.', 'I said a {t}.', 'there is no {t} in it.', 'redo it with a {t}.',
+    'my kid wanted a {t}.', 'add a {t}, please.', 'it was supposed to have a {t}.'],
   heldOut: ['I was hoping for a {t}.', 'the story needs a {t}.'],
 };
 export const CORRECTION_NAME: Parts = {
@@ -96,7 +98,9 @@ export const CORRECTION_NAME: Parts = {
 };
 export const POSITIVE: Parts = {
   train: ['Thanks!', 'I love it!', 'Great story, thanks!', 'Perfect, thank you!', 'That was lovely.', 'Awesome, my kid loved it!', 'Nice one.',
-    'Wonderful!', 'So good, thank you.', 'That is exactly what I wanted.', 'Haha, cute!', 'Great, thanks a lot.'],
+    'Wonderful!', 'So good, thank you.', 'That is exactly what I wanted.', 'Haha, cute!', 'Great, thanks a lot.', 'My son loved it.',
+    'Yes, that is great.', 'Lovely story.', 'Thank you, that was fun!', 'Brilliant!', 'We both liked it a lot.', 'Cool, thanks.', 'Very nice!',
+    'That made me smile.', 'Good job!', 'Amazing, thank you.', 'She giggled the whole time, thanks.'],
   heldOut: ['Beautiful, thank you so much!', 'My daughter adored it.', 'Just right, thanks.'],
 };
 export const POSITIVE_TOPIC: Parts = {
@@ -104,7 +108,8 @@ export const POSITIVE_TOPIC: Parts = {
   heldOut: ['The {t} made my day, thanks!'],
 };
 export const NEUTRAL: Parts = {
-  train: ['Ok.', 'Hmm.', 'What time is it?', 'I am going to bed now.', 'Let me think.', 'Wait a second.', 'Is it raining today?', 'Hello.'],
+  train: ['Ok.', 'Hmm.', 'What time is it?', 'I am going to bed now.', 'Let me think.', 'Wait a second.', 'Is it raining today?', 'Hello.',
+    'Brb.', 'What is your name?', 'Where is my phone?', 'I need to cook dinner.', 'Who are you?', 'One moment.', 'Is it Monday?', 'Hi there.'],
   heldOut: ['Hold on.', 'Where are my keys?'],
 };
 /** Requests to go on after praise (the praise is the signal, the request just continues). */
