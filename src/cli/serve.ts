@@ -1,7 +1,7 @@
 // `openclaw-rl serve`: the embedded engine behind the OpenAI-compatible API, recording every turn.
 import { resolve } from 'node:path';
 import { defineCommand, opt, UsageError, type Values } from './command.ts';
-import { modelDir, modelOption, kernelOption, threadsOption } from './args.ts';
+import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId } from './args.ts';
 import { JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
 
@@ -14,7 +14,7 @@ const SERVE_OPTIONS = {
   port: opt.port('port to listen on', { default: 30000, env: 'PORT', allowZero: true }),
   'api-key': opt.string('bearer key clients must send (prefer the environment: flags show in ps)', { env: ['OPENCLAW_RL_API_KEY', 'SGLANG_API_KEY'], placeholder: 'KEY', nonEmpty: true }),
   'data-dir': opt.path('where turns, the store and checkpoints live', { default: '.openclaw-rl', env: 'OPENCLAW_RL_DATA_DIR', placeholder: 'DIR' }),
-  'served-model-name': opt.string('the model id clients ask for', { defaultText: "the model folder's name", placeholder: 'ID', nonEmpty: true }),
+  'served-model-name': opt.string('the model id clients ask for', { defaultText: "the model folder's name, or the Hugging Face id", placeholder: 'ID', nonEmpty: true }),
   'max-concurrent': count('requests served at once before 429', 16),
   'max-body-bytes': count('largest request body', 8 * 2 ** 20),
   'session-idle-seconds': count('a session without requests this long is closed', 1800),
@@ -54,6 +54,16 @@ const SERVE_OPTIONS = {
   'eval-max-tokens': count('answer length in the held-out evaluation', 64),
   tensorboard: opt.path('also write the metrics as TensorBoard event files into this folder', { placeholder: 'DIR' }),
   'keep-versions': count('published versions kept on disk for rollbacks', 20),
+  engine: opt.choice(['embedded', 'tinker', 'vllm', 'sglang'], 'what samples: the embedded CPU engine, a Tinker API server (which also trains), or a vLLM / SGLang server (training by --trainer)', { default: 'embedded', env: 'OPENCLAW_RL_ENGINE' }),
+  'serving-url': opt.string('base URL of the vLLM (http://HOST:8000/v1) or SGLang (http://HOST:30000) server', { env: 'OPENCLAW_RL_SERVING_URL', placeholder: 'URL', nonEmpty: true }),
+  'serving-api-key': opt.string('bearer key of the vLLM / SGLang server', { env: 'OPENCLAW_RL_SERVING_API_KEY', placeholder: 'KEY', nonEmpty: true }),
+  'serving-model': opt.string('base model name on the vLLM / SGLang server', { defaultText: 'the one the server lists', placeholder: 'NAME', nonEmpty: true }),
+  trainer: opt.choice(['embedded'], 'what trains when --engine is vllm or sglang: the embedded engine on this machine, from --model', { default: 'embedded' }),
+  'adapter-dir': opt.path('where published versions are written as PEFT adapters for the vLLM / SGLang server to load (a path it can read)', { defaultText: '<data-dir>/serving-adapters', placeholder: 'DIR' }),
+  'tinker-url': opt.string('base URL of the Tinker API server (Tinker cloud, SkyRL, or openclaw-rl serve-tinker)', { env: 'TINKER_BASE_URL', placeholder: 'URL', nonEmpty: true }),
+  'tinker-api-key': opt.string('Tinker API key (prefer the environment: flags show in ps)', { env: 'TINKER_API_KEY', placeholder: 'KEY', nonEmpty: true }),
+  'tinker-base-model': opt.string('base model name on the Tinker server', { defaultText: 'the only model the server lists', placeholder: 'NAME', nonEmpty: true }),
+  'tinker-wire': opt.choice(['proto', 'json'], 'forward_backward bodies and results as protobuf (SDK 0.25 and later) or JSON (older servers)', { default: 'proto' }),
 };
 
 export const serveCommand = defineCommand({
@@ -66,6 +76,9 @@ export const serveCommand = defineCommand({
   options: SERVE_OPTIONS,
   check: (o) => {
     if (o.judge === 'llm' && (!o['judge-url'] || !o['judge-model'])) throw new UsageError('--judge llm needs --judge-url (an OpenAI-compatible base URL) and --judge-model');
+    if (o.engine === 'tinker' && !o['tinker-url']) throw new UsageError('--engine tinker needs --tinker-url (or TINKER_BASE_URL)');
+    if ((o.engine === 'vllm' || o.engine === 'sglang') && !o['serving-url']) throw new UsageError(`--engine ${o.engine} needs --serving-url (the server's base URL)`);
+    if (o.engine === 'tinker' && o['kl-coef'] > 0) throw new UsageError('--kl-coef needs the embedded engine: the Tinker API has no KL-to-base loss term');
   },
   run: (o) => serveWith(o),
 });
@@ -98,10 +111,21 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   };
   const contextOverflow = o['context-overflow'];
   process.stderr.write(`loading ${dir}…\n`);
-  const engine = await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads });
+  const log = (l: string) => process.stderr.write(l + '\n');
+  const engine = o.engine === 'vllm' || o.engine === 'sglang'
+    ? await (await import('../engine/select.ts')).servingEngine(o.engine, {
+      url: o['serving-url']!, apiKey: o['serving-api-key'], model: o['serving-model'], modelDir: dir,
+      adapterDir: resolve(o['adapter-dir'] ?? resolve(dataDir, 'serving-adapters')), kernel: o.kernel, threads: o.threads, log,
+    })
+    : o.engine === 'tinker'
+    ? await (await import('../engine/tinker/engine.ts')).TinkerEngine.connect({
+      baseUrl: o['tinker-url']!, apiKey: o['tinker-api-key'], tokenizerDir: dir, baseModel: o['tinker-base-model'], wire: o['tinker-wire'],
+      log: (l) => process.stderr.write(l + '\n'),
+    })
+    : await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads });
   const store = new Store(dataDir, { redact: !o['no-redact'], retentionDays: o['retention-days'] });
   if (store.recoveredAborted > 0) process.stderr.write(`marked ${store.recoveredAborted} turn(s) interrupted by the last shutdown as aborted\n`);
-  const modelId = o['served-model-name'] ?? engine.info.modelId;
+  const modelId = o['served-model-name'] ?? defaultModelId(o.model ?? dir);
   // metrics.jsonl (+ TensorBoard), the version archive, held-out evaluation and the dashboard
   const tracking = new Tracking({ store, engine, dataDir, modelId, judgeKind: judgeConfig.kind, learning: !o['no-train'], tensorboard: o.tensorboard, keepVersions: o['keep-versions'] });
   let trainer: InstanceType<typeof TrainerLoop> | null = null;

@@ -38,7 +38,9 @@ test('npm pack + npm install -g of the tarball: --version, serve --help, a short
     assert.match(demo.stderr, /dog-lover: satisfaction \d+% → \d+% after 4 conversations/);
     assert.ok(existsSync(join(t.dir, 'demo', 'curve.json')));
 
-    const config = await cli('openclaw-config', '--with-plugin');
+    // no server to ask: the model serve would be given, by the environment as `npm start` does
+    const config = await run(bin, ['openclaw-config', '--with-plugin', '--base-url', 'http://127.0.0.1:9/v1'], { env: { ...env, OPENCLAW_RL_MODEL: STORIES }, cwd: t.dir });
+    assert.equal(JSON.parse(config.stdout).models.providers['openclaw-rl'].models[0].contextWindow, 512);
     const pluginDir: string = JSON.parse(config.stdout).plugins.load.paths[0];
     assert.ok(pluginDir.startsWith(installed), `${pluginDir} is inside the installed package`);
     for (const f of ['openclaw.plugin.json', 'package.json', 'dist/index.js']) assert.ok(existsSync(join(pluginDir, f)), `plugin file ${f}`);
