@@ -78,7 +78,7 @@ export type PromptStyle = 'full' | 'compact';
 export const COMPACT_CONTEXT_LIMIT = 2048;
 
 /** Characters of the answer and of the next state the compact prompts keep. */
-export const COMPACT_ANSWER_CHARS = 160, COMPACT_STATE_CHARS = 160;
+export const COMPACT_ANSWER_CHARS = 100, COMPACT_STATE_CHARS = 160;
 
 /** `text` cut to at most `max` characters at a word boundary, with "…" when something was cut. */
 export function clip(text: string, max: number): string {

@@ -30,16 +30,16 @@ export interface RecipeConfig {
 }
 
 export const FULL_RECIPE: RecipeConfig = {
-  pool: { free: 1000, perTopic: 40, perName: 20, topicNames: 120, maxTokens: 110, maxWords: 45, temperature: 0.8 },
+  pool: { free: 1000, perTopic: 40, perName: 20, topicNames: 120, maxTokens: 90, maxWords: 35, temperature: 0.8 },
   mix: FULL_MIX,
-  train: { epochs: 1, learningRate: 3e-3, batchSequences: 24, loraRank: 32, warmupSteps: 10 },
+  train: { epochs: 1, learningRate: 2e-3, batchTokens: 4096, loraRank: 32 },
 };
 
 /** A few percent of the full recipe: the same pipeline in about a minute (tests, determinism checks). */
 export const QUICK_RECIPE: RecipeConfig = {
-  pool: { free: 120, perTopic: 4, perName: 3, topicNames: 12, maxTokens: 90, maxWords: 40, temperature: 0.8 },
+  pool: { free: 120, perTopic: 4, perName: 3, topicNames: 12, maxTokens: 90, maxWords: 35, temperature: 0.8 },
   mix: Object.fromEntries(KINDS.map((k) => [k, Math.max(4, Math.round(FULL_MIX[k] / 50))])) as Mix,
-  train: { epochs: 1, learningRate: 3e-3, batchSequences: 16, loraRank: 16, warmupSteps: 2 },
+  train: { epochs: 1, learningRate: 2e-3, batchTokens: 2048, loraRank: 16 },
 };
 
 export interface BuildOptions {

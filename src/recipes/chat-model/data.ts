@@ -33,8 +33,8 @@ export type Mix = Record<Kind, number>;
 
 /** The full recipe's mix (conversations per kind). */
 export const FULL_MIX: Mix = {
-  topic: 1400, name: 300, topicName: 200, short: 250, happy: 250, plain: 400, hint: 1400, feedback: 900, praise: 300,
-  prm: 1200, hintJudge: 1200, tool: 1000, noTool: 300,
+  topic: 1300, name: 250, topicName: 200, short: 200, happy: 200, plain: 300, hint: 1300, feedback: 800, praise: 250,
+  prm: 1500, hintJudge: 1500, tool: 1200, noTool: 300,
 };
 
 /** Share of tool conversations answered directly, without the tool (the answer is then wrong). */
