@@ -204,10 +204,15 @@ export class ServingEngine implements TrainingEngine {
 
   // ---- training: the trainer's ----
 
-  configureTraining(lora?: LoraSettings): Promise<void> { return this.trainer.configureTraining(lora); }
+  configureTraining(lora?: LoraSettings | null): Promise<void> {
+    // versions reach the server as LoRA adapters; full-parameter versions would need a full weights reload
+    if (lora === null) return Promise.reject(new EngineError('bad_request', `full-parameter training cannot be served through ${this.backend.name} yet (versions are loaded as LoRA adapters): train LoRA, or serve the merged model with --engine embedded`));
+    return this.trainer.configureTraining(lora);
+  }
   forwardBackward(data: Datum[], loss: LossSpec): Promise<ForwardBackwardMetrics> { return this.trainer.forwardBackward(data, loss); }
   optimStep(adam: AdamParams): Promise<OptimStepMetrics> { return this.trainer.optimStep(adam); }
   saveAdapter(dir: string, adapter?: AdapterSelector): Promise<void> { return this.trainer.saveAdapter(dir, adapter); }
+  saveModel(dir: string, weights?: AdapterSelector): Promise<void> { return this.trainer.saveModel(dir, weights); }
   saveTrainingState(dir: string): Promise<void> { return this.trainer.saveTrainingState(dir); }
 
   async close(): Promise<void> {
