@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { compactPrmPrompt, compactHintPrompt, clip, judgePrompts, prmPrompt, hintPrompt, COMPACT_ANSWER_CHARS } from '../../src/judge/prompts.ts';
-import { SelfBackend, LlmBackend } from '../../src/judge/backends.ts';
+import { SelfBackend, LlmBackend, type ChatBackend } from '../../src/judge/backends.ts';
 import { PrmJudge } from '../../src/judge/judge.ts';
 import type { Engine } from '../../src/engine/types.ts';
 
@@ -34,7 +34,7 @@ test('a self judge on a small-context model uses the compact prompts; a large on
   assert.equal(new SelfBackend(engineWith(512)).promptStyle, 'compact');
   assert.equal(new SelfBackend(engineWith(32768)).promptStyle, 'full');
   assert.equal(new SelfBackend(engineWith(512), 'full').promptStyle, 'full');
-  assert.equal(new LlmBackend({ baseUrl: 'http://127.0.0.1:1/v1', model: 'm' }).promptStyle, undefined);
+  assert.equal((new LlmBackend({ baseUrl: 'http://127.0.0.1:1/v1', model: 'm' }) as ChatBackend).promptStyle, undefined);
   assert.equal(judgePrompts('compact').prm, compactPrmPrompt);
   assert.equal(judgePrompts('full').hint, hintPrompt);
 

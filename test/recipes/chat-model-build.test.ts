@@ -53,3 +53,14 @@ test('a built model loads, renders its chat template with tools, and ends a turn
     } finally { await engine.close(); }
   } finally { cleanup(); }
 });
+
+test('a build finds and removes the work folder a killed build left behind, and keeps those of running builds', async () => {
+  const { dir, cleanup } = tempDir();
+  try {
+    const { mkdirSync } = await import('node:fs');
+    const { staleWorkFolders } = await import('../../src/recipes/chat-model/build.ts');
+    const dead = join(dir, '.m.build-999999999'), alive = join(dir, `.m.build-${process.ppid}`);
+    mkdirSync(dead); mkdirSync(alive);
+    assert.deepEqual(staleWorkFolders(join(dir, 'm')), [dead]);
+  } finally { cleanup(); }
+});

@@ -81,8 +81,20 @@ export function isCurrentBuild(dir: string): boolean {
   return !!m && m.recipeVersion === RECIPE_VERSION && existsSync(join(dir, 'model.safetensors'));
 }
 
+/** Work folders of builds whose process is gone (killed or crashed) beside `out`. */
+export function staleWorkFolders(out: string): string[] {
+  const parent = dirname(out), prefix = `.${basename(out)}.build-`;
+  if (!existsSync(parent)) return [];
+  return readdirSync(parent).filter((f) => f.startsWith(prefix)).filter((f) => {
+    const pid = Number(f.slice(prefix.length));
+    if (!Number.isInteger(pid) || pid === process.pid) return false;
+    try { process.kill(pid, 0); return false; } catch { return true; }
+  }).map((f) => join(parent, f));
+}
+
 export async function buildChatModel(o: BuildOptions): Promise<Manifest> {
   const log = o.log ?? (() => {});
+  for (const stale of staleWorkFolders(o.out)) { log(`removing ${stale} (left by a build that did not finish)`); rmSync(stale, { recursive: true, force: true }); }
   const recipe = o.recipe ?? (o.quick ? QUICK_RECIPE : FULL_RECIPE);
   const started = performance.now(), loadAtStart = loadavg();
   const work = join(dirname(o.out), `.${basename(o.out)}.build-${process.pid}`);
@@ -153,4 +165,3 @@ export async function ensureChatModel(o: BuildOptions): Promise<string> {
   return o.out;
 }
 
-export const listFiles = (dir: string) => readdirSync(dir).sort();

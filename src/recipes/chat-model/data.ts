@@ -33,8 +33,8 @@ export type Mix = Record<Kind, number>;
 
 /** The full recipe's mix (conversations per kind). */
 export const FULL_MIX: Mix = {
-  topic: 1300, name: 250, topicName: 200, short: 200, happy: 200, plain: 300, hint: 1300, feedback: 800, praise: 250,
-  prm: 1500, hintJudge: 1500, tool: 1200, noTool: 300,
+  topic: 900, name: 160, topicName: 120, short: 120, happy: 120, plain: 180, hint: 850, feedback: 480, praise: 150,
+  prm: 900, hintJudge: 900, tool: 750, noTool: 180,
 };
 
 /** Share of tool conversations answered directly, without the tool (the answer is then wrong). */
