@@ -172,8 +172,8 @@ export class ServingEngine implements TrainingEngine {
     }
   }
 
-  async saveWeights(): Promise<number> {
-    const v = await this.trainer.saveWeights();
+  async saveWeights(opts: { atLeast?: number } = {}): Promise<number> {
+    const v = await this.trainer.saveWeights(opts);
     await this.export(v);
     return v;
   }

@@ -327,10 +327,11 @@ export class TinkerEngine implements TrainingEngine {
     }
   }
 
-  async saveWeights(): Promise<number> {
+  async saveWeights(opts: { atLeast?: number } = {}): Promise<number> {
     const ref = this.currentSnapshot ?? await this.snapshot();
     this.currentSnapshot = ref;
-    const v = ++this.latest;
+    // numbered above every earlier version and the caller's durable floor (see TrainingEngine.saveWeights)
+    const v = this.latest = Math.max(this.latest + 1, opts.atLeast ?? 0);
     this.samplers.set(v, ref);
     return v;
   }
