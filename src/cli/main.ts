@@ -9,12 +9,12 @@ import { statusCommand } from './status.ts';
 import { openclawConfigCommand } from './openclaw-config.ts';
 import { exportCommand } from './export.ts';
 import { generateCommand, scoreCommand } from './generate.ts';
-import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand } from './bench.ts';
+import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, benchOpenclawCommand } from './bench.ts';
 
 /** Every command, in the order `openclaw-rl --help` lists them. A name with a space is a member of a group. */
 export const COMMANDS: readonly Command[] = [
   serveCommand, demoCommand, statusCommand, openclawConfigCommand, exportCommand, generateCommand, scoreCommand,
-  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand,
+  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, benchOpenclawCommand,
 ];
 
 export function version(): string {

@@ -48,6 +48,9 @@ const SERVE_OPTIONS = {
   'checkpoint-every': count('save a checkpoint every N steps', TRAINER_DEFAULTS.checkpointEvery),
   overlong: opt.custom('overlong-response penalty: max length and soft margin in tokens', 'L_MAX,L_CACHE', parseOverlong),
   'context-overflow': opt.choice(['error', 'truncate'], 'a prompt longer than the context', { default: 'error' }),
+  'prefix-cache-mib': opt.int('memory for cached prompt prefixes (KV reused by later turns, sessions and scoring); 0 turns it off', { min: 0, defaultText: '1024' }),
+  'prefill-chunk': opt.int('largest number of prompt tokens fed per step (decodes of other requests run between chunks)', { min: 1, defaultText: '256' }),
+  'kv-memory-mib': opt.int('cap on memory for KV caches; the context shrinks to what fits', { min: 1, defaultText: 'what fits beside the weights in 4 GiB' }),
 };
 
 export const serveCommand = defineCommand({
@@ -71,7 +74,7 @@ function parseOverlong(raw: string, source: string): { lMax: number; lCache: num
 }
 
 async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
-  const { EmbeddedEngine } = await import('../engine/embedded/engine.ts');
+  const { EmbeddedEngine, engineStatsMetrics } = await import('../engine/embedded/engine.ts');
   const { Store } = await import('../store/store.ts');
   const { startServer } = await import('../api/server.ts');
   const { createJudge } = await import('../judge/config.ts');
@@ -88,7 +91,13 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   };
   const contextOverflow = o['context-overflow'];
   process.stderr.write(`loading ${dir}…\n`);
-  const engine = await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads });
+  const engine = await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads, prefixCacheMiB: o['prefix-cache-mib'], prefillChunk: o['prefill-chunk'], kvMemoryMiB: o['kv-memory-mib'] });
+  // /metrics is answered synchronously: keep the engine's figures fresh in the background
+  let engineMetrics = '';
+  const refreshMetrics = () => { engine.stats().then((st) => { engineMetrics = engineStatsMetrics(st); }, () => {}); };
+  refreshMetrics();
+  const metricsTimer = setInterval(refreshMetrics, 2000);
+  metricsTimer.unref();
   const store = new Store(dataDir, { redact: !o['no-redact'], retentionDays: o['retention-days'] });
   if (store.recoveredAborted > 0) process.stderr.write(`marked ${store.recoveredAborted} turn(s) interrupted by the last shutdown as aborted\n`);
   const modelId = o['served-model-name'] ?? engine.info.modelId;
@@ -104,7 +113,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
         // how sessions were identified: "header" means the OpenClaw plugin is doing its job
         sessionSources: Object.fromEntries((store.sql('SELECT id_source, COUNT(*) AS n FROM sessions GROUP BY id_source').all() as { id_source: string; n: number }[]).map((r) => [r.id_source, r.n])),
         turnTypes: Object.fromEntries((store.sql('SELECT turn_type || \'/\' || type_source AS k, COUNT(*) AS n FROM turns GROUP BY k').all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
-      }), extraMetrics: () => trainer?.metrics() ?? '',
+      }), extraMetrics: () => engineMetrics + (trainer?.metrics() ?? ''),
     });
   } catch (e) {
     await engine.close(); store.close();
@@ -128,6 +137,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
       await server!.close();
       await judgeLoop?.stop();
       await trainer?.stop();
+      clearInterval(metricsTimer);
       await engine.close();
       store.close();
       resolveStop();
