@@ -11,6 +11,7 @@ import { ApiError, badRequest } from './errors.ts';
 import { handleChat, type ChatContext } from './chat.ts';
 import { Metrics } from './metrics.ts';
 import { outputFormatOf } from './output.ts';
+import type { Dashboard } from '../dashboard/routes.ts';
 
 export interface ServerOptions {
   engine: Engine;
@@ -31,6 +32,10 @@ export interface ServerOptions {
   status?: () => Record<string, unknown>;
   /** extra Prometheus lines for /metrics (training metrics) */
   extraMetrics?: () => string;
+  /** the web dashboard (GET / and /admin/dashboard/*, POST /admin/rollback) */
+  dashboard?: Dashboard;
+  /** the version new requests get (from the trainer): reported at once after a publish */
+  publishedVersion?: () => number;
 }
 
 export interface RunningServer { url: string; server: Server; metrics: Metrics; tracker: SessionTracker; close(): Promise<void> }
@@ -85,11 +90,14 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     try {
       if (req.method === 'GET' && path === '/healthz') return sendJson(res, 200, { status: 'ok' });
       if (req.method === 'GET' && path === '/readyz') return sendJson(res, 200, { status: 'ready', model: o.modelId });
+      if (o.dashboard?.servePublic(req, res, path)) return;
       if (o.apiKey) {
         const auth = req.headers.authorization ?? '';
         const m = /^Bearer\s+(.+)$/i.exec(auth);
         if (!m || !sameKey(m[1].trim(), o.apiKey)) throw new ApiError(401, 'missing or wrong API key: send "Authorization: Bearer <key>"', { code: 'invalid_api_key' });
       }
+      if (o.publishedVersion) metrics.policyVersion = o.publishedVersion();
+      if (o.dashboard && await o.dashboard.handle(req, res, path, url, { policyVersion: metrics.policyVersion, requestsInFlight: metrics.active, openSessions: tracker.openSessions, requests: Object.fromEntries(metrics.requests) })) return;
       if (req.method === 'GET' && path === '/metrics') {
         res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(metrics.render({ activeSessions: tracker.openSessions }) + (o.extraMetrics?.() ?? ''));
         return;

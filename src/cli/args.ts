@@ -1,4 +1,6 @@
 // Options and value parsers that several commands share (the CLI layer itself is in command.ts).
+import { existsSync, statSync } from 'node:fs';
+import { basename, resolve } from 'node:path';
 import { opt, UsageError } from './command.ts';
 
 export { UsageError } from './command.ts';
@@ -35,4 +37,13 @@ export async function modelDir(v: string | undefined): Promise<string> {
     if (e instanceof ModelNotFound) throw new UsageError(`--model: ${e.message}`);
     throw e;
   }
+}
+
+/**
+ * The model id `serve` answers to unless --served-model-name says otherwise, and `openclaw-config`'s default:
+ * a model folder's name, or a Hugging Face id itself (as vLLM and SGLang name it).
+ */
+export function defaultModelId(spec: string): string {
+  if (existsSync(spec) && statSync(spec).isDirectory()) return basename(resolve(spec));
+  return spec;
 }

@@ -228,7 +228,10 @@ function parseValues<O extends Options>(spec: CommandSpec<O>, argv: readonly str
   for (const [name, o] of Object.entries(options)) parserOptions[name] = { type: o.type, multiple: !!o.multiple, ...(o.short ? { short: o.short } : {}) };
   if (spec.configFile) parserOptions.config = { type: 'string' };
   const known = Object.keys(parserOptions).filter((n) => !options[n]?.hidden);
-  const { tokens } = parseArgs({ args: [...argv], options: parserOptions, strict: false, allowPositionals: true, tokens: true });
+  // a negative number after a string option is its value (`--reward -1`), not a cluster of short flags
+  const args = argv.map((a, i) => (i > 0 && /^-\d/.test(a) && /^--[^=]+$/.test(argv[i - 1]) && parserOptions[argv[i - 1].slice(2)]?.type === 'string' ? `\0${a}` : a));
+  const joined = args.flatMap((a, i) => (args[i + 1]?.startsWith('\0') ? [`${a}=${args[i + 1].slice(1)}`] : a.startsWith('\0') ? [] : [a]));
+  const { tokens } = parseArgs({ args: joined, options: parserOptions, strict: false, allowPositionals: true, tokens: true });
   const given: Record<string, string[]> = {};
   for (const t of tokens) {
     if (t.kind === 'positional') throw new UsageError(`unexpected argument '${t.value}'${suggest(t.value, known, '--')}; see openclaw-rl ${spec.name} --help`);

@@ -4,17 +4,22 @@
 import { readFileSync } from 'node:fs';
 import { UsageError, EXIT, suggest, formatOptions, type Command } from './command.ts';
 import { serveCommand } from './serve.ts';
+import { serveTinkerCommand } from './serve-tinker.ts';
 import { demoCommand } from './demo.ts';
 import { statusCommand } from './status.ts';
 import { openclawConfigCommand } from './openclaw-config.ts';
 import { exportCommand } from './export.ts';
+import { turnsCommand } from './turns.ts';
+import { rollbackCommand } from './rollback.ts';
+import { reportCommand } from './report.ts';
 import { generateCommand, scoreCommand } from './generate.ts';
+import { envServerCommand } from './env-server.ts';
 import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, benchOpenclawCommand } from './bench.ts';
 
 /** Every command, in the order `openclaw-rl --help` lists them. A name with a space is a member of a group. */
 export const COMMANDS: readonly Command[] = [
-  serveCommand, demoCommand, statusCommand, openclawConfigCommand, exportCommand, generateCommand, scoreCommand,
-  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, benchOpenclawCommand,
+  serveCommand, serveTinkerCommand, demoCommand, statusCommand, turnsCommand, rollbackCommand, reportCommand, openclawConfigCommand, exportCommand, generateCommand, scoreCommand,
+  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, benchOpenclawCommand, envServerCommand,
 ];
 
 export function version(): string {

@@ -1,7 +1,7 @@
 // `openclaw-rl serve`: the embedded engine behind the OpenAI-compatible API, recording every turn.
 import { resolve } from 'node:path';
 import { defineCommand, opt, UsageError, type Values } from './command.ts';
-import { modelDir, modelOption, kernelOption, threadsOption } from './args.ts';
+import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId } from './args.ts';
 import { JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
 
@@ -14,7 +14,7 @@ const SERVE_OPTIONS = {
   port: opt.port('port to listen on', { default: 30000, env: 'PORT', allowZero: true }),
   'api-key': opt.string('bearer key clients must send (prefer the environment: flags show in ps)', { env: ['OPENCLAW_RL_API_KEY', 'SGLANG_API_KEY'], placeholder: 'KEY', nonEmpty: true }),
   'data-dir': opt.path('where turns, the store and checkpoints live', { default: '.openclaw-rl', env: 'OPENCLAW_RL_DATA_DIR', placeholder: 'DIR' }),
-  'served-model-name': opt.string('the model id clients ask for', { defaultText: "the model folder's name", placeholder: 'ID', nonEmpty: true }),
+  'served-model-name': opt.string('the model id clients ask for', { defaultText: "the model folder's name, or the Hugging Face id", placeholder: 'ID', nonEmpty: true }),
   'max-concurrent': count('requests served at once before 429', 16),
   'max-body-bytes': count('largest request body', 8 * 2 ** 20),
   'session-idle-seconds': count('a session without requests this long is closed', 1800),
@@ -51,6 +51,17 @@ const SERVE_OPTIONS = {
   'prefix-cache-mib': opt.int('memory for cached prompt prefixes (KV reused by later turns, sessions and scoring); 0 turns it off', { min: 0, defaultText: '1024' }),
   'prefill-chunk': opt.int('largest number of prompt tokens fed per step (decodes of other requests run between chunks)', { min: 1, defaultText: '256' }),
   'kv-memory-mib': opt.int('cap on memory for KV caches; the context shrinks to what fits', { min: 1, defaultText: 'what fits beside the weights in 4 GiB' }),
+  'eval-file': opt.file('held-out prompts (JSON Lines: {"prompt"|"messages", "criteria"?, "satisfied"?}) evaluated while serving'),
+  'eval-every': count('evaluate the held-out prompts after every N published steps', 10),
+  'eval-samples': count('answers per held-out prompt', 2),
+  'eval-max-tokens': count('answer length in the held-out evaluation', 64),
+  tensorboard: opt.path('also write the metrics as TensorBoard event files into this folder', { placeholder: 'DIR' }),
+  'keep-versions': count('published versions kept on disk for rollbacks', 20),
+  engine: opt.choice(['embedded', 'tinker'], 'what samples and trains: the embedded CPU engine, or a Tinker API server (--model then gives the tokenizer)', { default: 'embedded', env: 'OPENCLAW_RL_ENGINE' }),
+  'tinker-url': opt.string('base URL of the Tinker API server (Tinker cloud, SkyRL, or openclaw-rl serve-tinker)', { env: 'TINKER_BASE_URL', placeholder: 'URL', nonEmpty: true }),
+  'tinker-api-key': opt.string('Tinker API key (prefer the environment: flags show in ps)', { env: 'TINKER_API_KEY', placeholder: 'KEY', nonEmpty: true }),
+  'tinker-base-model': opt.string('base model name on the Tinker server', { defaultText: 'the only model the server lists', placeholder: 'NAME', nonEmpty: true }),
+  'tinker-wire': opt.choice(['proto', 'json'], 'forward_backward bodies and results as protobuf (SDK 0.25 and later) or JSON (older servers)', { default: 'proto' }),
 };
 
 export const serveCommand = defineCommand({
@@ -63,6 +74,8 @@ export const serveCommand = defineCommand({
   options: SERVE_OPTIONS,
   check: (o) => {
     if (o.judge === 'llm' && (!o['judge-url'] || !o['judge-model'])) throw new UsageError('--judge llm needs --judge-url (an OpenAI-compatible base URL) and --judge-model');
+    if (o.engine === 'tinker' && !o['tinker-url']) throw new UsageError('--engine tinker needs --tinker-url (or TINKER_BASE_URL)');
+    if (o.engine === 'tinker' && o['kl-coef'] > 0) throw new UsageError('--kl-coef needs the embedded engine: the Tinker API has no KL-to-base loss term');
   },
   run: (o) => serveWith(o),
 });
@@ -80,6 +93,10 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   const { createJudge } = await import('../judge/config.ts');
   const { JudgeLoop } = await import('../judge/loop.ts');
   const { TrainerLoop } = await import('../trainer/loop.ts');
+  const { Evaluator, loadEvalFile, EvalFileError } = await import('../trainer/evaluation.ts');
+  const { Tracking } = await import('../dashboard/tracking.ts');
+  let evalItems = null;
+  try { evalItems = o['eval-file'] ? loadEvalFile(o['eval-file']) : null; } catch (e) { throw e instanceof EvalFileError ? new UsageError(`--eval-file: ${e.message}`) : e; }
   const dir = await modelDir(o.model);
   const { port, host } = o;
   const apiKey = o['api-key'];
@@ -91,16 +108,24 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   };
   const contextOverflow = o['context-overflow'];
   process.stderr.write(`loading ${dir}…\n`);
-  const engine = await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads, prefixCacheMiB: o['prefix-cache-mib'], prefillChunk: o['prefill-chunk'], kvMemoryMiB: o['kv-memory-mib'] });
-  // /metrics is answered synchronously: keep the engine's figures fresh in the background
+  const engine = o.engine === 'tinker'
+    ? await (await import('../engine/tinker/engine.ts')).TinkerEngine.connect({
+      baseUrl: o['tinker-url']!, apiKey: o['tinker-api-key'], tokenizerDir: dir, baseModel: o['tinker-base-model'], wire: o['tinker-wire'],
+      log: (l) => process.stderr.write(l + '\n'),
+    })
+    : await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads, prefixCacheMiB: o['prefix-cache-mib'], prefillChunk: o['prefill-chunk'], kvMemoryMiB: o['kv-memory-mib'] });
+  // /metrics is answered synchronously: keep the embedded engine's figures fresh in the background
   let engineMetrics = '';
-  const refreshMetrics = () => { engine.stats().then((st) => { engineMetrics = engineStatsMetrics(st); }, () => {}); };
+  const refreshMetrics = () => { if (engine instanceof EmbeddedEngine) engine.stats().then((st) => { engineMetrics = engineStatsMetrics(st); }, () => {}); };
   refreshMetrics();
   const metricsTimer = setInterval(refreshMetrics, 2000);
   metricsTimer.unref();
   const store = new Store(dataDir, { redact: !o['no-redact'], retentionDays: o['retention-days'] });
   if (store.recoveredAborted > 0) process.stderr.write(`marked ${store.recoveredAborted} turn(s) interrupted by the last shutdown as aborted\n`);
-  const modelId = o['served-model-name'] ?? engine.info.modelId;
+  const modelId = o['served-model-name'] ?? defaultModelId(o.model ?? dir);
+  // metrics.jsonl (+ TensorBoard), the version archive, held-out evaluation and the dashboard
+  const tracking = new Tracking({ store, engine, dataDir, modelId, judgeKind: judgeConfig.kind, learning: !o['no-train'], tensorboard: o.tensorboard, keepVersions: o['keep-versions'] });
+  let trainer: InstanceType<typeof TrainerLoop> | null = null;
   let server;
   try {
     server = await startServer({
@@ -113,32 +138,40 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
         // how sessions were identified: "header" means the OpenClaw plugin is doing its job
         sessionSources: Object.fromEntries((store.sql('SELECT id_source, COUNT(*) AS n FROM sessions GROUP BY id_source').all() as { id_source: string; n: number }[]).map((r) => [r.id_source, r.n])),
         turnTypes: Object.fromEntries((store.sql('SELECT turn_type || \'/\' || type_source AS k, COUNT(*) AS n FROM turns GROUP BY k').all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
-      }), extraMetrics: () => engineMetrics + (trainer?.metrics() ?? ''),
+      }), extraMetrics: () => engineMetrics + (trainer?.metrics() ?? ''), dashboard: tracking.dashboard, publishedVersion: () => tracking.publishedVersion(),
     });
   } catch (e) {
     await engine.close(); store.close();
     throw e;
   }
   const { method, overlong } = o;
-  const trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
+  trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method, opdTeacher: o['opd-teacher'], rewardBaseline: o['reward-baseline'], overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
     batchSize: o['batch-size'], maxStaleness: o['max-staleness'], learningRate: o['learning-rate'], klCoef: o['kl-coef'],
     lora: { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'], log: (l) => process.stderr.write(l + '\n'),
+    onStep: tracking.onStep,
   });
   await trainer?.init();
   const judge = createJudge(judgeConfig, engine);
+  const evaluator = !evalItems ? null : new Evaluator(engine, judge, evalItems, {
+    every: o['eval-every'], samples: o['eval-samples'], maxTokens: o['eval-max-tokens'], log: (l) => process.stderr.write(l + '\n'),
+  }, (line) => tracking.metricsLog.eval(line));
+  tracking.attach(trainer, evaluator);
+  evaluator?.schedule(trainer?.step ?? 0); // the starting point of the curve
   const judgeLoop = judge ? new JudgeLoop(store, judge, { hints: !o['no-hints'], includeContext: o['judge-context'], concurrency: judgeConfig.concurrency, log: (l) => process.stderr.write(l + '\n') }) : null;
   judgeLoop?.start();
   trainer?.start();
-  process.stderr.write(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}, learning: ${trainer ? `${method} (version ${trainer.version})` : 'off'}\n`);
+  process.stderr.write(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}, learning: ${trainer ? `${method} (version ${trainer.version})` : 'off'}\n`);
   await new Promise<void>((resolveStop) => {
     const stop = async (signal: string) => {
       process.stderr.write(`openclaw-rl: ${signal}, shutting down…\n`);
       await server!.close();
+      await evaluator?.close();
       await judgeLoop?.stop();
       await trainer?.stop();
       clearInterval(metricsTimer);
       await engine.close();
+      tracking.close();
       store.close();
       resolveStop();
     };

@@ -1,5 +1,32 @@
 // `openclaw-rl status`: what a running server reports at GET /admin/status.
 import { defineCommand, opt } from './command.ts';
+import { sparkline } from '../dashboard/sparkline.ts';
+import type { MetricsLine } from '../dashboard/metrics-log.ts';
+
+/** The learning curve in the terminal: the last 40 steps' reward mean and loss, and held-out evaluations. */
+async function curveLines(base: string, key: string | undefined): Promise<string[]> {
+  const r = await fetch(`${base}/admin/dashboard/live?after=0`, { headers: key ? { authorization: `Bearer ${key}` } : {}, signal: AbortSignal.timeout(10_000) }).catch(() => null);
+  if (!r?.ok) return [];
+  const { metrics } = await r.json() as { metrics: { lines: MetricsLine[] } };
+  const steps = metrics.lines.filter((l) => l.event === 'step' && l.status === 'published') as Extract<MetricsLine, { event: 'step' }>[];
+  const evals = metrics.lines.filter((l) => l.event === 'eval') as Extract<MetricsLine, { event: 'eval' }>[];
+  const out: string[] = [];
+  const last = <T>(xs: T[]) => xs[xs.length - 1];
+  const fmt = (x: number | null | undefined, d = 3) => (x === null || x === undefined ? '–' : x.toFixed(d));
+  const rate = (x: number | null) => (x === null ? '–' : `${(x * 100).toFixed(0)}%`);
+  if (steps.length) {
+    const first = steps[Math.max(0, steps.length - 40)];
+    out.push(`curve over steps ${first.step}–${last(steps).step}:`,
+      `  reward mean ${sparkline(steps.map((s) => s.rewardMean))}  last ${fmt(last(steps).rewardMean, 2)}`,
+      `  loss        ${sparkline(steps.map((s) => s.loss))}  last ${fmt(last(steps).loss)}`);
+    if (steps.some((s) => s.kl !== null)) out.push(`  KL to base  ${sparkline(steps.map((s) => s.kl))}  last ${fmt(last(steps).kl, 4)}`);
+  }
+  if (evals.length) {
+    const e = last(evals);
+    out.push(`  held-out    ${sparkline(evals.map((l) => l.judgeScoreMean ?? l.ruleSatisfaction))}  last: judge ${rate(e.judgeSatisfaction)}, rule ${rate(e.ruleSatisfaction)} at step ${e.step}`);
+  }
+  return out;
+}
 
 export const statusCommand = defineCommand({
   name: 'status',
@@ -27,6 +54,7 @@ export const statusCommand = defineCommand({
       `sessions by how they were identified: ${JSON.stringify(body.sessionSources ?? {})}`,
       `turns by type: ${JSON.stringify(body.turnTypes ?? {})}`,
       `judge: ${body.judge}; learning: ${t ? `${t.method}, step ${t.step}, samples ${JSON.stringify(t.samples)}` : 'off'}`,
+      ...(await curveLines(base, key)),
     ].join('\n') + '\n');
   },
 });

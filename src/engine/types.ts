@@ -58,8 +58,11 @@ export interface SampleParams {
   ignoreEos?: boolean;
   /** also return this many most likely alternatives per token (0 = none) */
   topLogprobs?: number;
-  /** 'base' samples with adapters off (judges); default: the published weights */
-  weights?: 'published' | 'base';
+  /**
+   * 'base' samples with adapters off (judges); a number samples with that saved version (a Tinker
+   * sampling client pins one); default: the published weights
+   */
+  weights?: 'published' | 'base' | number;
   /** 'low' is admitted only when no normal request waits, one at a time (judging, evaluation) */
   priority?: 'normal' | 'low';
 }
@@ -170,6 +173,11 @@ export interface AdamParams {
   weightDecay?: number;
   /** clip the global gradient norm to this (0 = off) */
   gradClipNorm?: number;
+  /**
+   * 'tokens' (default): the step uses the accumulated gradient divided by its number of loss tokens
+   * (token mean); 'none': the plain sum, as Tinker's losses define it (serve-tinker)
+   */
+  normalize?: 'tokens' | 'none';
 }
 export const ADAM_DEFAULTS = { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, gradClipNorm: 1 };
 

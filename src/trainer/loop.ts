@@ -41,6 +41,8 @@ export interface TrainerOptions {
   checkpointDir: string;
   pollMs: number;
   log: (line: string) => void;
+  /** called after every step (published or rejected): metrics.jsonl, version archive, evaluation */
+  onStep?: (record: StepRecord) => void | Promise<void>;
 }
 
 export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
@@ -70,6 +72,8 @@ export class TrainerLoop {
   step = 0;
   lastStep: StepRecord | null = null;
   counts = { trained: 0, stale: 0, rejected: 0 };
+  /** serialises steps with rollbacks (see exclusive) */
+  private lock: Promise<unknown> = Promise.resolve();
 
   constructor(store: Store, engine: TrainingEngine, o: Partial<TrainerOptions> & { checkpointDir: string }) {
     this.store = store;
@@ -108,7 +112,7 @@ export class TrainerLoop {
   async tick(): Promise<number> {
     await this.buildSamples();
     let steps = 0;
-    while (!this.stopping && this.pendingCount() >= this.o.batchSize) { await this.trainStep(); steps++; }
+    while (!this.stopping && this.pendingCount() >= this.o.batchSize) { await this.exclusive(() => this.trainStep()); steps++; }
     return steps;
   }
 
@@ -198,6 +202,7 @@ export class TrainerLoop {
       });
       this.counts.rejected += ids.length;
       this.lastStep = record;
+      await this.afterStep(record);
       this.o.log(`trainer: step rejected (${opt.reason}); ${ids.length} samples set aside`);
       return;
     }
@@ -214,7 +219,20 @@ export class TrainerLoop {
     this.counts.trained += ids.length;
     this.lastStep = record;
     if (this.step % this.o.checkpointEvery === 0) await this.engine.saveTrainingState(this.checkpoint);
+    await this.afterStep(record);
     this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, ${record.durationMs.toFixed(0)} ms)`);
+  }
+
+  /** The onStep hook; its failure is logged, never a failed step. */
+  private async afterStep(record: StepRecord): Promise<void> {
+    try { await this.o.onStep?.(record); } catch (e) { this.o.log(`trainer: after step ${record.step}: ${(e as Error).message}`); }
+  }
+
+  /** Run f between steps (never during one): rollbacks and other changes of the trained weights. */
+  exclusive<T>(f: () => Promise<T>): Promise<T> {
+    const run = this.lock.then(f, f);
+    this.lock = run.catch(() => undefined);
+    return run;
   }
 
   private insertStep(r: StepRecord, reason: string | null): void {

@@ -3,14 +3,14 @@
 // real server for the session-end notice.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createPlugin, turnTypeFor, PROVIDER_ID, type PluginApi } from '../../plugins/openclaw/src/index.ts';
+import { createPlugin, serverSettings, turnTypeFor, PROVIDER_ID, DEFAULT_SERVER_URL, type PluginApi } from '../../plugins/openclaw/src/index.ts';
 import { startTestServer, post } from '../helpers/server.ts';
 
 /** Records what the plugin registers, the way OpenClaw's loader hands it an api object. */
-function fakeApi() {
+function fakeApi(extra: Pick<PluginApi, 'pluginConfig' | 'config'> = {}) {
   const hooks = new Map<string, (e: any, ctx: any) => unknown>();
   let provider: Parameters<PluginApi['registerProvider']>[0] | null = null;
-  const api: PluginApi = { on: (name, h) => { hooks.set(name, h); }, registerProvider: (p) => { provider = p; } };
+  const api: PluginApi = { ...extra, on: (name, h) => { hooks.set(name, h); }, registerProvider: (p) => { provider = p; } };
   return { api, hooks, provider: () => provider! };
 }
 
@@ -61,6 +61,35 @@ test('session_end tells the server, which ends the session and closes its last t
     const g = fakeApi();
     offline.register(g.api);
     await g.hooks.get('session_end')!({}, { sessionId: 'x' });
+  } finally {
+    await s.close();
+  }
+});
+
+test('server URL and key: plugin options, then the plugin config entry, then the provider entry, then the environment, then the default', () => {
+  const pluginConfig = { serverUrl: 'http://plugin-config/v1', apiKey: 'k-plugin' };
+  const config = { models: { providers: { [PROVIDER_ID]: { baseUrl: 'http://provider/v1', apiKey: 'k-provider' } } } };
+  const env = { OPENCLAW_RL_URL: 'http://env/v1', OPENCLAW_RL_API_KEY: 'k-env' };
+  const table: [Parameters<typeof serverSettings>[0], Parameters<typeof serverSettings>[1], { serverUrl: string; apiKey?: string }][] = [
+    [{ serverUrl: 'http://option/v1', apiKey: 'k-option', env }, { pluginConfig, config }, { serverUrl: 'http://option/v1', apiKey: 'k-option' }],
+    [{ env }, { pluginConfig, config }, { serverUrl: 'http://plugin-config/v1', apiKey: 'k-plugin' }],
+    [{ env }, { pluginConfig: {}, config }, { serverUrl: 'http://provider/v1', apiKey: 'k-provider' }],
+    [{ env }, { pluginConfig: { serverUrl: '' }, config: {} }, { serverUrl: 'http://env/v1', apiKey: 'k-env' }],
+    [{ env: {} }, {}, { serverUrl: DEFAULT_SERVER_URL, apiKey: undefined }],
+  ];
+  for (const [options, api, expected] of table) assert.deepEqual(serverSettings(options, api), expected);
+});
+
+test('the session-end notice goes to the server named in the plugin config entry, with its key', async () => {
+  const s = await startTestServer({ apiKey: 'entry-key' });
+  try {
+    const plugin = createPlugin({ env: {} });
+    const f = fakeApi({ pluginConfig: { serverUrl: `${s.url}/v1`, apiKey: 'entry-key' } });
+    plugin.register(f.api);
+    const r = await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: 'Once' }], max_tokens: 2 }, { 'x-session-id': 'conv-cfg', authorization: 'Bearer entry-key' });
+    assert.equal(r.status, 200);
+    await f.hooks.get('session_end')!({}, { sessionId: 'conv-cfg' });
+    assert.equal(s.store.sessions().find((x) => x.id === 'conv-cfg')!.end_reason, 'done');
   } finally {
     await s.close();
   }

@@ -6,6 +6,9 @@
 // When OpenClaw ends a session (`session_end`), the plugin tells the server with
 // POST {serverUrl}/sessions/{id}/done, so the session's last turn is closed without waiting for the
 // server's idle timeout.
+// Where the server is: the plugin's own config entry (plugins.entries.openclaw-rl.config.serverUrl / apiKey,
+// declared in openclaw.plugin.json), else the openclaw-rl provider's baseUrl / apiKey in the same OpenClaw
+// config, else $OPENCLAW_RL_URL / $OPENCLAW_RL_API_KEY, else http://127.0.0.1:30000/v1 without a key.
 
 export const PROVIDER_ID = 'openclaw-rl';
 /** run triggers whose model calls are not the user's conversation */
@@ -24,18 +27,38 @@ export function requestHeaders(sessionId: string, trigger: string | undefined): 
 type Hook = (event: Record<string, unknown> | undefined, ctx: Record<string, unknown> | undefined) => unknown;
 type StreamFn = (model: unknown, context: unknown, options?: Record<string, unknown>) => unknown;
 export interface PluginApi {
+  /** this plugin's `plugins.entries.<id>.config`, validated by OpenClaw against the manifest's configSchema */
+  pluginConfig?: Record<string, unknown>;
+  /** the whole OpenClaw config */
+  config?: Record<string, unknown>;
   on(hook: string, handler: Hook): void;
   registerProvider(provider: { id: string; label: string; auth: unknown[]; wrapStreamFn: (ctx: { streamFn?: StreamFn }) => StreamFn | undefined }): void;
 }
 
 export interface PluginOptions {
-  /** the server's OpenAI base URL, e.g. http://127.0.0.1:30000/v1 */
-  serverUrl: string;
+  /** the server's OpenAI base URL, e.g. http://127.0.0.1:30000/v1; wins over the config and the environment */
+  serverUrl?: string;
   apiKey?: string;
   fetch?: typeof fetch;
+  env?: Record<string, string | undefined>;
 }
 
-export function createPlugin(o: PluginOptions) {
+export const DEFAULT_SERVER_URL = 'http://127.0.0.1:30000/v1';
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() !== '' ? v : undefined);
+const field = (o: unknown, ...path: string[]): unknown => path.reduce<unknown>((x, k) => (x && typeof x === 'object' ? (x as Record<string, unknown>)[k] : undefined), o);
+
+/** The server's URL and key: options, then the plugin's config entry, then the provider entry, then the environment. */
+export function serverSettings(o: PluginOptions, api: Pick<PluginApi, 'pluginConfig' | 'config'>): { serverUrl: string; apiKey?: string } {
+  const env = o.env ?? process.env;
+  const provider = field(api.config, 'models', 'providers', PROVIDER_ID);
+  return {
+    serverUrl: str(o.serverUrl) ?? str(api.pluginConfig?.serverUrl) ?? str(field(provider, 'baseUrl')) ?? str(env.OPENCLAW_RL_URL) ?? DEFAULT_SERVER_URL,
+    apiKey: str(o.apiKey) ?? str(api.pluginConfig?.apiKey) ?? str(field(provider, 'apiKey')) ?? str(env.OPENCLAW_RL_API_KEY),
+  };
+}
+
+export function createPlugin(o: PluginOptions = {}) {
   const triggers = new Map<string, string>(); // sessionId → trigger of its current run
   const remember = (sessionId: string, trigger: string) => {
     triggers.delete(sessionId);
@@ -49,6 +72,7 @@ export function createPlugin(o: PluginOptions) {
     /** for tests and diagnostics */
     triggers,
     register(api: PluginApi): void {
+      const server = serverSettings(o, api);
       api.on('before_prompt_build', (_event, ctx) => {
         const id = typeof ctx?.sessionId === 'string' ? ctx.sessionId : '';
         if (id) remember(id, typeof ctx?.trigger === 'string' ? ctx.trigger : '');
@@ -59,8 +83,8 @@ export function createPlugin(o: PluginOptions) {
         if (!id) return;
         triggers.delete(id);
         try {
-          await doFetch(`${o.serverUrl.replace(/\/+$/, '')}/sessions/${encodeURIComponent(id)}/done`, {
-            method: 'POST', headers: o.apiKey ? { authorization: `Bearer ${o.apiKey}` } : {}, signal: AbortSignal.timeout(5000),
+          await doFetch(`${server.serverUrl.replace(/\/+$/, '')}/sessions/${encodeURIComponent(id)}/done`, {
+            method: 'POST', headers: server.apiKey ? { authorization: `Bearer ${server.apiKey}` } : {}, signal: AbortSignal.timeout(5000),
           });
         } catch {
           // the server ends idle sessions by itself; a lost notice only delays that
@@ -78,4 +102,4 @@ export function createPlugin(o: PluginOptions) {
   };
 }
 
-export default createPlugin({ serverUrl: process.env.OPENCLAW_RL_URL ?? 'http://127.0.0.1:30000/v1', apiKey: process.env.OPENCLAW_RL_API_KEY });
+export default createPlugin();

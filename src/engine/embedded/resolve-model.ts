@@ -14,7 +14,8 @@ export function hfCacheDir(): string {
   return process.env.HF_HUB_CACHE ?? join(process.env.HF_HOME ?? join(homedir(), '.cache', 'huggingface'), 'hub');
 }
 
-function cachedSnapshot(id: string): string | null {
+/** The cached snapshot folder of a Hugging Face model id, or null. */
+export function cachedSnapshot(id: string): string | null {
   const repo = join(hfCacheDir(), `models--${id.replace('/', '--')}`);
   const ref = join(repo, 'refs', 'main');
   if (existsSync(ref)) {

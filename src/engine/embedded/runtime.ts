@@ -146,8 +146,9 @@ export class EmbeddedRuntime {
       throw new EngineError('context_length_exceeded', `the prompt has ${promptIds.length} tokens; this engine's context is ${this.contextLength} tokens${why}, and at least one must remain for the answer`);
     }
     const key = this.nextKey++;
-    const version = params.weights === 'base' ? 0 : this.published;
-    const pinned = this.versions.get(version)!;
+    const version = params.weights === 'base' ? 0 : typeof params.weights === 'number' ? params.weights : this.published;
+    const pinned = this.versions.get(version);
+    if (!pinned) throw new EngineError('bad_request', `weights version ${version} does not exist (or was freed: only published, newer and in-use versions are kept)`);
     pinned.refs++;
     const stopIds = new Set<number>(params.stopTokenIds ?? []);
     if (!params.ignoreEos) for (const id of this.model.cfg.eosTokenIds) stopIds.add(id);

@@ -1,0 +1,48 @@
+// `openclaw-rl env-server`: an environment pool served over HTTP, so rollout workers elsewhere can
+// lease environments from this machine (see src/env/server.ts for the protocol).
+import { defineCommand, opt } from './command.ts';
+
+export const envServerCommand = defineCommand({
+  name: 'env-server',
+  summary: 'serve a pool of agent environments (toolcall, terminal) over HTTP for agent train/eval',
+  description: `Serves a pool of environments over HTTP: POST /allocate {task_key} → {lease_id} (429 when all
+--capacity environments are leased), /heartbeat, /reset {lease_id, task_meta} → {user_msg, tool_schemas},
+/exec_tool {lease_id, tool_call}, /evaluate → {score}, /close; GET /stats, /healthz. A lease without a
+heartbeat for --lease-ttl-seconds, or whose environment hangs past --call-timeout-seconds on one call, is
+reclaimed (410 for its holder). Point 'agent train --env-servers URL,URL' at one or more of these.`,
+  options: {
+    env: opt.choice(['toolcall', 'terminal'] as const, 'which environment to serve', { default: 'toolcall' }),
+    capacity: opt.int('environments leased at once', { min: 1, default: 16 }),
+    host: opt.string('address to listen on', { default: '127.0.0.1', placeholder: 'HOST' }),
+    port: opt.port('port to listen on', { default: 18081, allowZero: true }),
+    'lease-ttl-seconds': opt.number('a lease without a heartbeat this long is reclaimed', { gt: 0, default: 60 }),
+    'call-timeout-seconds': opt.number('one environment call longer than this marks the environment hung', { gt: 0, default: 120 }),
+  },
+  run: async (o) => {
+    const { LocalPool } = await import('../env/pool.ts');
+    const { startEnvServer } = await import('../env/server.ts');
+    const { envFactory } = await import('../env/tasks.ts');
+    const { sandboxSupport } = await import('../env/sandbox.ts');
+    const sb = sandboxSupport();
+    if (!sb.ok) {
+      if (o.env === 'terminal') throw new Error(`the terminal environment needs the sandbox: ${sb.reason}`);
+      process.stderr.write(`env-server: no sandbox (${sb.reason}); the python tool is off, the calculator stays\n`);
+    }
+    const pool = new LocalPool(envFactory(o.env), {
+      capacity: o.capacity, leaseTtlMs: o['lease-ttl-seconds'] * 1000, callTimeoutMs: o['call-timeout-seconds'] * 1000,
+      log: (l) => process.stderr.write(l + '\n'),
+    });
+    const server = await startEnvServer(pool, { host: o.host, port: o.port });
+    process.stdout.write(`env-server: ${o.env} × ${o.capacity} at ${server.url}\n`);
+    await new Promise<void>((resolve) => {
+      const stop = async (signal: string) => {
+        process.stderr.write(`env-server: ${signal}, shutting down…\n`);
+        await server.close();
+        await pool.shutdown();
+        resolve();
+      };
+      process.once('SIGINT', () => void stop('SIGINT'));
+      process.once('SIGTERM', () => void stop('SIGTERM'));
+    });
+  },
+});

@@ -1,0 +1,119 @@
+// Procedurally generated arithmetic tasks for the tool-call environment, with their verifier.
+// Two kinds: bare expressions ("What is 417 + 385?") and one- or two-step word problems. The split
+// is by wording: train and held-out tasks use disjoint question templates (and disjoint seeds), so
+// held-out accuracy measures a skill, not memorised sentences. Pure and deterministic per seed.
+
+export type Split = 'train' | 'heldout';
+export type Op = '+' | '-' | '*' | '/';
+
+export interface ArithmeticTask {
+  key: string;
+  kind: 'arithmetic';
+  split: Split;
+  question: string;
+  /** the expression that answers it (for analysis; never shown to the policy) */
+  expression: string;
+  answer: number;
+}
+
+/** A small deterministic PRNG (mulberry32). */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const pick = <T>(r: () => number, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
+const int = (r: () => number, lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
+
+const EXPRESSION_WORDINGS: Record<Split, string[]> = {
+  train: ['What is {e}?', 'Compute {e}.', 'Calculate {e}.', 'How much is {e}?', 'Work out {e}.'],
+  heldout: ['Can you calculate {e}?', 'What do you get for {e}?'],
+};
+
+const NAMES = ['Tom', 'Lily', 'Sam', 'Mia', 'Ben', 'Anna', 'Max', 'Zoe'];
+const ITEMS = ['apples', 'stickers', 'marbles', 'books', 'coins', 'cookies', 'shells', 'cards'];
+
+/** Word-problem templates per operation: [template, how its numbers map to the expression]. */
+const WORD_PROBLEMS: Record<Split, Record<Op, string[]>> = {
+  train: {
+    '+': ['{n} has {a} {i}. {n} gets {b} more. How many {i} does {n} have now?', 'There are {a} {i} in a box and {b} in a bag. How many {i} are there in all?'],
+    '-': ['{n} has {a} {i} and gives away {b}. How many {i} are left?', 'A jar holds {a} {i}. {n} takes {b} out. How many {i} stay in the jar?'],
+    '*': ['{n} has {a} bags with {b} {i} in each. How many {i} is that?', 'Each shelf holds {b} {i}. How many {i} fit on {a} shelves?'],
+    '/': ['{n} shares {a} {i} equally among {b} friends. How many {i} does each friend get?', '{a} {i} are packed {b} to a box. How many boxes are filled?'],
+  },
+  heldout: {
+    '+': ['After finding {b} {i}, {n} owns {a} plus those. What is the total number of {i}?'],
+    '-': ['Of {a} {i}, {b} were lost. What number of {i} remains?'],
+    '*': ['{a} children each bring {b} {i}. What is the total count of {i}?'],
+    '/': ['If {a} {i} are split evenly into {b} groups, what is the size of each group?'],
+  },
+};
+
+/** Operands for an operation: 2–3 digit numbers, differences positive, divisions exact. */
+function operands(r: () => number, op: Op): [number, number] {
+  if (op === '+') return [int(r, 12, 999), int(r, 12, 999)];
+  if (op === '-') { const a = int(r, 50, 999); return [a, int(r, 11, a - 1)]; }
+  if (op === '*') return [int(r, 3, 99), int(r, 3, 99)];
+  const b = int(r, 3, 29), q = int(r, 3, 49);
+  return [b * q, b];
+}
+
+function evaluate(a: number, op: Op, b: number): number {
+  return op === '+' ? a + b : op === '-' ? a - b : op === '*' ? a * b : a / b;
+}
+
+const OP_TEXT: Record<Op, string> = { '+': '+', '-': '-', '*': '*', '/': '/' };
+
+export function makeTask(split: Split, seed: number): ArithmeticTask {
+  const r = rng(seed * 2 + (split === 'heldout' ? 1 : 0));
+  const op = pick(r, ['+', '-', '*', '/'] as const);
+  const [a, b] = operands(r, op);
+  const expression = `${a} ${OP_TEXT[op]} ${b}`;
+  const answer = evaluate(a, op, b);
+  const question = r() < 0.5
+    ? pick(r, EXPRESSION_WORDINGS[split]).replaceAll('{e}', expression)
+    : pick(r, WORD_PROBLEMS[split][op]).replaceAll('{n}', pick(r, NAMES)).replaceAll('{i}', pick(r, ITEMS)).replaceAll('{a}', String(a)).replaceAll('{b}', String(b));
+  return { key: `arith-${split}-${seed}`, kind: 'arithmetic', split, question, expression, answer };
+}
+
+/** `count` tasks of a split, seeds start, start+1, … */
+export function makeTasks(split: Split, count: number, start = 0): ArithmeticTask[] {
+  return Array.from({ length: count }, (_, i) => makeTask(split, start + i));
+}
+
+/**
+ * The answer a final message gives: the number in `\boxed{…}` when there is one, else the number
+ * after "answer is" / "Answer:", else the last number in the message. Null when there is none.
+ */
+export function extractAnswer(message: string): number | null {
+  const text = message.replace(/<tool_call>[\s\S]*?(<\/tool_call>|$)/g, ' ');
+  const num = String.raw`-?\d[\d,]*(?:\.\d+)?`;
+  const boxed = new RegExp(String.raw`\\boxed\{\s*(${num})\s*\}`).exec(text);
+  const stated = new RegExp(String.raw`answer(?:\s+is|:)\s*(${num})`, 'i').exec(text);
+  const all = [...text.matchAll(new RegExp(num, 'g'))];
+  const s = boxed?.[1] ?? stated?.[1] ?? all.at(-1)?.[0];
+  if (s === undefined) return null;
+  const v = Number(s.replace(/,/g, ''));
+  return Number.isFinite(v) ? v : null;
+}
+
+export function isCorrect(message: string, answer: number): boolean {
+  const v = extractAnswer(message);
+  return v !== null && Math.abs(v - answer) <= 1e-6 * Math.max(1, Math.abs(answer));
+}
+
+/**
+ * Outcome reward (upstream's ReTool shaping): +1 for a correct answer; a wrong one gets
+ * min(−0.6, −1 + (toolCalls − 2)/2 · 0.1), so trying the tools is punished less than guessing
+ * (kept at ≥ −1 here, where upstream lets a call-less wrong answer reach −1.1).
+ */
+export function answerReward(correct: boolean, toolCalls: number): number {
+  if (correct) return 1;
+  return Math.max(-1, Math.min(-0.6, -1 + ((toolCalls - 2) / 2) * 0.1));
+}

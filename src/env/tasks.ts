@@ -1,0 +1,73 @@
+// Task sets for the environments: built-in generators and JSONL task files, and the environment
+// registry (`--env toolcall|terminal`).
+import { readFileSync, existsSync } from 'node:fs';
+import { makeTasks, rng, type Split } from './arithmetic.ts';
+import { toolCallFactory } from './toolcall.ts';
+import { terminalFactory, validateTerminalTask, type TerminalTask } from './terminal.ts';
+import { EnvRequestError, type EnvFactory, type Task } from './types.ts';
+
+export const ENV_NAMES = ['toolcall', 'terminal'] as const;
+export type EnvName = (typeof ENV_NAMES)[number];
+
+export function envFactory(name: string): EnvFactory {
+  if (name === 'toolcall') return toolCallFactory();
+  if (name === 'terminal') return terminalFactory();
+  throw new EnvRequestError(`unknown environment '${name}' (known: ${ENV_NAMES.join(', ')})`);
+}
+
+/** Small shell tasks with checks: files to create, fix, count and transform. Deterministic per seed. */
+export function makeTerminalTasks(split: Split, count: number, start = 0): TerminalTask[] {
+  const out: TerminalTask[] = [];
+  for (let i = 0; i < count; i++) {
+    const seed = start + i;
+    const r = rng(seed * 2 + (split === 'heldout' ? 1 : 0) + 7919);
+    const word = ['apple', 'river', 'cloud', 'stone', 'tiger', 'maple'][Math.floor(r() * 6)];
+    const n = 2 + Math.floor(r() * 7);
+    const kind = Math.floor(r() * 4);
+    const key = `term-${split}-${seed}`;
+    if (kind === 0) {
+      out.push({ key, description: `Create a file named ${word}.txt that contains the single line: ${word}`, checks: [
+        { name: 'file exists', command: `test -f ${word}.txt` }, { name: 'content', command: `[ "$(cat ${word}.txt)" = "${word}" ]` }] });
+    } else if (kind === 1) {
+      const lines = Array.from({ length: n }, (_, k) => `${word}-${k}`).join('\n') + '\n';
+      out.push({ key, description: `The file data.txt has some lines. Write the number of lines into count.txt.`, files: { 'data.txt': lines }, checks: [
+        { name: 'count.txt exists', command: 'test -f count.txt' }, { name: 'count', command: `[ "$(tr -d ' \\n' < count.txt)" = "${n}" ]` }, { name: 'data.txt untouched', command: `[ "$(wc -l < data.txt)" -eq ${n} ]` }] });
+    } else if (kind === 2) {
+      out.push({ key, description: `Make a folder named ${word} with ${n} empty files in it.`, checks: [
+        { name: 'folder', command: `test -d ${word}` }, { name: `${n} files`, command: `[ "$(ls -A ${word} | wc -l)" -eq ${n} ]` }] });
+    } else {
+      out.push({ key, description: `Write a shell script run.sh that prints ${word} ${n} times, one per line.`, checks: [
+        { name: 'script exists', command: 'test -f run.sh' }, { name: 'output', command: `[ "$(sh run.sh)" = "$(yes ${word} | head -n ${n})" ]` }] });
+    }
+  }
+  return out;
+}
+
+/** Built-in tasks of an environment. */
+export function builtinTasks(env: string, split: Split, count: number, start = 0): Task[] {
+  if (env === 'toolcall') return makeTasks(split, count, start) as unknown as Task[];
+  if (env === 'terminal') return makeTerminalTasks(split, count, start);
+  throw new EnvRequestError(`unknown environment '${env}'`);
+}
+
+/**
+ * Tasks from a JSONL file (one task object per line, each with a string `key`), or a built-in set:
+ * `builtin:train:200` / `builtin:heldout:50` (split and count).
+ */
+export function loadTasks(env: string, spec: string): Task[] {
+  const m = /^builtin:(train|heldout)(?::(\d+))?(?::(\d+))?$/.exec(spec);
+  if (m) return builtinTasks(env, m[1] as Split, Number(m[2] ?? 64), Number(m[3] ?? 0));
+  if (!existsSync(spec)) throw new EnvRequestError(`task file not found: ${spec} (or use builtin:train:N / builtin:heldout:N)`);
+  const tasks: Task[] = [];
+  readFileSync(spec, 'utf8').split('\n').forEach((line, i) => {
+    if (!line.trim()) return;
+    let t: unknown;
+    try { t = JSON.parse(line); } catch (e) { throw new EnvRequestError(`${spec}:${i + 1}: not valid JSON: ${(e as Error).message}`); }
+    if (!t || typeof t !== 'object' || typeof (t as Task).key !== 'string') throw new EnvRequestError(`${spec}:${i + 1}: a task must be an object with a string 'key'`);
+    if (env === 'terminal') validateTerminalTask(t as Task);
+    if (env === 'toolcall' && (typeof (t as Task).question !== 'string' || typeof (t as Task).answer !== 'number')) throw new EnvRequestError(`${spec}:${i + 1}: a tool-call task needs 'question' (string) and 'answer' (number)`);
+    tasks.push(t as Task);
+  });
+  if (tasks.length === 0) throw new EnvRequestError(`${spec} holds no tasks`);
+  return tasks;
+}
