@@ -13,12 +13,14 @@ import { turnsCommand } from './turns.ts';
 import { rollbackCommand } from './rollback.ts';
 import { reportCommand } from './report.ts';
 import { generateCommand, scoreCommand } from './generate.ts';
+import { sftCommand, mergeCommand } from './sft.ts';
 import { envServerCommand } from './env-server.ts';
 import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, benchOpenclawCommand } from './bench.ts';
 
 /** Every command, in the order `openclaw-rl --help` lists them. A name with a space is a member of a group. */
 export const COMMANDS: readonly Command[] = [
   serveCommand, serveTinkerCommand, demoCommand, statusCommand, turnsCommand, rollbackCommand, reportCommand, openclawConfigCommand, exportCommand, generateCommand, scoreCommand,
+  sftCommand, mergeCommand,
   benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, benchOpenclawCommand, envServerCommand,
 ];
 
@@ -92,6 +94,8 @@ export async function main(argv: string[]): Promise<number> {
     const usage = err instanceof UsageError || !!err.code?.startsWith('ERR_PARSE_ARGS');
     process.stderr.write(`openclaw-rl ${command.name}: ${err.message}\n`);
     if (process.env.OPENCLAW_RL_DEBUG) process.stderr.write(`${err.stack}\n`);
+    // a failed command ends: nothing it left open (an engine thread, a socket) may keep the process alive
+    setTimeout(() => process.exit(usage ? EXIT.usage : EXIT.failure), 500).unref();
     return usage ? EXIT.usage : EXIT.failure;
   }
 }

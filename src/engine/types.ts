@@ -212,18 +212,29 @@ export interface LoraSettings { rank?: number; alpha?: number; targets?: string[
 
 /** An engine that also trains LoRA adapters and publishes them as new weights versions. */
 export interface TrainingEngine extends Engine {
-  /** Start (or restart) training a fresh adapter. */
-  configureTraining(lora?: LoraSettings): Promise<void>;
+  /** Start (or restart) training a fresh LoRA adapter, or with `null` every weight of the model (full-parameter). */
+  configureTraining(lora?: LoraSettings | null): Promise<void>;
   /** Accumulates gradients (summed over tokens) until optimStep. */
   forwardBackward(data: Datum[], loss: LossSpec): Promise<ForwardBackwardMetrics>;
   optimStep(adam: AdamParams): Promise<OptimStepMetrics>;
-  /** Snapshot the trained adapter as a new version (not yet served). */
-  saveWeights(): Promise<number>;
+  /**
+   * Snapshot the trained adapter as a new version (not yet served). Its number is above every
+   * earlier one and at least `atLeast` (a caller that keeps a durable version counter passes its
+   * next number, so versions never repeat across restarts).
+   */
+  saveWeights(opts?: { atLeast?: number }): Promise<number>;
   /** Serve `version` to requests that start from now on; running ones finish on theirs. */
   publish(version: number): Promise<void>;
   saveAdapter(dir: string, adapter?: AdapterSelector): Promise<void>;
+  /**
+   * Write the selected weights (default: the published version) as a complete Hugging Face model
+   * folder: config, float32 safetensors, tokenizer files with the chat template. A LoRA version is
+   * merged into the base weights. Written atomically.
+   */
+  saveModel(dir: string, weights?: AdapterSelector): Promise<void>;
   /** Load a PEFT adapter folder as a new version. */
   loadAdapter(dir: string): Promise<number>;
+  /** Checkpoint adapter + optimizer state, atomically; the checkpoint it replaces is kept at `${dir}.previous`. */
   saveTrainingState(dir: string): Promise<void>;
   loadTrainingState(dir: string): Promise<number>;
   versions(): Promise<{ published: number; live: number[]; optimizerStep: number | null }>;

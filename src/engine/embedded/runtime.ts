@@ -20,6 +20,7 @@ import { scoreSteps, type CacheSource } from './score.ts';
 import { LoraTrainer } from './trainer.ts';
 import type { LoraAdapter, LoraConfig } from './lora.ts';
 import { saveAdapter, loadAdapter, saveTrainingState, loadTrainingState } from './peft.ts';
+import { modelTensors, writeHfModel } from './hf-export.ts';
 import type { LossSpec } from '../../learn/losses.ts';
 import { EngineError, checkTokenIds, type EngineInfo, type SampleParams, type SampleResult, type SampledToken, type ScoreRequest, type ScoreOptions, type AdapterSelector, type Datum, type ForwardBackwardMetrics, type OptimStepMetrics, type AdamParams } from '../types.ts';
 
@@ -108,7 +109,11 @@ export class EmbeddedRuntime {
   private decodeMs = 0;
   private rowMs = 0;
 
+  /** the model folder loaded (saveModel copies its tokenizer files) */
+  readonly dir: string;
+
   constructor(dir: string, opts: RuntimeOptions = {}) {
+    this.dir = dir;
     this.model = Transformer.load(dir, opts);
     this.tokenizer = ChatTokenizer.load(dir);
     const { cfg, weights, kernel } = this.model;
@@ -381,17 +386,19 @@ export class EmbeddedRuntime {
   /** Versions whose adapter memory is held (for tests and /metrics). */
   get liveVersions(): number[] { return [...this.versions.keys()].sort((a, b) => a - b); }
 
-  /** Add an adapter as a new version (not yet published). */
-  private addVersion(adapter: LoraAdapter | null): number {
-    const v = ++this.latestVersion;
+  /** Add an adapter as a new version (not yet published), numbered above every earlier one and ≥ atLeast. */
+  private addVersion(adapter: LoraAdapter | null, atLeast = 0): number {
+    const v = this.latestVersion = Math.max(this.latestVersion + 1, atLeast);
     this.versions.set(v, { adapter, refs: 0 });
     return v;
   }
 
   /** Snapshot the trained adapter as version v+1; requests keep using the published one until publish(v+1). */
-  saveWeights(): number {
+  saveWeights(opts: { atLeast?: number } = {}): number {
     if (!this.trainer) throw new EngineError('bad_request', 'nothing to save: configureTraining first');
-    return this.addVersion(this.trainer.adapter.clone());
+    const atLeast = opts.atLeast ?? 0;
+    if (!Number.isSafeInteger(atLeast) || atLeast < 0) throw new EngineError('bad_request', `atLeast must be a non-negative integer (got ${atLeast})`);
+    return this.addVersion(this.trainer.adapter.clone(), atLeast);
   }
 
   /** Serve `version` to requests that start from now on; running requests finish on theirs. */
@@ -410,7 +417,8 @@ export class EmbeddedRuntime {
 
   // ---- training ----
 
-  configureTraining(lora: Partial<LoraConfig> = {}): void {
+  configureTraining(lora: Partial<LoraConfig> | null = {}): void {
+    if (lora === null) throw new EngineError('bad_request', 'full-parameter training is not available in this build yet');
     this.trainer?.release();
     this.trainer = new LoraTrainer(this.model, lora);
   }
@@ -433,6 +441,11 @@ export class EmbeddedRuntime {
     const adapter = this.adapterFor(sel);
     if (!adapter) throw new EngineError('bad_request', 'the base model has no adapter to save');
     saveAdapter(dir, adapter, { baseModel: this.info.modelId, version: typeof sel === 'number' ? sel : sel === 'published' ? this.published : undefined });
+  }
+
+  /** Write the selected weights as a Hugging Face model folder (LoRA merged in). */
+  saveModel(dir: string, sel: AdapterSelector = 'published'): void {
+    writeHfModel(dir, this.dir, modelTensors(this.model.cfg, this.model.weights, this.adapterFor(sel)));
   }
 
   /** Load a PEFT adapter folder as a new version (returned; publish it to serve it). */
