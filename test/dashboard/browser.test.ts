@@ -103,7 +103,12 @@ test('the dashboard in headless Chromium: key prompt, refused key, curves, a jud
     await page.waitForFunction(() => document.querySelectorAll('[data-chart="rewardMean"] circle[r="2"]').length === 7, null, { timeout: 30_000 });
     assert.match(await page.textContent('#overview') ?? '', /policy version\s*7/);
 
-    // roll back to version 1 from the page
+    // the turns a version was trained on
+    await page.click('button[data-samples="2"]');
+    await page.waitForSelector('tr.samples');
+    assert.match(await page.textContent('tr.samples') ?? '', /trained on 4 turns: #\d+ \(conv-\d+, reward [+-]1\)/);
+
+    // roll back to version 3 from the page
     await page.click('button[data-version="3"]');
     await page.waitForFunction(() => /Rolled back to version 3: now serving version 8/.test(document.getElementById('rollback-msg')!.textContent ?? ''));
     await page.waitForFunction(() => /policy version\s*8/.test(document.getElementById('overview')!.textContent ?? ''));
