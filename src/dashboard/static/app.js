@@ -196,6 +196,10 @@ async function refreshTurns() {
 async function refreshSessions() {
   const { sessions } = await api('/admin/dashboard/sessions?limit=200');
   $('sessions').replaceChildren(...sessions.map((s) => el('option', { value: s.id, text: `${s.mainTurns} main turns` })));
+  $('sessions-table').tBodies[0].replaceChildren(...sessions.map((s) => el('tr', {},
+    el('td', {}, el('button', { class: 'link', 'data-session': s.id, text: s.id })), el('td', { text: s.idSource }), el('td', { text: s.mainTurns }),
+    el('td', { text: s.sideTurns }), el('td', { text: num(s.rewardMean, 2) }), el('td', { text: new Date(s.lastSeenAt).toLocaleString() }),
+    el('td', { text: s.endedAt ? `${new Date(s.endedAt).toLocaleTimeString()} (${s.endReason})` : 'open' }))));
 }
 
 // ---- versions ----
@@ -271,6 +275,14 @@ document.addEventListener('DOMContentLoaded', () => {
   });
   $('logout').addEventListener('click', () => { localStorage.removeItem(KEY); state.key = ''; showLogin(''); });
   $('filters').addEventListener('input', () => { state.lastTurnsSig = ''; void refreshTurns().catch(() => {}); });
+  $('sessions-table').addEventListener('click', (ev) => {
+    const id = ev.target instanceof HTMLElement ? ev.target.dataset.session : undefined;
+    if (id === undefined) return;
+    $('f-session').value = id;
+    state.lastTurnsSig = '';
+    void refreshTurns().catch(() => {});
+    $('turns').scrollIntoView();
+  });
   $('versions').addEventListener('click', (ev) => {
     if (!(ev.target instanceof HTMLElement)) return;
     if (ev.target.dataset.samples !== undefined) { void showSamples(ev.target).catch((e) => { $('rollback-msg').textContent = e.message; }); return; }
