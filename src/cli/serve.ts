@@ -55,7 +55,12 @@ const SERVE_OPTIONS = {
   'eval-max-tokens': count('answer length in the held-out evaluation', 64),
   tensorboard: opt.path('also write the metrics as TensorBoard event files into this folder', { placeholder: 'DIR' }),
   'keep-versions': count('published versions kept on disk for rollbacks', 20),
-  engine: opt.choice(['embedded', 'tinker'], 'what samples and trains: the embedded CPU engine, or a Tinker API server (--model then gives the tokenizer)', { default: 'embedded', env: 'OPENCLAW_RL_ENGINE' }),
+  engine: opt.choice(['embedded', 'tinker', 'vllm', 'sglang'], 'what samples: the embedded CPU engine, a Tinker API server (which also trains), or a vLLM / SGLang server (training by --trainer)', { default: 'embedded', env: 'OPENCLAW_RL_ENGINE' }),
+  'serving-url': opt.string('base URL of the vLLM (http://HOST:8000/v1) or SGLang (http://HOST:30000) server', { env: 'OPENCLAW_RL_SERVING_URL', placeholder: 'URL', nonEmpty: true }),
+  'serving-api-key': opt.string('bearer key of the vLLM / SGLang server', { env: 'OPENCLAW_RL_SERVING_API_KEY', placeholder: 'KEY', nonEmpty: true }),
+  'serving-model': opt.string('base model name on the vLLM / SGLang server', { defaultText: 'the one the server lists', placeholder: 'NAME', nonEmpty: true }),
+  trainer: opt.choice(['embedded'], 'what trains when --engine is vllm or sglang: the embedded engine on this machine, from --model', { default: 'embedded' }),
+  'adapter-dir': opt.path('where published versions are written as PEFT adapters for the vLLM / SGLang server to load (a path it can read)', { defaultText: '<data-dir>/serving-adapters', placeholder: 'DIR' }),
   'tinker-url': opt.string('base URL of the Tinker API server (Tinker cloud, SkyRL, or openclaw-rl serve-tinker)', { env: 'TINKER_BASE_URL', placeholder: 'URL', nonEmpty: true }),
   'tinker-api-key': opt.string('Tinker API key (prefer the environment: flags show in ps)', { env: 'TINKER_API_KEY', placeholder: 'KEY', nonEmpty: true }),
   'tinker-base-model': opt.string('base model name on the Tinker server', { defaultText: 'the only model the server lists', placeholder: 'NAME', nonEmpty: true }),
@@ -73,6 +78,7 @@ export const serveCommand = defineCommand({
   check: (o) => {
     if (o.judge === 'llm' && (!o['judge-url'] || !o['judge-model'])) throw new UsageError('--judge llm needs --judge-url (an OpenAI-compatible base URL) and --judge-model');
     if (o.engine === 'tinker' && !o['tinker-url']) throw new UsageError('--engine tinker needs --tinker-url (or TINKER_BASE_URL)');
+    if ((o.engine === 'vllm' || o.engine === 'sglang') && !o['serving-url']) throw new UsageError(`--engine ${o.engine} needs --serving-url (the server's base URL)`);
     if (o.engine === 'tinker' && o['kl-coef'] > 0) throw new UsageError('--kl-coef needs the embedded engine: the Tinker API has no KL-to-base loss term');
   },
   run: (o) => serveWith(o),
@@ -106,7 +112,13 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   };
   const contextOverflow = o['context-overflow'];
   process.stderr.write(`loading ${dir}…\n`);
-  const engine = o.engine === 'tinker'
+  const log = (l: string) => process.stderr.write(l + '\n');
+  const engine = o.engine === 'vllm' || o.engine === 'sglang'
+    ? await (await import('../engine/select.ts')).servingEngine(o.engine, {
+      url: o['serving-url']!, apiKey: o['serving-api-key'], model: o['serving-model'], modelDir: dir,
+      adapterDir: resolve(o['adapter-dir'] ?? resolve(dataDir, 'serving-adapters')), kernel: o.kernel, threads: o.threads, log,
+    })
+    : o.engine === 'tinker'
     ? await (await import('../engine/tinker/engine.ts')).TinkerEngine.connect({
       baseUrl: o['tinker-url']!, apiKey: o['tinker-api-key'], tokenizerDir: dir, baseModel: o['tinker-base-model'], wire: o['tinker-wire'],
       log: (l) => process.stderr.write(l + '\n'),
