@@ -204,10 +204,15 @@ export class ServingEngine implements TrainingEngine {
 
   // ---- training: the trainer's ----
 
-  configureTraining(lora?: LoraSettings): Promise<void> { return this.trainer.configureTraining(lora); }
+  configureTraining(lora?: LoraSettings | null): Promise<void> {
+    // the serving backend takes trained weights as LoRA adapters only
+    if (lora === null) return Promise.reject(new EngineError('bad_request', 'full-parameter training (--full) needs the embedded engine: vLLM and SGLang are given LoRA adapters'));
+    return this.trainer.configureTraining(lora);
+  }
   forwardBackward(data: Datum[], loss: LossSpec): Promise<ForwardBackwardMetrics> { return this.trainer.forwardBackward(data, loss); }
   optimStep(adam: AdamParams): Promise<OptimStepMetrics> { return this.trainer.optimStep(adam); }
   saveAdapter(dir: string, adapter?: AdapterSelector): Promise<void> { return this.trainer.saveAdapter(dir, adapter); }
+  saveModel(dir: string, weights?: AdapterSelector): Promise<void> { return this.trainer.saveModel(dir, weights); }
   saveTrainingState(dir: string): Promise<void> { return this.trainer.saveTrainingState(dir); }
 
   async close(): Promise<void> {
