@@ -32,6 +32,9 @@ export class LoraTrainer extends TrainerCore {
     return scoreResponses(this.model, data, adapter, temperature);
   }
 
+  /** Parameters trained (the adapter's). */
+  get parameterCount(): number { return this.adapter.parameterCount; }
+
   protected baseLogprobs(d: Datum, temperature: number): Float32Array { return this.logprobs([d], null, temperature)[0]; }
 
   protected pendingGradNorm(): number { return gradNorm(this.grads, 1 / Math.max(this.pendingTokens, 1)); }
