@@ -172,8 +172,8 @@ export class ServingEngine implements TrainingEngine {
     }
   }
 
-  async saveWeights(): Promise<number> {
-    const v = await this.trainer.saveWeights();
+  async saveWeights(opts: { atLeast?: number } = {}): Promise<number> {
+    const v = await this.trainer.saveWeights(opts);
     await this.export(v);
     return v;
   }
@@ -205,8 +205,8 @@ export class ServingEngine implements TrainingEngine {
   // ---- training: the trainer's ----
 
   configureTraining(lora?: LoraSettings | null): Promise<void> {
-    // the serving backend takes trained weights as LoRA adapters only
-    if (lora === null) return Promise.reject(new EngineError('bad_request', 'full-parameter training (--full) needs the embedded engine: vLLM and SGLang are given LoRA adapters'));
+    // versions reach the server as LoRA adapters; full-parameter versions would need a full weights reload
+    if (lora === null) return Promise.reject(new EngineError('bad_request', `full-parameter training cannot be served through ${this.backend.name} yet (versions are loaded as LoRA adapters): train LoRA, or serve the merged model with --engine embedded`));
     return this.trainer.configureTraining(lora);
   }
   forwardBackward(data: Datum[], loss: LossSpec): Promise<ForwardBackwardMetrics> { return this.trainer.forwardBackward(data, loss); }

@@ -53,7 +53,7 @@ test('full-parameter SFT on stories260K: one story learned within 30 steps; ever
   }
 });
 
-test('full-parameter: a step with a non-finite loss is refused; no weight changes; training goes on', async () => {
+test('full-parameter: a step with a non-finite loss, or one the weights guard rejects, is refused; no weight changes; training goes on', async () => {
   const rt = new EmbeddedRuntime(STORIES, { kernel: 'ts' });
   try {
     rt.configureTraining(null);
@@ -62,6 +62,13 @@ test('full-parameter: a step with a non-finite loss is refused; no weight change
     const step = rt.optimStep({ learningRate: 1e-2 });
     assert.equal(step.skipped, true);
     assert.match(step.reason!, /non-finite/);
+    rt.fullTrainer!.params.forEach((p, i) => assert.deepEqual(paramRowMajor(p), snapshot[i]));
+    // the weights guard: an update larger than the weights themselves is measured, refused, and never applied
+    rt.forwardBackward([{ promptIds: [1, 403], responseIds: [407, 261] }], { kind: 'cross_entropy' });
+    const huge = rt.optimStep({ learningRate: 50 });
+    assert.equal(huge.skipped, true);
+    assert.match(huge.reason!, /moved the weights by/);
+    assert.equal(huge.step, 0);
     rt.fullTrainer!.params.forEach((p, i) => assert.deepEqual(paramRowMajor(p), snapshot[i]));
     rt.forwardBackward([{ promptIds: [1, 403], responseIds: [407, 261] }], { kind: 'cross_entropy' });
     assert.equal(rt.optimStep({ learningRate: 1e-2 }).skipped, false);

@@ -12,6 +12,7 @@ import { cloneWeights, freeWeights, fullParams, sumSquares, adamwFull, type Full
 import { rmsnormBackward, rmsnormWeightGrad } from './ops/rmsnorm.ts';
 import { scoreResponses, fedTokens, type ResponseRequest } from './score.ts';
 import { TrainerCore, WASM_MEMORY_BYTES, type TokenTerm } from './trainer-core.ts';
+import { updateVerdict, GUARD_DEFAULTS, type GuardLimits } from '../../learn/weights-guard.ts';
 import { EngineError, type Datum, type OptimStepMetrics, type AdamParams } from '../types.ts';
 
 /** The AdamW state of full training: row-major moments per parameter, and the step count. */
@@ -24,6 +25,8 @@ export class FullTrainer extends TrainerCore {
   /** row-major gradients, one per parameter */
   readonly grads: Float32Array[];
   readonly optimizer: FullOptimizer;
+  /** limits of the weights guard (see learn/weights-guard.ts) */
+  guard: Pick<GuardLimits, 'maxUpdateRatio' | 'normFloor'> = GUARD_DEFAULTS;
   private readonly layerGrads: LayerGrads[];
   private readonly gEmbed: Float32Array;
   private readonly gHead: Float32Array;
@@ -115,29 +118,36 @@ export class FullTrainer extends TrainerCore {
   /**
    * Mean the accumulated gradients over their loss tokens, clip, and update every weight in place.
    * A step whose loss or gradients are not finite is refused: weights unchanged, gradients dropped.
+   * So is one the weights guard rejects (non-finite weights, or an update larger than the weights
+   * themselves): it is measured in a first pass that writes nothing, and applied only if it passes.
    */
   optimStep(p: AdamParams): OptimStepMetrics {
-    if (!(p.learningRate >= 0)) throw new EngineError('bad_request', `learningRate must be a non-negative number (got ${p.learningRate})`);
+    if (!(Number.isFinite(p.learningRate) && p.learningRate >= 0)) throw new EngineError('bad_request', `learningRate must be a finite non-negative number (got ${p.learningRate})`);
     const tokens = this.pendingTokens;
     const scale = p.normalize === 'none' ? 1 : 1 / Math.max(tokens, 1);
     const norm = Math.sqrt(sumSquares(this.grads)) * scale;
     const reason = this.nonFinite ?? (Number.isFinite(norm) ? null : 'non-finite gradient norm');
     const clip = p.gradClipNorm ?? 1;
     let skipped = false;
+    let why = reason;
     if (reason) skipped = true;
     else if (tokens > 0) {
       const factor = scale * (clip > 0 && norm > clip ? clip / norm : 1);
-      this.optimizer.step++;
-      this.params.forEach((param, i) => {
-        const g = this.grads[i];
-        for (let j = 0; j < g.length; j++) g[j] *= factor;
-        adamwFull(param, g, this.optimizer.m[i], this.optimizer.v[i], this.optimizer.step, p);
-      });
+      for (const g of this.grads) for (let j = 0; j < g.length; j++) g[j] *= factor;
+      const step = this.optimizer.step + 1;
+      const stats = { finite: true, normSqBefore: 0, deltaNormSq: 0 };
+      this.params.forEach((param, i) => adamwFull(param, this.grads[i], this.optimizer.m[i], this.optimizer.v[i], step, p, stats, true));
+      why = updateVerdict(stats, this.guard);
+      if (why) skipped = true;
+      else {
+        this.optimizer.step = step;
+        this.params.forEach((param, i) => adamwFull(param, this.grads[i], this.optimizer.m[i], this.optimizer.v[i], step, p));
+      }
     }
     for (const g of this.grads) g.fill(0);
     this.pendingTokens = 0;
     this.nonFinite = null;
-    return { step: this.optimizer.step, gradNorm: norm, skipped, reason: reason ?? undefined, tokens, learningRate: p.learningRate };
+    return { step: this.optimizer.step, gradNorm: norm, skipped, reason: why ?? undefined, tokens, learningRate: p.learningRate };
   }
 
   /** Zero the accumulated gradients without stepping (tests, abandoned batches). */

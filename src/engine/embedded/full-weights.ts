@@ -10,6 +10,7 @@ import type { Arena } from './arena.ts';
 import type { ModelWeights, LayerWeights } from './weights.ts';
 import type { PackedMatrix } from './kernels/packed.ts';
 import { ADAM_DEFAULTS, type AdamParams } from '../types.ts';
+import type { UpdateStats } from '../../learn/weights-guard.ts';
 
 /** One trainable tensor. `parts` name its Hugging Face tensors, stacked by rows (q/k/v and gate/up are fused). */
 export interface FullParam {
@@ -91,19 +92,30 @@ export function sumSquares(grads: Float32Array[]): number {
 /**
  * AdamW (PyTorch semantics, bias-corrected, decoupled decay) on one parameter: row-major `g`, `m`,
  * `v`, and the weights `p.data` in their own layout. `step` is the step number after increment.
+ * With `dryRun` nothing is written: the update's statistics are only added into `stats` (the
+ * weights guard decides on them before anything changes).
  */
-export function adamwFull(p: FullParam, g: Float32Array, m: Float32Array, v: Float32Array, step: number, adam: AdamParams): void {
+export function adamwFull(p: FullParam, g: Float32Array, m: Float32Array, v: Float32Array, step: number, adam: AdamParams, stats: UpdateStats | null = null, dryRun = false): void {
   const { beta1, beta2, eps, weightDecay } = { ...ADAM_DEFAULTS, ...adam };
   const lr = adam.learningRate, bc1 = 1 - beta1 ** step, bc2 = 1 - beta2 ** step;
   const w = p.data, cols = p.cols;
+  let nb = 0, nd = 0, finite = true;
   for (let r = 0; r < p.rows; r++) {
     const base = p.packed ? (r >> 3) * cols * 8 + (r & 7) : r * cols;
     const stride = p.packed ? 8 : 1;
     for (let k = 0; k < cols; k++) {
       const gi = r * cols + k, wi = base + k * stride;
-      m[gi] = beta1 * m[gi] + (1 - beta1) * g[gi];
-      v[gi] = beta2 * v[gi] + (1 - beta2) * g[gi] * g[gi];
-      w[wi] -= lr * ((m[gi] / bc1) / (Math.sqrt(v[gi] / bc2) + eps) + weightDecay * w[wi]);
+      const mi = beta1 * m[gi] + (1 - beta1) * g[gi];
+      const vi = beta2 * v[gi] + (1 - beta2) * g[gi] * g[gi];
+      const before = w[wi];
+      // rounded as the stored float32 weight will be, so the statistics describe what would be served
+      const after = Math.fround(before - lr * ((Math.fround(mi) / bc1) / (Math.sqrt(Math.fround(vi) / bc2) + eps) + weightDecay * before));
+      if (stats) {
+        if (!Number.isFinite(after)) finite = false;
+        else { nb += before * before; nd += (after - before) * (after - before); }
+      }
+      if (!dryRun) { m[gi] = mi; v[gi] = vi; w[wi] = after; }
     }
   }
+  if (stats) { stats.finite &&= finite; stats.normSqBefore += nb; stats.deltaNormSq += nd; }
 }

@@ -398,18 +398,20 @@ export class EmbeddedRuntime {
   /** Versions whose adapter memory is held (for tests and /metrics). */
   get liveVersions(): number[] { return [...this.versions.keys()].sort((a, b) => a - b); }
 
-  /** Add an adapter as a new version (not yet published). */
-  private addVersion(adapter: LoraAdapter | null, weights?: ModelWeights): number {
-    const v = ++this.latestVersion;
+  /** Add an adapter (or full weights) as a new version (not yet published), numbered above every earlier one and ≥ atLeast. */
+  private addVersion(adapter: LoraAdapter | null, atLeast = 0, weights?: ModelWeights): number {
+    const v = this.latestVersion = Math.max(this.latestVersion + 1, atLeast);
     this.versions.set(v, { adapter, weights, refs: 0 });
     return v;
   }
 
   /** Snapshot the trained adapter as version v+1; requests keep using the published one until publish(v+1). */
-  saveWeights(): number {
-    if (this.fullTrainer) return this.addVersion(null, cloneWeights(this.fullTrainer.weights, this.model.arena));
+  saveWeights(opts: { atLeast?: number } = {}): number {
+    const atLeast = opts.atLeast ?? 0;
+    if (!Number.isSafeInteger(atLeast) || atLeast < 0) throw new EngineError('bad_request', `atLeast must be a non-negative integer (got ${atLeast})`);
+    if (this.fullTrainer) return this.addVersion(null, atLeast, cloneWeights(this.fullTrainer.weights, this.model.arena));
     if (!this.trainer) throw new EngineError('bad_request', 'nothing to save: configureTraining first');
-    return this.addVersion(this.trainer.adapter.clone());
+    return this.addVersion(this.trainer.adapter.clone(), atLeast);
   }
 
   /** Serve `version` to requests that start from now on; running requests finish on theirs. */
@@ -497,7 +499,7 @@ export class EmbeddedRuntime {
       full.optimizer.v.forEach((v, i) => tr.optimizer.v[i].set(v));
       tr.optimizer.step = full.optimizer.step;
       if (full.version !== null) this.latestVersion = Math.max(this.latestVersion, full.version - 1);
-      return this.addVersion(null, cloneWeights(tr.weights, this.model.arena));
+      return this.addVersion(null, 0, cloneWeights(tr.weights, this.model.arena));
     }
     const state = loadTrainingState(dir, this.model.cfg, this.model.arena);
     this.releaseTrainers();

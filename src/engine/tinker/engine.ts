@@ -215,8 +215,9 @@ export class TinkerEngine implements TrainingEngine {
     return this.session.http.retrieve(f.request_id, kind);
   }
 
-  async configureTraining(lora: LoraSettings = {}): Promise<void> {
+  async configureTraining(lora: LoraSettings | null = {}): Promise<void> {
     this.checkOpen();
+    if (lora === null) throw new EngineError('bad_request', 'the Tinker API trains LoRA adapters only: full-parameter training needs the embedded engine');
     const rank = lora.rank ?? 16;
     try {
       const r = await this.session.http.compute('/api/v1/create_model', {
@@ -319,10 +320,11 @@ export class TinkerEngine implements TrainingEngine {
     }
   }
 
-  async saveWeights(): Promise<number> {
+  async saveWeights(opts: { atLeast?: number } = {}): Promise<number> {
     const ref = this.currentSnapshot ?? await this.snapshot();
     this.currentSnapshot = ref;
-    const v = ++this.latest;
+    // numbered above every earlier version and the caller's durable floor (see TrainingEngine.saveWeights)
+    const v = this.latest = Math.max(this.latest + 1, opts.atLeast ?? 0);
     this.samplers.set(v, ref);
     return v;
   }
