@@ -67,6 +67,7 @@ const SERVE_OPTIONS = {
   'tinker-api-key': opt.string('Tinker API key (prefer the environment: flags show in ps)', { env: 'TINKER_API_KEY', placeholder: 'KEY', nonEmpty: true }),
   'tinker-base-model': opt.string('base model name on the Tinker server', { defaultText: 'the only model the server lists', placeholder: 'NAME', nonEmpty: true }),
   'tinker-wire': opt.choice(['proto', 'json'], 'forward_backward bodies and results as protobuf (SDK 0.25 and later) or JSON (older servers)', { default: 'proto' }),
+  'tinker-loss': opt.choice(['ppo', 'importance_sampling'], 'the Tinker loss the PPO objective is sent as (importance_sampling = unclipped, for servers without ppo)', { default: 'ppo' }),
 };
 
 export const serveCommand = defineCommand({
@@ -133,7 +134,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     })
     : o.engine === 'tinker'
     ? await (await import('../engine/tinker/engine.ts')).TinkerEngine.connect({
-      baseUrl: o['tinker-url']!, apiKey: o['tinker-api-key'], tokenizerDir: dir, baseModel: o['tinker-base-model'], wire: o['tinker-wire'],
+      baseUrl: o['tinker-url']!, apiKey: o['tinker-api-key'], tokenizerDir: dir, baseModel: o['tinker-base-model'], wire: o['tinker-wire'], ppoAs: o['tinker-loss'],
       log: (l) => process.stderr.write(l + '\n'),
     })
     : await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads });
