@@ -15,6 +15,7 @@ import { reportCommand } from './report.ts';
 import { generateCommand, scoreCommand } from './generate.ts';
 import { sftCommand, mergeCommand } from './sft.ts';
 import { envServerCommand } from './env-server.ts';
+import { benchChatModelCommand } from './bench-chat-model.ts';
 import { agentTrainCommand, agentEvalCommand, benchAgentsCommand } from './agent.ts';
 import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, benchDashboardCommand, benchTinkerCommand } from './bench.ts';
 
@@ -22,7 +23,7 @@ import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPerson
 export const COMMANDS: readonly Command[] = [
   serveCommand, serveTinkerCommand, demoCommand, statusCommand, turnsCommand, rollbackCommand, reportCommand, openclawConfigCommand, exportCommand, generateCommand, scoreCommand,
   sftCommand, mergeCommand,
-  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchDashboardCommand, benchPersonalizeCommand, benchAgentsCommand, benchTinkerCommand,
+  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchDashboardCommand, benchPersonalizeCommand, benchChatModelCommand, benchAgentsCommand, benchTinkerCommand,
   agentTrainCommand, agentEvalCommand, envServerCommand,
 ];
 

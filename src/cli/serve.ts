@@ -147,7 +147,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   }
   const modelId = o['served-model-name'] ?? defaultModelId(o.model ?? dir);
   // metrics.jsonl (+ TensorBoard), the version archive, held-out evaluation and the dashboard
-  const tracking = new Tracking({ store, engine, dataDir, modelId, judgeKind: judgeConfig.kind, learning: !o['no-train'], tensorboard: o.tensorboard, keepVersions: o['keep-versions'] });
+  const tracking = new Tracking({ store, engine, dataDir, modelId, judgeKind: judgeConfig.kind, learning: !o['no-train'], tensorboard: o.tensorboard, keepVersions: o['keep-versions'], engineName: o.engine });
   let trainer: InstanceType<typeof TrainerLoop> | null = null;
   let server;
   // /readyz answers 200 only once every configured loop runs, and while each keeps running
