@@ -33,18 +33,28 @@ export const benchEngineCommand = defineCommand({
 
 export const benchTrainCommand = defineCommand({
   name: 'bench train',
-  summary: 'LoRA training throughput (tokens/s) and where the time goes',
+  summary: 'training throughput (tokens/s), LoRA or full-parameter, and where the time goes',
   options: {
     model: opt.string('a local Hugging Face model folder', { placeholder: 'DIR', nonEmpty: true }), shape: shapeOption,
     kernel: kernelOption, threads: threadsOption, rank: positive('LoRA rank', 16), seq: positive('sequence length', 256),
-    batch: positive('sequences per step', 4), steps: positive('timed steps', 3), json: jsonOption,
+    batch: positive('sequences per step', 4), steps: positive('timed steps', 3),
+    full: opt.flag('train every weight instead of a LoRA adapter'),
+    compare: opt.flag('run LoRA and then full-parameter training on the same model and report both'),
+    loss: opt.choice(['ppo', 'cross_entropy'], 'the loss (cross_entropy: SFT)', { default: 'ppo' }), json: jsonOption,
   },
   check: noBoth,
   run: async (o) => {
     const { benchTrain } = await import('../bench/train.ts');
-    const r = await benchTrain({ model: o.model, shape: o.shape, kernel: o.kernel, threads: o.threads, rank: o.rank, seq: o.seq, batch: o.batch, steps: o.steps, log });
-    process.stderr.write(`${r.model}: ${r.tokensPerSec} tokens/s (step ${r.stepMs} ms for ${r.batch}×${r.seq} tokens; matmul ${(r.breakdown.matmul * 100).toFixed(0)}%, attention ${(r.breakdown.attention * 100).toFixed(0)}%, other ${(r.breakdown.other * 100).toFixed(0)}%), peak RSS ${(r.peakRssBytes / 2 ** 20).toFixed(0)} MiB\n`);
-    if (o.json) process.stdout.write(JSON.stringify(r) + '\n');
+    const modes = o.compare ? [false, true] : [o.full];
+    const results = [];
+    for (const full of modes) {
+      const r = await benchTrain({ model: o.model, shape: o.shape, kernel: o.kernel, threads: o.threads, rank: o.rank, seq: o.seq, batch: o.batch, steps: o.steps, full, loss: o.loss, log });
+      process.stderr.write(`${r.model}, ${r.mode === 'full' ? 'full-parameter' : `LoRA rank ${r.rank}`} (${r.trainedParameters} parameters trained, ${r.loss}): ${r.tokensPerSec} tokens/s ` +
+        `(step ${r.stepMs} ms for ${r.batch}×${r.seq} tokens; matmul ${(r.breakdown.matmul * 100).toFixed(0)}%, attention ${(r.breakdown.attention * 100).toFixed(0)}%, other ${(r.breakdown.other * 100).toFixed(0)}%), peak RSS ${(r.peakRssBytes / 2 ** 20).toFixed(0)} MiB\n`);
+      results.push(r);
+    }
+    if (results.length === 2) process.stderr.write(`full-parameter / LoRA throughput: ${(results[1].tokensPerSec / results[0].tokensPerSec).toFixed(2)}×\n`);
+    if (o.json) process.stdout.write(JSON.stringify(results.length === 1 ? results[0] : results) + '\n');
   },
 });
 

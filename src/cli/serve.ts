@@ -47,6 +47,7 @@ const SERVE_OPTIONS = {
   'reward-baseline': opt.choice(['batch', 'group', 'none'], 'advantage baseline', { default: TRAINER_DEFAULTS.rewardBaseline }),
   'lora-rank': count('LoRA rank', 16),
   'lora-alpha': count('LoRA alpha', 32),
+  full: opt.flag('train every weight (full-parameter) instead of a LoRA adapter; checkpoints are then Hugging Face model folders'),
   'checkpoint-every': count('save a checkpoint every N steps', TRAINER_DEFAULTS.checkpointEvery),
   overlong: opt.custom('overlong-response penalty: max length and soft margin in tokens', 'L_MAX,L_CACHE', parseOverlong),
   'context-overflow': opt.choice(['error', 'truncate'], 'a prompt longer than the context', { default: 'error' }),
@@ -189,7 +190,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method, opdTeacher: o['opd-teacher'], rewardBaseline: o['reward-baseline'], overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
     batchSize: o['batch-size'], maxStaleness: o['max-staleness'], learningRate: o['learning-rate'], klCoef: o['kl-coef'],
-    lora: { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'], log: (l) => process.stderr.write(l + '\n'),
+    lora: o.full ? null : { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'], log: (l) => process.stderr.write(l + '\n'),
     onStep: tracking.onStep,
   });
   let judgeLoop: InstanceType<typeof JudgeLoop> | null = null;
