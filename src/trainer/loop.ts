@@ -47,7 +47,8 @@ export interface TrainerOptions {
    * 'none' uses A = r as specified.
    */
   rewardBaseline: 'none' | 'batch' | 'group';
-  lora: LoraSettings;
+  /** the LoRA adapter to train, or null to train every weight (full-parameter) */
+  lora: LoraSettings | null;
   checkpointEvery: number;
   checkpointDir: string;
   /** largest fall of the mean log-prob per canary token from one published version to the next (nats) */
