@@ -47,9 +47,13 @@ const SERVE_OPTIONS = {
   'reward-baseline': opt.choice(['batch', 'group', 'none'], 'advantage baseline', { default: TRAINER_DEFAULTS.rewardBaseline }),
   'lora-rank': count('LoRA rank', 16),
   'lora-alpha': count('LoRA alpha', 32),
+  full: opt.flag('train every weight (full-parameter) instead of a LoRA adapter; checkpoints are then Hugging Face model folders'),
   'checkpoint-every': count('save a checkpoint every N steps', TRAINER_DEFAULTS.checkpointEvery),
   overlong: opt.custom('overlong-response penalty: max length and soft margin in tokens', 'L_MAX,L_CACHE', parseOverlong),
   'context-overflow': opt.choice(['error', 'truncate'], 'a prompt longer than the context', { default: 'error' }),
+  'prefix-cache-mib': opt.int('memory for cached prompt prefixes (KV reused by later turns, sessions and scoring); 0 turns it off', { min: 0, defaultText: '1024' }),
+  'prefill-chunk': opt.int('largest number of prompt tokens fed per step (decodes of other requests run between chunks)', { min: 1, defaultText: '256' }),
+  'kv-memory-mib': opt.int('cap on memory for KV caches; the context shrinks to what fits', { min: 1, defaultText: 'what fits beside the weights in 4 GiB' }),
   'eval-file': opt.file('held-out prompts (JSON Lines: {"prompt"|"messages", "criteria"?, "satisfied"?}) evaluated while serving'),
   'eval-every': count('evaluate the held-out prompts after every N published steps', 10),
   'eval-samples': count('answers per held-out prompt', 2),
@@ -95,7 +99,7 @@ function parseOverlong(raw: string, source: string): { lMax: number; lCache: num
 }
 
 async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
-  const { EmbeddedEngine } = await import('../engine/embedded/engine.ts');
+  const { EmbeddedEngine, engineStatsMetrics } = await import('../engine/embedded/engine.ts');
   const { Store } = await import('../store/store.ts');
   const { startServer } = await import('../api/server.ts');
   const { createJudge } = await import('../judge/config.ts');
@@ -136,7 +140,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
       baseUrl: o['tinker-url']!, apiKey: o['tinker-api-key'], tokenizerDir: dir, baseModel: o['tinker-base-model'], wire: o['tinker-wire'], ppoAs: o['tinker-loss'],
       log: (l) => process.stderr.write(l + '\n'),
     })
-    : await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads });
+    : await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads, prefixCacheMiB: o['prefix-cache-mib'], prefillChunk: o['prefill-chunk'], kvMemoryMiB: o['kv-memory-mib'] });
   let engine: Awaited<ReturnType<typeof loadEngine>>;
   try {
     engine = await loadEngine();
@@ -144,9 +148,15 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     store.close();
     throw e;
   }
+  // /metrics is answered synchronously: keep the embedded engine's figures fresh in the background
+  let engineMetrics = '';
+  const refreshMetrics = () => { if (engine instanceof EmbeddedEngine) engine.stats().then((st) => { engineMetrics = engineStatsMetrics(st); }, () => {}); };
+  refreshMetrics();
+  const metricsTimer = setInterval(refreshMetrics, 2000);
+  metricsTimer.unref();
   const modelId = o['served-model-name'] ?? defaultModelId(o.model ?? dir);
   // metrics.jsonl (+ TensorBoard), the version archive, held-out evaluation and the dashboard
-  const tracking = new Tracking({ store, engine, dataDir, modelId, judgeKind: judgeConfig.kind, learning: !o['no-train'], tensorboard: o.tensorboard, keepVersions: o['keep-versions'] });
+  const tracking = new Tracking({ store, engine, dataDir, modelId, judgeKind: judgeConfig.kind, learning: !o['no-train'], tensorboard: o.tensorboard, keepVersions: o['keep-versions'], engineName: o.engine });
   let trainer: InstanceType<typeof TrainerLoop> | null = null;
   let server;
   // /readyz answers 200 only once every configured loop runs, and while each keeps running
@@ -170,7 +180,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
         // how sessions were identified: "header" means the OpenClaw plugin is doing its job
         sessionSources: Object.fromEntries((store.sql('SELECT id_source, COUNT(*) AS n FROM sessions GROUP BY id_source').all() as { id_source: string; n: number }[]).map((r) => [r.id_source, r.n])),
         turnTypes: Object.fromEntries((store.sql('SELECT turn_type || \'/\' || type_source AS k, COUNT(*) AS n FROM turns GROUP BY k').all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
-      }), extraMetrics: () => trainer?.metrics() ?? '', ready, dashboard: tracking.dashboard, publishedVersion: () => tracking.publishedVersion(),
+      }), extraMetrics: () => engineMetrics + (trainer?.metrics() ?? ''), ready, dashboard: tracking.dashboard, publishedVersion: () => tracking.publishedVersion(),
     });
   } catch (e) {
     await engine.close(); store.close();
@@ -180,7 +190,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method, opdTeacher: o['opd-teacher'], rewardBaseline: o['reward-baseline'], overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
     batchSize: o['batch-size'], maxStaleness: o['max-staleness'], learningRate: o['learning-rate'], klCoef: o['kl-coef'],
-    lora: { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'], log: (l) => process.stderr.write(l + '\n'),
+    lora: o.full ? null : { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'], log: (l) => process.stderr.write(l + '\n'),
     onStep: tracking.onStep,
   });
   let judgeLoop: InstanceType<typeof JudgeLoop> | null = null;
@@ -210,6 +220,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
       await evaluator?.close();
       await judgeLoop?.stop();
       await trainer?.stop();
+      clearInterval(metricsTimer);
       await engine.close();
       tracking.close();
       store.close();

@@ -1,7 +1,7 @@
 // What the dashboard (and `openclaw-rl turns`) shows, read from the store: the overview, turns joined
 // with their judgement and training sample, sessions, and weights versions. Every text leaves through
-// the store's redaction (redactSecrets over the serialized view, as the JSONL logs are redacted), so
-// a secret the store would keep out of its logs never reaches a page or a terminal either.
+// the store's redaction (redactSecrets on each string of the view), so a secret the store keeps out of
+// its logs never reaches a page or a terminal either.
 import type { DatabaseSync } from 'node:sqlite';
 import { redactSecrets } from '../store/redact.ts';
 import { contentText, type WireMessage } from '../conversation/messages.ts';
@@ -39,9 +39,12 @@ export interface TurnView {
   } | null;
 }
 
-/** Redact every string of a value the way the store redacts its logs. */
+/** Every string in a value through the store's redaction (each string as written, not its JSON escape). */
 export function redacted<T>(value: T): T {
-  return JSON.parse(redactSecrets(JSON.stringify(value))) as T;
+  if (typeof value === 'string') return redactSecrets(value) as T;
+  if (Array.isArray(value)) return value.map(redacted) as T;
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redacted(v)])) as T;
+  return value;
 }
 
 function lastUserText(requestJson: string): string {
@@ -150,10 +153,14 @@ export function versionSamples(store: StoreReader, version: number): { turnId: n
 
 export interface JudgeHealth { judged: number; deferred: number; retries: number; voteErrors: number; lastError: string | null }
 
-/** The judge's health from the store: judged turns, turns waiting for a retry, retries so far, failed votes, the last error. */
+/**
+ * The judge's health from the store: judged turns, turns waiting for a retry, retries so far, failed votes, the
+ * last error. Polled every 2 s: only rows whose votes mention an error are parsed.
+ */
 export function judgeHealth(store: StoreReader): JudgeHealth {
   const row = store.db.prepare(`SELECT SUM(status = 'done') AS judged, SUM(status = 'deferred') AS deferred, SUM(MAX(attempts - 1, 0)) AS retries,
-      SUM((SELECT COUNT(*) FROM json_each(votes_json) WHERE json_extract(value, '$.error') IS NOT NULL)) AS vote_errors FROM judgements`).get() as Record<string, number | null>;
+      SUM(CASE WHEN votes_json LIKE '%"error":%' THEN (SELECT COUNT(*) FROM json_each(votes_json) WHERE json_extract(value, '$.error') IS NOT NULL) ELSE 0 END) AS vote_errors
+    FROM judgements`).get() as Record<string, number | null>;
   const last = store.db.prepare(`SELECT last_error FROM judgements WHERE last_error IS NOT NULL ORDER BY updated_at DESC LIMIT 1`).get() as { last_error: string } | undefined;
   return redacted({ judged: Number(row.judged ?? 0), deferred: Number(row.deferred ?? 0), retries: Number(row.retries ?? 0), voteErrors: Number(row.vote_errors ?? 0), lastError: last?.last_error ?? null });
 }
