@@ -155,6 +155,39 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
   return runs;
 }
 
+export const benchLoadCommand = defineCommand({
+  name: 'bench load',
+  summary: 'the server under many concurrent streaming sessions while it judges and trains: failures, latency, memory',
+  description: 'Start `openclaw-rl serve` (lexical judge, training on) and run --sessions simulated users against it for ' +
+    '--seconds: each streams a story, answers with feedback, and starts over. Prints failed requests, latency and ' +
+    'time-to-first-token percentiles, the server\'s RSS, and the training steps taken meanwhile. --compare runs it twice, ' +
+    'with the admission queue (the default) and without (--queue-wait-seconds 0: a 429 at once beyond --max-concurrent).',
+  options: {
+    model: modelOption, sessions: positive('concurrent streaming sessions', 64), seconds: positive('how long the load runs', 180),
+    'max-tokens': positive('tokens per answer', 32), 'batch-size': positive('samples per training step', 8),
+    'max-concurrent': positive("serve's --max-concurrent", 16), compare: opt.flag('also run without the admission queue'), json: jsonOption,
+  },
+  run: async (o) => {
+    const { benchLoad } = await import('../bench/load.ts');
+    const model = await modelDir(o.model);
+    const configs = o.compare ? [['queue', '10'], ['no queue', '0']] : [['queue', '10']];
+    const results = [];
+    let failed = 0;
+    for (const [name, wait] of configs) {
+      log(`bench load (${name}): ${o.sessions} sessions for ${o.seconds} s…`);
+      const r = await benchLoad({ model, sessions: o.sessions, seconds: o.seconds, maxTokens: o['max-tokens'], log,
+        serveArgs: ['--batch-size', String(o['batch-size']), '--max-concurrent', String(o['max-concurrent']), '--queue-wait-seconds', wait] });
+      process.stderr.write(`${name}: ${r.sessions} sessions × ${r.seconds} s: ${r.requests} requests, ${r.failed} failed ${JSON.stringify(r.failures)}; latency p50 ${r.latencyMs.p50.toFixed(0)} ms, p99 ${r.latencyMs.p99.toFixed(0)} ms; ` +
+        `first token p50 ${r.firstTokenMs.p50.toFixed(0)} ms, p99 ${r.firstTokenMs.p99.toFixed(0)} ms; server RSS ${r.rssMiB.start.toFixed(0)} → max ${r.rssMiB.max.toFixed(0)} MiB (end ${r.rssMiB.end.toFixed(0)}); ` +
+        `${r.training.steps} training steps (version ${r.training.version})\n`);
+      results.push({ config: name, ...r });
+      if (name === 'queue') failed = r.failed;
+    }
+    if (o.json) process.stdout.write(JSON.stringify(results) + '\n');
+    if (failed > 0) return 1;
+  },
+});
+
 export const benchPersonalizeCommand = defineCommand({
   name: 'bench personalize',
   summary: 'how fast a simulated user with a preference gets satisfied, per learning method',

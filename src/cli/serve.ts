@@ -1,5 +1,6 @@
 // `openclaw-rl serve`: the embedded engine behind the OpenAI-compatible API, recording every turn.
 import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { defineCommand, opt, UsageError, type Values } from './command.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId } from './args.ts';
 import { JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
@@ -12,17 +13,23 @@ const count = (help: string, d: number) => opt.int(help, { min: 1, default: d })
 
 const SERVE_OPTIONS = {
   model: modelOption,
-  host: opt.string('address to listen on (a non-loopback address needs --api-key or --allow-insecure-bind)', { default: '127.0.0.1', env: 'HOST', placeholder: 'ADDR', nonEmpty: true }),
+  host: opt.string('address to listen on (a non-loopback address needs an API key or --allow-insecure-bind)', { default: '127.0.0.1', env: 'HOST', placeholder: 'ADDR', nonEmpty: true }),
   port: opt.port('port to listen on', { default: 30000, env: 'PORT', allowZero: true }),
-  'api-key': opt.string('bearer key clients must send (prefer the environment: flags show in ps)', { env: ['OPENCLAW_RL_API_KEY', 'SGLANG_API_KEY'], placeholder: 'KEY', nonEmpty: true }),
+  'api-key-file': opt.path('file whose first line is the bearer key clients must send (or set OPENCLAW_RL_API_KEY / SGLANG_API_KEY; a key on the command line is refused: ps shows it)', { env: 'OPENCLAW_RL_API_KEY_FILE', placeholder: 'FILE' }),
+  'api-key': opt.custom('not accepted: other local users can read command lines (ps); use OPENCLAW_RL_API_KEY or --api-key-file', 'KEY', () => {
+    throw new UsageError('--api-key is not accepted: other local users can read command lines (ps). Put the key in OPENCLAW_RL_API_KEY, or in a file given with --api-key-file');
+  }, { hidden: true }),
   'data-dir': opt.path('where turns, the store and checkpoints live', { default: '.openclaw-rl', env: 'OPENCLAW_RL_DATA_DIR', placeholder: 'DIR' }),
   'served-model-name': opt.string('the model id clients ask for', { defaultText: "the model folder's name, or the Hugging Face id", placeholder: 'ID', nonEmpty: true }),
-  'max-concurrent': count('requests served at once before 429', 16),
+  'max-concurrent': count('requests served at once; more wait in the admission queue', 16),
+  'queue-wait-seconds': opt.number('how long a request beyond --max-concurrent may wait for a slot before a 429 (0: no queue)', { min: 0, max: 600, default: 10 }),
   'max-body-bytes': count('largest request body', 8 * 2 ** 20),
   'session-idle-seconds': count('a session without requests this long is closed', 1800),
   'default-max-tokens': count('max_tokens when a request gives none', 1024),
   'allow-insecure-bind': opt.flag('allow a non-loopback --host without an API key'),
-  'no-redact': opt.flag('keep secrets in the JSONL log (redacted by default)'),
+  redact: opt.choice(['off', 'logs', 'all'], 'what is redacted: all = logs, exports and the store (token ids encrypted with --key-file); logs = logs and exports only', { default: 'all', env: 'OPENCLAW_RL_REDACT' }),
+  'key-file': opt.path('key for the token ids stored encrypted (--redact all); keep it outside the data folder', { defaultText: '<data-dir>.key', env: 'OPENCLAW_RL_KEY_FILE', placeholder: 'FILE' }),
+  'no-redact': opt.flag('the same as --redact off'),
   'retention-days': opt.int('delete turns older than this many days', { min: 1 }),
   kernel: kernelOption,
   threads: threadsOption,
@@ -111,7 +118,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   try { evalItems = o['eval-file'] ? loadEvalFile(o['eval-file']) : null; } catch (e) { throw e instanceof EvalFileError ? new UsageError(`--eval-file: ${e.message}`) : e; }
   const dir = await modelDir(o.model);
   const { port, host } = o;
-  const apiKey = o['api-key'];
+  const apiKey = readApiKey(o['api-key-file']);
   const dataDir = resolve(o['data-dir']);
   const judgeConfig: JudgeConfig = {
     ...JUDGE_DEFAULTS, kind: o.judge, url: o['judge-url'], model: o['judge-model'], apiKey: o['judge-api-key'],
@@ -122,7 +129,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   // the store first: a data folder that cannot be created or opened fails before the model loads
   let store: StoreType;
   try {
-    store = new Store(dataDir, { redact: !o['no-redact'], retentionDays: o['retention-days'] });
+    store = new Store(dataDir, { redact: o['no-redact'] ? 'off' : o.redact, keyFile: o['key-file'], retentionDays: o['retention-days'] });
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     throw new Error(`cannot use the data folder ${dataDir}: ${err.code ? `${err.code} (${err.message})` : err.message}`);
@@ -172,7 +179,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   try {
     server = await startServer({
       engine, store, modelId, host, port, apiKey, allowInsecureBind: o['allow-insecure-bind'],
-      maxConcurrent: o['max-concurrent'], maxBodyBytes: o['max-body-bytes'],
+      maxConcurrent: o['max-concurrent'], queueWaitMs: o['queue-wait-seconds'] * 1000, maxBodyBytes: o['max-body-bytes'],
       sessionIdleMs: o['session-idle-seconds'] * 1000, defaultMaxTokens: o['default-max-tokens'],
       contextOverflow,
       status: () => ({
@@ -229,4 +236,16 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     process.once('SIGINT', () => void stop('SIGINT'));
     process.once('SIGTERM', () => void stop('SIGTERM'));
   });
+}
+
+/** The server's key: the first line of --api-key-file, else OPENCLAW_RL_API_KEY, else SGLANG_API_KEY. */
+function readApiKey(file: string | undefined): string | undefined {
+  if (file) {
+    let text: string;
+    try { text = readFileSync(file, 'utf8'); } catch (e) { throw new UsageError(`--api-key-file: cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`); }
+    const key = text.split(/\r?\n/)[0].trim();
+    if (!key) throw new UsageError(`--api-key-file: ${file} is empty (its first line must be the key)`);
+    return key;
+  }
+  return process.env.OPENCLAW_RL_API_KEY || process.env.SGLANG_API_KEY || undefined;
 }
