@@ -1,10 +1,13 @@
 // Evaluation of the live policy: held-out satisfaction (k samples per held-out prompt at the serving
 // temperature, fixed seeds), drift as KL(policy‖base) on neutral prompts (Monte Carlo: sampled from
 // the policy at T = 1, mean of log π − log π_base per token), and the log-likelihood of a fixed
-// reference text.
+// reference text. Held-out evaluation also reports satisfied-AND-fluent: each sample is scored by the
+// base model, and it counts as fluent when its mean per-token log-likelihood is inside the band of the
+// base's own held-out samples (calibrated once, on other seeds) and it does not loop (src/learn/fluency.ts).
 import type { Engine } from '../engine/types.ts';
 import { collect } from '../engine/types.ts';
 import { check, type Persona } from './persona.ts';
+import { fluencyBand, isFluent, meanLogLikelihood, repetitionCheck, type FluencyBand } from '../learn/fluency.ts';
 
 export const NEUTRAL_PROMPTS = ['Once upon a time', 'The sun was', 'One day', 'They went home'];
 export const REFERENCE_TEXT = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the park.';
@@ -47,4 +50,56 @@ export async function referenceLogLikelihood(engine: Engine): Promise<number> {
   const response = full.slice(prompt.length);
   const [lp] = await engine.score([{ promptIds: prompt, responseIds: response }]);
   return lp.reduce((a, b) => a + b, 0) / Math.max(1, lp.length);
+}
+
+/** One evaluated sample, with everything that decided its verdicts. */
+export interface EvaluatedSample {
+  prompt: string; seed: number; text: string; tokens: number; satisfied: boolean; fluent: boolean;
+  baseMeanLogLikelihood: number; maxNgramCount: number; longestCharRun: number;
+}
+export interface HeldOutEvaluation { rate: number; fluentRate: number; satisfiedAndFluentRate: number; samples: EvaluatedSample[] }
+
+const EVAL_SEED = (i: number) => 7919 * i + 17;
+const CALIBRATION_SEED = (i: number) => 6007 * i + 100_003; // never equal to an evaluation seed for the k used here
+
+async function baseMeanLL(engine: Engine, promptIds: number[], responseIds: number[]): Promise<number> {
+  if (responseIds.length === 0) return -Infinity;
+  const [lp] = await engine.score([{ promptIds, responseIds }], { adapter: 'base' });
+  return meanLogLikelihood(lp);
+}
+
+/** The fluency band from the base model's own samples on the held-out prompts (seeds disjoint from evaluation). */
+export async function calibrateFluency(engine: Engine, persona: Persona, k: number, p = 0.05): Promise<FluencyBand> {
+  const means: number[] = [];
+  for (const prompt of persona.heldOutPrompts) {
+    const ids = promptIds(engine, prompt);
+    for (let i = 0; i < k; i++) {
+      const r = await collect(engine.sample(ids, { maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, topP: 1, topK: 0, seed: CALIBRATION_SEED(i), weights: 'base' }));
+      means.push(await baseMeanLL(engine, ids, r.ids));
+    }
+  }
+  return fluencyBand(means, p);
+}
+
+/** Held-out satisfaction, fluency and satisfied-and-fluent of the live policy, with every sample's text. */
+export async function evaluateHeldOut(engine: Engine, persona: Persona, k: number, band: FluencyBand, weights: 'published' | 'base' = 'published'): Promise<HeldOutEvaluation> {
+  const samples: EvaluatedSample[] = [];
+  for (const prompt of persona.heldOutPrompts) {
+    const ids = promptIds(engine, prompt);
+    for (let i = 0; i < k; i++) {
+      const seed = EVAL_SEED(i);
+      const r = await collect(engine.sample(ids, { maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, topP: 1, topK: 0, seed, weights }));
+      const ll = await baseMeanLL(engine, ids, r.ids);
+      const rep = repetitionCheck(r.ids, r.text);
+      samples.push({
+        prompt, seed, text: r.text, tokens: r.ids.length, satisfied: check(persona.satisfied, r.text), fluent: isFluent(ll, band, rep),
+        baseMeanLogLikelihood: +ll.toFixed(4), maxNgramCount: rep.maxNgramCount, longestCharRun: rep.longestCharRun,
+      });
+    }
+  }
+  const n = Math.max(1, samples.length);
+  return {
+    rate: samples.filter((x) => x.satisfied).length / n, fluentRate: samples.filter((x) => x.fluent).length / n,
+    satisfiedAndFluentRate: samples.filter((x) => x.satisfied && x.fluent).length / n, samples,
+  };
 }

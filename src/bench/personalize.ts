@@ -1,6 +1,8 @@
 // `openclaw-rl bench personalize`: the product's promise, measured. A server with the embedded engine,
 // simulated users of one persona talking to it over HTTP, the judge and the learning loop — and every
-// few conversations the held-out satisfaction rate of the live policy, with drift (KL to base).
+// few conversations the held-out satisfaction rate of the live policy, next to satisfied-and-fluent
+// (fluency measured against the base model's own samples) and drift (KL to base). Every evaluated
+// sample's text goes to samples.jsonl in the report folder.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,13 +15,20 @@ import { TrainerLoop, TRAINER_DEFAULTS } from '../trainer/loop.ts';
 import type { Method } from '../learn/advantages.ts';
 import type { Persona } from './persona.ts';
 import { SimulatedUser } from './user.ts';
-import { satisfactionRate, klToBase, referenceLogLikelihood } from './evaluate.ts';
+import { evaluateHeldOut, calibrateFluency, klToBase, referenceLogLikelihood, type EvaluatedSample } from './evaluate.ts';
+import type { FluencyBand } from '../learn/fluency.ts';
 import { lineChartSvg, svgToPng } from './plot.ts';
 
-export interface CurvePoint { conversations: number; rate: number; policyVersion: number; klToBase: number; referenceLogLikelihood: number; seconds: number }
+export interface CurvePoint {
+  conversations: number; rate: number; fluentRate: number; satisfiedAndFluentRate: number; policyVersion: number; klToBase: number;
+  referenceLogLikelihood: number; seconds: number;
+}
+/** An evaluated sample with the evaluation it belongs to. */
+export interface RecordedSample extends EvaluatedSample { conversations: number; policyVersion: number }
 export interface PersonalizeResult {
   persona: string; method: Method; seed: number; baseRate: number; finalRate: number; wallSeconds: number;
-  conversations: number; steps: number; curve: CurvePoint[];
+  baseSatisfiedAndFluent: number; finalSatisfiedAndFluent: number; finalKlToBase: number; fluencyBand: FluencyBand;
+  conversations: number; steps: number; curve: CurvePoint[]; samples: RecordedSample[];
 }
 
 export interface PersonalizeOptions {
@@ -60,15 +69,22 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   await trainer.init();
   const userList = Array.from({ length: users }, (_, i) => new SimulatedUser({ baseUrl: `${server.url}/v1`, model: 'policy', persona: o.persona, seed: seed * 1000 + i, id: `u${i}` }));
   const curve: CurvePoint[] = [];
+  const samples: RecordedSample[] = [];
+  let band: FluencyBand | undefined;
   const evaluate = async (done: number) => {
+    const held = await evaluateHeldOut(engine, o.persona, evalK, band!);
     const point = {
-      conversations: done, rate: await satisfactionRate(engine, o.persona, evalK), policyVersion: trainer.version,
+      conversations: done, rate: held.rate, fluentRate: held.fluentRate, satisfiedAndFluentRate: held.satisfiedAndFluentRate, policyVersion: trainer.version,
       klToBase: trainer.version === 0 ? 0 : await klToBase(engine), referenceLogLikelihood: await referenceLogLikelihood(engine), seconds: (performance.now() - t0) / 1000,
     };
     curve.push(point);
-    o.progress?.(`[${o.persona.name} · ${o.method}] ${done}/${o.conversations} conversations · version ${trainer.version} · held-out satisfaction ${(point.rate * 100).toFixed(0)}% · KL ${point.klToBase.toFixed(3)} · ${point.seconds.toFixed(1)} s`);
+    for (const x of held.samples) samples.push({ conversations: done, policyVersion: trainer.version, ...x });
+    o.progress?.(`[${o.persona.name} · ${o.method}] ${done}/${o.conversations} conversations · version ${trainer.version} · held-out satisfaction ${pct(point.rate)} · ` +
+      `satisfied-and-fluent ${pct(point.satisfiedAndFluentRate)} (fluent ${pct(point.fluentRate)}) · KL ${point.klToBase.toFixed(3)} · ${point.seconds.toFixed(1)} s`);
   };
   try {
+    o.progress?.(`[${o.persona.name} · ${o.method}] calibrating fluency on the base model's own held-out samples…`);
+    band = await calibrateFluency(engine, o.persona, evalK);
     await evaluate(0);
     let done = 0, satisfiedSeen = 0;
     while (done < o.conversations) {
@@ -83,7 +99,8 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
     }
     return {
       persona: o.persona.name, method: o.method, seed, baseRate: curve[0].rate, finalRate: curve.at(-1)!.rate, wallSeconds: +((performance.now() - t0) / 1000).toFixed(1),
-      conversations: o.conversations, steps: trainer.step, curve,
+      baseSatisfiedAndFluent: curve[0].satisfiedAndFluentRate, finalSatisfiedAndFluent: curve.at(-1)!.satisfiedAndFluentRate, finalKlToBase: curve.at(-1)!.klToBase,
+      fluencyBand: band, conversations: o.conversations, steps: trainer.step, curve, samples,
     };
   } finally {
     await server.close();
@@ -93,24 +110,43 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   }
 }
 
-/** curve.json, plot.svg, plot.png and summary.md for one or more runs of the same persona. */
+const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
+
+/**
+ * curve.json, plot.svg/png (satisfied and satisfied-and-fluent), kl.svg/png (KL to base), summary.md and
+ * samples.jsonl (every evaluated sample's text with its verdicts) for one or more runs of the same persona.
+ */
 export async function writeReport(outDir: string, runs: PersonalizeResult[]): Promise<string[]> {
   mkdirSync(outDir, { recursive: true });
-  const files = ['curve.json', 'plot.svg', 'plot.png', 'summary.md'].map((f) => join(outDir, f));
-  writeFileSync(files[0], JSON.stringify(runs.length === 1 ? runs[0] : runs, null, 2) + '\n');
-  const svg = lineChartSvg(runs.map((r) => ({ label: r.method, points: r.curve.map((p) => ({ x: p.conversations, y: p.rate })) })), {
-    title: `Held-out satisfaction — persona "${runs[0].persona}"`, xLabel: 'conversations', yLabel: 'satisfied answers',
-  });
+  const files = ['curve.json', 'plot.svg', 'plot.png', 'kl.svg', 'kl.png', 'summary.md', 'samples.jsonl'].map((f) => join(outDir, f));
+  const lean = runs.map(({ samples: _samples, ...r }) => r);
+  writeFileSync(files[0], JSON.stringify(lean.length === 1 ? lean[0] : lean, null, 2) + '\n');
+  const svg = lineChartSvg(runs.flatMap((r) => [
+    { label: `${r.method} satisfied`, points: r.curve.map((p) => ({ x: p.conversations, y: p.rate })) },
+    { label: `${r.method} sat. & fluent`, points: r.curve.map((p) => ({ x: p.conversations, y: p.satisfiedAndFluentRate })) },
+  ]), { title: `Held-out satisfaction — persona "${runs[0].persona}"`, xLabel: 'conversations', yLabel: 'share of held-out answers' });
   writeFileSync(files[1], svg);
   await svgToPng(svg, files[2]);
-  const at = (r: PersonalizeResult, n: number) => { const p = r.curve.filter((c) => c.conversations <= n).at(-1); return p ? `${(p.rate * 100).toFixed(0)}%` : '–'; };
+  const klMax = Math.max(0.05, ...runs.flatMap((r) => r.curve.map((p) => p.klToBase)));
+  const klSvg = lineChartSvg(runs.map((r) => ({ label: r.method, points: r.curve.map((p) => ({ x: p.conversations, y: p.klToBase })) })), {
+    title: `KL(policy ‖ base) on neutral prompts — "${runs[0].persona}"`, xLabel: 'conversations', yLabel: 'nats per token', yMax: klMax, yFormat: (y) => y.toFixed(2),
+  });
+  writeFileSync(files[3], klSvg);
+  await svgToPng(klSvg, files[4]);
+  const at = (r: PersonalizeResult, n: number, key: 'rate' | 'satisfiedAndFluentRate') => { if (r.conversations < n) return '–'; const p = r.curve.filter((c) => c.conversations <= n).at(-1); return p ? pct(p[key]) : '–'; };
+  const band = runs[0].fluencyBand;
   const lines = [
     `# Personalization: ${runs[0].persona}`, '',
-    '| method | base | after 50 | after 100 | after 200 | final | conversations | steps | KL to base (final) | wall time |',
-    '|---|---|---|---|---|---|---|---|---|---|',
-    ...runs.map((r) => `| ${r.method} | ${(r.baseRate * 100).toFixed(0)}% | ${at(r, 50)} | ${at(r, 100)} | ${at(r, 200)} | ${(r.finalRate * 100).toFixed(0)}% | ${r.conversations} | ${r.steps} | ${r.curve.at(-1)!.klToBase.toFixed(3)} | ${r.wallSeconds} s |`),
+    'Each cell: held-out satisfied / satisfied-and-fluent. Fluent: base-model mean log-likelihood per token ≥ ' +
+      `${band.lower.toFixed(3)} (the ${band.percentile * 100}th percentile of ${band.calibrationSamples} base samples) and no loops.`, '',
+    '| method | base | after 50 | after 100 | after 200 | final | fluent (final) | conversations | steps | KL to base (final) | wall time |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+    ...runs.map((r) => `| ${r.method} | ${pct(r.baseRate)} / ${pct(r.baseSatisfiedAndFluent)} | ${at(r, 50, 'rate')} / ${at(r, 50, 'satisfiedAndFluentRate')} | ` +
+      `${at(r, 100, 'rate')} / ${at(r, 100, 'satisfiedAndFluentRate')} | ${at(r, 200, 'rate')} / ${at(r, 200, 'satisfiedAndFluentRate')} | ` +
+      `${pct(r.finalRate)} / ${pct(r.finalSatisfiedAndFluent)} | ${pct(r.curve.at(-1)!.fluentRate)} | ${r.conversations} | ${r.steps} | ${r.finalKlToBase.toFixed(3)} | ${r.wallSeconds} s |`),
     '',
   ];
-  writeFileSync(files[3], lines.join('\n'));
+  writeFileSync(files[5], lines.join('\n'));
+  writeFileSync(files[6], runs.flatMap((r) => r.samples.map((x) => JSON.stringify({ method: r.method, runSeed: r.seed, ...x }))).join('\n') + '\n');
   return files;
 }

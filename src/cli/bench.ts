@@ -129,7 +129,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'learning-rate': opt.number('optimizer learning rate', { gt: 0, default: 3e-3 }),
     'batch-size': positive('samples per optimizer step', 8),
     'reward-baseline': opt.choice(['batch', 'group', 'none'], 'advantage baseline', { default: 'batch' }),
-    out: opt.path('report folder (results.json, curve.svg, curve.png)', { default: d.out, placeholder: 'DIR' }),
+    out: opt.path('report folder (curve.json, plot.png, kl.png, summary.md, samples.jsonl with every evaluated sample)', { default: d.out, placeholder: 'DIR' }),
     json: jsonOption,
   };
 }
@@ -200,7 +200,10 @@ export const benchPersonalizeCommand = defineCommand({
     if (tty) process.stderr.write('\n');
     const files = await writeReport(resolve(o.out.replace('<persona>', runs[0].persona)), runs);
     process.stderr.write(`wrote ${files.join(', ')}\n`);
-    for (const r of runs) process.stderr.write(`${r.persona} · ${r.method}: ${(r.baseRate * 100).toFixed(0)}% → ${(r.finalRate * 100).toFixed(0)}% in ${r.conversations} conversations (${r.steps} steps, ${r.wallSeconds} s)\n`);
+    for (const r of runs) {
+      process.stderr.write(`${r.persona} · ${r.method}: satisfied ${(r.baseRate * 100).toFixed(0)}% → ${(r.finalRate * 100).toFixed(0)}%, satisfied-and-fluent ` +
+        `${(r.baseSatisfiedAndFluent * 100).toFixed(0)}% → ${(r.finalSatisfiedAndFluent * 100).toFixed(0)}%, KL to base ${r.finalKlToBase.toFixed(3)} in ${r.conversations} conversations (${r.steps} steps, ${r.wallSeconds} s)\n`);
+    }
     if (o.json) process.stdout.write(JSON.stringify(runs.length === 1 ? runs[0] : runs) + '\n');
   },
 });

@@ -19,6 +19,6 @@ export const demoCommand = defineCommand({
     const runs = await personalizeRuns(o, (line) => process.stderr.write(`${line}\n`));
     const files = await writeReport(resolve(o.out), runs);
     const r = runs[0];
-    process.stderr.write(`\n${r.persona}: satisfaction ${(r.baseRate * 100).toFixed(0)}% → ${(r.finalRate * 100).toFixed(0)}% after ${r.conversations} conversations (${r.steps} training steps, ${r.wallSeconds} s).\nPlot: ${files[2]}\n`);
+    process.stderr.write(`\n${r.persona}: satisfaction ${(r.baseRate * 100).toFixed(0)}% → ${(r.finalRate * 100).toFixed(0)}%, satisfied-and-fluent ${(r.baseSatisfiedAndFluent * 100).toFixed(0)}% → ${(r.finalSatisfiedAndFluent * 100).toFixed(0)}%, KL to base ${r.finalKlToBase.toFixed(3)} after ${r.conversations} conversations (${r.steps} training steps, ${r.wallSeconds} s).\nPlot: ${files[2]}\n`);
   },
 });

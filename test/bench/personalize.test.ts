@@ -78,7 +78,7 @@ test('the simulated user talks through the API: sessions, feedback as next state
   }
 });
 
-test('a small benchmark run writes curve.json, an SVG and a PNG plot, and a summary', { timeout: 120_000 }, async () => {
+test('a small benchmark run writes curve.json, plots of satisfaction and KL, a summary and every evaluated sample', { timeout: 120_000 }, async () => {
   const t = tempDir();
   try {
     const persona = loadPersona(join(PERSONAS_DIR, 'dog-lover.json'));
@@ -87,15 +87,30 @@ test('a small benchmark run writes curve.json, an SVG and a PNG plot, and a summ
     assert.deepEqual(run.curve.map((p) => p.conversations), [0, 8, 16]);
     assert.equal(run.steps, 4);
     assert.ok(run.curve.every((p) => p.rate >= 0 && p.rate <= 1 && Number.isFinite(p.klToBase) && Number.isFinite(p.referenceLogLikelihood)));
-    assert.ok(lines.some((l) => /16\/16 conversations · version 4 · held-out satisfaction \d+%/.test(l)));
+    assert.ok(run.curve.every((p) => p.satisfiedAndFluentRate <= Math.min(p.rate, p.fluentRate)));
+    // the band comes from the base's own samples at the 5th percentile, so the base itself is mostly fluent
+    assert.equal(run.fluencyBand.calibrationSamples, persona.heldOutPrompts.length * 4);
+    assert.ok(run.curve[0].fluentRate >= 0.7, `base fluent ${run.curve[0].fluentRate}`);
+    assert.equal(run.samples.length, 3 * persona.heldOutPrompts.length * 4);
+    for (const p of run.curve) {
+      const at = run.samples.filter((x) => x.conversations === p.conversations);
+      assert.equal(at.filter((x) => x.satisfied && x.fluent).length / at.length, p.satisfiedAndFluentRate);
+    }
+    assert.ok(lines.some((l) => /16\/16 conversations · version 4 · held-out satisfaction \d+% · satisfied-and-fluent \d+% \(fluent \d+%\) · KL/.test(l)));
     const files = await writeReport(t.dir, [run]);
+    assert.deepEqual(files.map((f) => f.slice(t.dir.length + 1)), ['curve.json', 'plot.svg', 'plot.png', 'kl.svg', 'kl.png', 'summary.md', 'samples.jsonl']);
     const curve = JSON.parse(readFileSync(files[0], 'utf8'));
-    assert.deepEqual(Object.keys(curve).sort(), ['baseRate', 'conversations', 'curve', 'finalRate', 'method', 'persona', 'seed', 'steps', 'wallSeconds']);
-    assert.match(readFileSync(files[1], 'utf8'), /^<svg[\s\S]*Held-out satisfaction[\s\S]*binary[\s\S]*<\/svg>$/);
+    assert.deepEqual(Object.keys(curve).sort(), ['baseRate', 'baseSatisfiedAndFluent', 'conversations', 'curve', 'finalKlToBase', 'finalRate',
+      'finalSatisfiedAndFluent', 'fluencyBand', 'method', 'persona', 'seed', 'steps', 'wallSeconds']);
+    assert.match(readFileSync(files[1], 'utf8'), /^<svg[\s\S]*Held-out satisfaction[\s\S]*binary satisfied[\s\S]*binary sat\. &amp; fluent[\s\S]*<\/svg>$/);
     const png = readFileSync(files[2]);
     assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
     assert.equal(png.readUInt32BE(16), 760); // width from the IHDR chunk
-    assert.match(readFileSync(files[3], 'utf8'), /\| binary \| \d+% \|/);
+    assert.match(readFileSync(files[3], 'utf8'), /KL\(policy ‖ base\)/);
+    assert.match(readFileSync(files[5], 'utf8'), /\| binary \| \d+% \/ \d+% \|/);
+    const samples = readFileSync(files[6], 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert.equal(samples.length, run.samples.length);
+    assert.ok(samples.every((x) => typeof x.text === 'string' && typeof x.fluent === 'boolean' && typeof x.satisfied === 'boolean' && x.method === 'binary'));
   } finally {
     t.cleanup();
   }

@@ -1,0 +1,64 @@
+// Fluency against the base model, as pure math: a sample is fluent when the base model finds it about
+// as likely as its own samples (mean per-token log-likelihood at or above a low percentile of the base's
+// own held-out samples) and it does not loop (no token n-gram repeated beyond a limit, no long run of
+// one character). Policies that "learn" by breaking the text ("lllllll wasllanlll") fail both.
+
+/** Mean of per-token log-probs; −Infinity for an empty sample (nothing said is not fluent). */
+export function meanLogLikelihood(logprobs: ArrayLike<number>): number {
+  if (logprobs.length === 0) return -Infinity;
+  let s = 0;
+  for (let i = 0; i < logprobs.length; i++) s += logprobs[i];
+  return s / logprobs.length;
+}
+
+/** The p-quantile (0..1) of values, linear interpolation between order statistics. */
+export function percentile(values: number[], p: number): number {
+  const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) throw new Error('percentile of no finite values');
+  if (!(p >= 0 && p <= 1)) throw new Error(`percentile p must be in [0, 1], got ${p}`);
+  const pos = p * (v.length - 1), lo = Math.floor(pos), hi = Math.ceil(pos);
+  return v[lo] + (v[hi] - v[lo]) * (pos - lo);
+}
+
+/** The fluency band: the lowest mean log-likelihood still counted fluent, from the base's own samples. */
+export interface FluencyBand { lower: number; percentile: number; calibrationSamples: number }
+
+export function fluencyBand(baseMeans: number[], p = 0.05): FluencyBand {
+  return { lower: percentile(baseMeans, p), percentile: p, calibrationSamples: baseMeans.filter(Number.isFinite).length };
+}
+
+export interface RepetitionLimits {
+  /** token n-gram length */
+  n: number;
+  /** an n-gram may occur at most this many times */
+  maxRepeats: number;
+  /** longest allowed run of one non-space character */
+  maxCharRun: number;
+}
+export const REPETITION_DEFAULTS: RepetitionLimits = { n: 3, maxRepeats: 3, maxCharRun: 5 };
+
+export interface RepetitionCheck { ok: boolean; maxNgramCount: number; longestCharRun: number }
+
+/** Loops in a sample: the most frequent token n-gram's count and the longest run of one non-space character. */
+export function repetitionCheck(ids: ArrayLike<number>, text: string, limits: RepetitionLimits = REPETITION_DEFAULTS): RepetitionCheck {
+  const counts = new Map<string, number>();
+  let maxNgramCount = 0;
+  for (let i = 0; i + limits.n <= ids.length; i++) {
+    const key = Array.prototype.slice.call(ids, i, i + limits.n).join(',');
+    const c = (counts.get(key) ?? 0) + 1;
+    counts.set(key, c);
+    if (c > maxNgramCount) maxNgramCount = c;
+  }
+  let longestCharRun = 0, run = 0, prev = '';
+  for (const ch of text) {
+    run = ch === prev && !/\s/.test(ch) ? run + 1 : 1;
+    prev = ch;
+    if (!/\s/.test(ch) && run > longestCharRun) longestCharRun = run;
+  }
+  return { ok: maxNgramCount <= limits.maxRepeats && longestCharRun <= limits.maxCharRun, maxNgramCount, longestCharRun };
+}
+
+/** Fluent: likely enough under the base model and free of loops. */
+export function isFluent(meanLL: number, band: FluencyBand, repetition: RepetitionCheck): boolean {
+  return meanLL >= band.lower && repetition.ok;
+}
