@@ -35,7 +35,7 @@ test('npm pack + npm install -g of the tarball: --version, serve --help, a short
     assert.match(help.stdout, /--port PORT/);
 
     const demo = await cli('demo', '--model', STORIES, '--conversations', '4', '--eval-every', '2', '--eval-k', '2', '--batch-size', '2', '--out', join(t.dir, 'demo'));
-    assert.match(demo.stderr, /dog-lover: satisfaction \d+% → \d+% after 4 conversations/);
+    assert.match(demo.stderr, /dog-lover: satisfaction \d+% → \d+%, satisfied-and-fluent \d+% → \d+%, KL to base [\d.]+ after 4 conversations/);
     assert.ok(existsSync(join(t.dir, 'demo', 'curve.json')));
 
     // no server to ask: the model serve would be given, by the environment as `npm start` does
