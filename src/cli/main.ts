@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { UsageError, EXIT, suggest, formatOptions, type Command } from './command.ts';
 import { serveCommand } from './serve.ts';
+import { serveTinkerCommand } from './serve-tinker.ts';
 import { demoCommand } from './demo.ts';
 import { statusCommand } from './status.ts';
 import { openclawConfigCommand } from './openclaw-config.ts';
@@ -12,12 +13,14 @@ import { turnsCommand } from './turns.ts';
 import { rollbackCommand } from './rollback.ts';
 import { reportCommand } from './report.ts';
 import { generateCommand, scoreCommand } from './generate.ts';
+import { sftCommand, mergeCommand } from './sft.ts';
 import { envServerCommand } from './env-server.ts';
 import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand } from './bench.ts';
 
 /** Every command, in the order `openclaw-rl --help` lists them. A name with a space is a member of a group. */
 export const COMMANDS: readonly Command[] = [
-  serveCommand, demoCommand, statusCommand, turnsCommand, rollbackCommand, reportCommand, openclawConfigCommand, exportCommand, generateCommand, scoreCommand,
+  serveCommand, serveTinkerCommand, demoCommand, statusCommand, turnsCommand, rollbackCommand, reportCommand, openclawConfigCommand, exportCommand, generateCommand, scoreCommand,
+  sftCommand, mergeCommand,
   benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, envServerCommand,
 ];
 

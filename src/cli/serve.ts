@@ -54,6 +54,11 @@ const SERVE_OPTIONS = {
   'eval-max-tokens': count('answer length in the held-out evaluation', 64),
   tensorboard: opt.path('also write the metrics as TensorBoard event files into this folder', { placeholder: 'DIR' }),
   'keep-versions': count('published versions kept on disk for rollbacks', 20),
+  engine: opt.choice(['embedded', 'tinker'], 'what samples and trains: the embedded CPU engine, or a Tinker API server (--model then gives the tokenizer)', { default: 'embedded', env: 'OPENCLAW_RL_ENGINE' }),
+  'tinker-url': opt.string('base URL of the Tinker API server (Tinker cloud, SkyRL, or openclaw-rl serve-tinker)', { env: 'TINKER_BASE_URL', placeholder: 'URL', nonEmpty: true }),
+  'tinker-api-key': opt.string('Tinker API key (prefer the environment: flags show in ps)', { env: 'TINKER_API_KEY', placeholder: 'KEY', nonEmpty: true }),
+  'tinker-base-model': opt.string('base model name on the Tinker server', { defaultText: 'the only model the server lists', placeholder: 'NAME', nonEmpty: true }),
+  'tinker-wire': opt.choice(['proto', 'json'], 'forward_backward bodies and results as protobuf (SDK 0.25 and later) or JSON (older servers)', { default: 'proto' }),
 };
 
 export const serveCommand = defineCommand({
@@ -66,6 +71,8 @@ export const serveCommand = defineCommand({
   options: SERVE_OPTIONS,
   check: (o) => {
     if (o.judge === 'llm' && (!o['judge-url'] || !o['judge-model'])) throw new UsageError('--judge llm needs --judge-url (an OpenAI-compatible base URL) and --judge-model');
+    if (o.engine === 'tinker' && !o['tinker-url']) throw new UsageError('--engine tinker needs --tinker-url (or TINKER_BASE_URL)');
+    if (o.engine === 'tinker' && o['kl-coef'] > 0) throw new UsageError('--kl-coef needs the embedded engine: the Tinker API has no KL-to-base loss term');
   },
   run: (o) => serveWith(o),
 });
@@ -98,7 +105,12 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   };
   const contextOverflow = o['context-overflow'];
   process.stderr.write(`loading ${dir}…\n`);
-  const engine = await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads });
+  const engine = o.engine === 'tinker'
+    ? await (await import('../engine/tinker/engine.ts')).TinkerEngine.connect({
+      baseUrl: o['tinker-url']!, apiKey: o['tinker-api-key'], tokenizerDir: dir, baseModel: o['tinker-base-model'], wire: o['tinker-wire'],
+      log: (l) => process.stderr.write(l + '\n'),
+    })
+    : await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads });
   const store = new Store(dataDir, { redact: !o['no-redact'], retentionDays: o['retention-days'] });
   if (store.recoveredAborted > 0) process.stderr.write(`marked ${store.recoveredAborted} turn(s) interrupted by the last shutdown as aborted\n`);
   const modelId = o['served-model-name'] ?? defaultModelId(o.model ?? dir);

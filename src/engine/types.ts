@@ -58,8 +58,11 @@ export interface SampleParams {
   ignoreEos?: boolean;
   /** also return this many most likely alternatives per token (0 = none) */
   topLogprobs?: number;
-  /** 'base' samples with adapters off (judges); default: the published weights */
-  weights?: 'published' | 'base';
+  /**
+   * 'base' samples with adapters off (judges); a number samples with that saved version (a Tinker
+   * sampling client pins one); default: the published weights
+   */
+  weights?: 'published' | 'base' | number;
   /** 'low' is admitted only when no normal request waits, one at a time (judging, evaluation) */
   priority?: 'normal' | 'low';
   /** a shape the output must keep to (constrained decoding); log-probs are those of the masked distribution */
@@ -182,6 +185,11 @@ export interface AdamParams {
   weightDecay?: number;
   /** clip the global gradient norm to this (0 = off) */
   gradClipNorm?: number;
+  /**
+   * 'tokens' (default): the step uses the accumulated gradient divided by its number of loss tokens
+   * (token mean); 'none': the plain sum, as Tinker's losses define it (serve-tinker)
+   */
+  normalize?: 'tokens' | 'none';
 }
 export const ADAM_DEFAULTS = { beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0, gradClipNorm: 1 };
 
@@ -216,8 +224,8 @@ export interface LoraSettings { rank?: number; alpha?: number; targets?: string[
 
 /** An engine that also trains LoRA adapters and publishes them as new weights versions. */
 export interface TrainingEngine extends Engine {
-  /** Start (or restart) training a fresh adapter. */
-  configureTraining(lora?: LoraSettings): Promise<void>;
+  /** Start (or restart) training a fresh LoRA adapter, or with `null` every weight of the model (full-parameter). */
+  configureTraining(lora?: LoraSettings | null): Promise<void>;
   /** Accumulates gradients (summed over tokens) until optimStep. */
   forwardBackward(data: Datum[], loss: LossSpec): Promise<ForwardBackwardMetrics>;
   optimStep(adam: AdamParams): Promise<OptimStepMetrics>;
@@ -226,6 +234,12 @@ export interface TrainingEngine extends Engine {
   /** Serve `version` to requests that start from now on; running ones finish on theirs. */
   publish(version: number): Promise<void>;
   saveAdapter(dir: string, adapter?: AdapterSelector): Promise<void>;
+  /**
+   * Write the selected weights (default: the published version) as a complete Hugging Face model
+   * folder: config, float32 safetensors, tokenizer files with the chat template. A LoRA version is
+   * merged into the base weights. Written atomically.
+   */
+  saveModel(dir: string, weights?: AdapterSelector): Promise<void>;
   /** Load a PEFT adapter folder as a new version. */
   loadAdapter(dir: string): Promise<number>;
   saveTrainingState(dir: string): Promise<void>;

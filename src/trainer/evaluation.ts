@@ -140,6 +140,9 @@ export class Evaluator {
     };
   }
 
+  /** Resolves when no evaluation is running or due. */
+  async idle(): Promise<void> { while (this.running) await this.running; }
+
   status(): Record<string, unknown> {
     return { prompts: this.items.length, every: this.o.every, samples: this.o.samples, runs: this.runs, running: this.running !== null, last: this.last };
   }

@@ -25,15 +25,25 @@ export interface LearningServer {
 
 const PROMPTS = ['Once upon a time', 'One day, a little girl', 'There was a boy', 'Tom and Lily'];
 
-export async function startLearningServer(o: { apiKey?: string; dataDir?: string; batchSize?: number } = {}): Promise<LearningServer> {
+export interface LearningServerOptions {
+  apiKey?: string; dataDir?: string; batchSize?: number; method?: 'binary' | 'opd' | 'combine'; klCoef?: number;
+  /** what the scripted user likes in an answer, and what it says when the answer lacks it */
+  likes?: RegExp; wish?: string;
+}
+
+export async function startLearningServer(o: LearningServerOptions = {}): Promise<LearningServer> {
+  const likes = o.likes ?? /\bdog/i, wish = o.wish ?? 'No, I wanted a story about a dog.';
   const engine = await EmbeddedEngine.load(STORIES);
   const t = o.dataDir ? { dir: o.dataDir, cleanup: () => {} } : tempDir('ocrl-dash-');
   const store = new Store(t.dir);
   const tracking = new Tracking({ store, engine, dataDir: t.dir, modelId: 'stories', judgeKind: 'lexical', learning: true });
-  const trainer = new TrainerLoop(store, engine, { method: 'binary', batchSize: o.batchSize ?? 4, learningRate: 1e-2, lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${t.dir}/checkpoints`, maxStaleness: 8, onStep: tracking.onStep });
+  const trainer = new TrainerLoop(store, engine, { method: o.method ?? 'binary', klCoef: o.klCoef ?? 0, batchSize: o.batchSize ?? 4, learningRate: 1e-2, lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${t.dir}/checkpoints`, maxStaleness: 8, onStep: tracking.onStep });
   await trainer.init();
   tracking.attach(trainer);
-  const server = await startServer({ engine, store, modelId: 'stories', port: 0, apiKey: o.apiKey, dashboard: tracking.dashboard, publishedVersion: () => tracking.publishedVersion(), status: () => ({ judge: 'lexical', trainer: trainer.status() }) });
+  const server = await startServer({
+    engine, store, modelId: 'stories', port: 0, apiKey: o.apiKey, dashboard: tracking.dashboard, publishedVersion: () => tracking.publishedVersion(),
+    status: () => ({ judge: 'lexical', trainer: trainer.status() }),
+  });
   const judge = new JudgeLoop(store, new LexicalJudge(), { hints: true, concurrency: 8 });
   const auth: Record<string, string> = o.apiKey ? { authorization: `Bearer ${o.apiKey}` } : {};
   let stopped = false;
@@ -46,11 +56,11 @@ export async function startLearningServer(o: { apiKey?: string; dataDir?: string
       const first = await post(`${server.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: prompt }], max_tokens: 16, temperature: 1, seed: c }, h);
       if (first.status !== 200) throw new Error(`chat answered ${first.status}: ${first.text}`);
       const answer = first.json.choices[0].message.content as string;
-      const feedback = /\bdog/i.test(answer) ? 'I love it, thanks!' : 'No, I wanted a story about a dog.';
+      const feedback = likes.test(answer) ? 'I love it, thanks!' : wish;
       const second = await post(`${server.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: prompt }, { role: 'assistant', content: answer }, { role: 'user', content: feedback }], max_tokens: 4, temperature: 1 }, { ...h, 'x-session-done': '1' });
       if (second.status !== 200) throw new Error(`chat answered ${second.status}: ${second.text}`);
     },
-    async learn() { await judge.tick(); await judge.tick(); return trainer.tick(); },
+    async learn() { while (await judge.tick() > 0) { /* judge everything due */ } return trainer.tick(); },
     stop,
     async close() { await stop(); t.cleanup(); },
   };

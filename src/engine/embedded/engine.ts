@@ -116,12 +116,13 @@ export class EmbeddedEngine implements TrainingEngine {
   }
 
   score(requests: ScoreRequest[], opts: ScoreOptions = {}): Promise<Float32Array[]> { return this.job('score', requests, opts); }
-  configureTraining(lora: LoraSettings = {}): Promise<void> { return this.job('configureTraining', lora); }
+  configureTraining(lora: LoraSettings | null = {}): Promise<void> { return this.job('configureTraining', lora); }
   forwardBackward(data: Datum[], loss: LossSpec): Promise<ForwardBackwardMetrics> { return this.job('forwardBackward', data, loss); }
   optimStep(adam: AdamParams): Promise<OptimStepMetrics> { return this.job('optimStep', adam); }
   saveWeights(): Promise<number> { return this.job('saveWeights'); }
   publish(version: number): Promise<void> { return this.job('publish', version); }
   saveAdapter(dir: string, adapter: AdapterSelector = 'published'): Promise<void> { return this.job('saveAdapter', resolve(dir), adapter); }
+  saveModel(dir: string, weights: AdapterSelector = 'published'): Promise<void> { return this.job('saveModel', resolve(dir), weights); }
   loadAdapter(dir: string): Promise<number> { return this.job('loadAdapter', resolve(dir)); }
   saveTrainingState(dir: string): Promise<void> { return this.job('saveTrainingState', resolve(dir)); }
   loadTrainingState(dir: string): Promise<number> { return this.job('loadTrainingState', resolve(dir)); }

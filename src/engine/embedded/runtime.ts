@@ -21,6 +21,7 @@ import { scoreSteps, type CacheSource } from './score.ts';
 import { LoraTrainer } from './trainer.ts';
 import type { LoraAdapter, LoraConfig } from './lora.ts';
 import { saveAdapter, loadAdapter, saveTrainingState, loadTrainingState } from './peft.ts';
+import { modelTensors, writeHfModel } from './hf-export.ts';
 import type { LossSpec } from '../../learn/losses.ts';
 import { EngineError, checkTokenIds, type EngineInfo, type SampleParams, type SampleResult, type SampledToken, type ScoreRequest, type ScoreOptions, type AdapterSelector, type Datum, type ForwardBackwardMetrics, type OptimStepMetrics, type AdamParams } from '../types.ts';
 
@@ -111,7 +112,11 @@ export class EmbeddedRuntime {
   private decodeMs = 0;
   private rowMs = 0;
 
+  /** the model folder loaded (saveModel copies its tokenizer files) */
+  readonly dir: string;
+
   constructor(dir: string, opts: RuntimeOptions = {}) {
+    this.dir = dir;
     this.model = Transformer.load(dir, opts);
     this.tokenizer = ChatTokenizer.load(dir);
     const { cfg, weights, kernel } = this.model;
@@ -149,8 +154,9 @@ export class EmbeddedRuntime {
       throw new EngineError('context_length_exceeded', `the prompt has ${promptIds.length} tokens; this engine's context is ${this.contextLength} tokens${why}, and at least one must remain for the answer`);
     }
     const key = this.nextKey++;
-    const version = params.weights === 'base' ? 0 : this.published;
-    const pinned = this.versions.get(version)!;
+    const version = params.weights === 'base' ? 0 : typeof params.weights === 'number' ? params.weights : this.published;
+    const pinned = this.versions.get(version);
+    if (!pinned) throw new EngineError('bad_request', `weights version ${version} does not exist (or was freed: only published, newer and in-use versions are kept)`);
     pinned.refs++;
     const stopIds = new Set<number>(params.stopTokenIds ?? []);
     if (!params.ignoreEos) for (const id of this.model.cfg.eosTokenIds) stopIds.add(id);
@@ -441,7 +447,8 @@ export class EmbeddedRuntime {
 
   // ---- training ----
 
-  configureTraining(lora: Partial<LoraConfig> = {}): void {
+  configureTraining(lora: Partial<LoraConfig> | null = {}): void {
+    if (lora === null) throw new EngineError('bad_request', 'full-parameter training is not available in this build yet');
     this.trainer?.release();
     this.trainer = new LoraTrainer(this.model, lora);
   }
@@ -464,6 +471,11 @@ export class EmbeddedRuntime {
     const adapter = this.adapterFor(sel);
     if (!adapter) throw new EngineError('bad_request', 'the base model has no adapter to save');
     saveAdapter(dir, adapter, { baseModel: this.info.modelId, version: typeof sel === 'number' ? sel : sel === 'published' ? this.published : undefined });
+  }
+
+  /** Write the selected weights as a Hugging Face model folder (LoRA merged in). */
+  saveModel(dir: string, sel: AdapterSelector = 'published'): void {
+    writeHfModel(dir, this.dir, modelTensors(this.model.cfg, this.model.weights, this.adapterFor(sel)));
   }
 
   /** Load a PEFT adapter folder as a new version (returned; publish it to serve it). */

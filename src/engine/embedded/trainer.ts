@@ -197,7 +197,7 @@ export class LoraTrainer {
   optimStep(p: AdamParams): OptimStepMetrics {
     if (!(p.learningRate >= 0)) throw new EngineError('bad_request', `learningRate must be a non-negative number (got ${p.learningRate})`);
     const tokens = this.pendingTokens;
-    const scale = 1 / Math.max(tokens, 1);
+    const scale = p.normalize === 'none' ? 1 : 1 / Math.max(tokens, 1);
     const norm = gradNorm(this.grads, scale);
     const reason = this.nonFinite ?? (Number.isFinite(norm) ? null : 'non-finite gradient norm');
     const clip = p.gradClipNorm ?? 1;

@@ -9,7 +9,7 @@ import type { LoraConfig } from './lora.ts';
 import { EngineError, type SampleParams } from '../types.ts';
 
 export type JobName = 'score' | 'configureTraining' | 'forwardBackward' | 'optimStep' | 'saveWeights' | 'publish'
-  | 'saveAdapter' | 'loadAdapter' | 'saveTrainingState' | 'loadTrainingState' | 'versions' | 'stats';
+  | 'saveAdapter' | 'saveModel' | 'loadAdapter' | 'saveTrainingState' | 'loadTrainingState' | 'versions' | 'stats';
 
 export type WorkerRequest =
   | { op: 'sample'; id: number; promptIds: number[]; params: SampleParams }
@@ -38,12 +38,13 @@ function startJob(name: JobName, args: unknown[]): Work {
   const a = args as never[];
   switch (name) {
     case 'score': return rt.scoreSteps(a[0], a[1]); // a pass per unit: decode steps run in between
-    case 'configureTraining': return once(() => rt.configureTraining(a[0] as Partial<LoraConfig>));
+    case 'configureTraining': return once(() => rt.configureTraining(a[0] as Partial<LoraConfig> | null));
     case 'forwardBackward': return rt.forwardBackwardSteps(a[0], a[1]);
     case 'optimStep': return once(() => rt.optimStep(a[0]));
     case 'saveWeights': return once(() => rt.saveWeights());
     case 'publish': return once(() => rt.publish(a[0]));
     case 'saveAdapter': return once(() => rt.saveAdapter(a[0], a[1]));
+    case 'saveModel': return once(() => rt.saveModel(a[0], a[1]));
     case 'loadAdapter': return once(() => rt.loadAdapter(a[0]));
     case 'saveTrainingState': return once(() => rt.saveTrainingState(a[0]));
     case 'loadTrainingState': return once(() => rt.loadTrainingState(a[0]));
