@@ -11,11 +11,30 @@ import type { SessionTracker } from '../conversation/tracker.ts';
 import { resolveSession, classifyTurn, sessionDone, type Headers } from '../conversation/identity.ts';
 import { pairNextState, type OurAnswer } from '../conversation/next-state.ts';
 import { contentText, type WireMessage } from '../conversation/messages.ts';
-import { ApiError, badRequest } from './errors.ts';
+import { ApiError, badRequest, ClientGone } from './errors.ts';
 import { validateChatRequest, type ChatRequest } from './validate.ts';
 import { OutputParser, type OutputFormat, type ParsedToolCall, type Delta } from './output.ts';
 import type { Metrics } from './metrics.ts';
 import { parseToolChoice, constraintFor } from './tool-choice.ts';
+import type { Admission } from './admission.ts';
+
+/**
+ * No tokenizer turns more than this many characters into one token (byte-level BPE vocabularies
+ * top out far below it), so a prompt longer than context × this is refused before it is tokenized:
+ * a multi-megabyte prompt costs a length check, not seconds of tokenization.
+ */
+export const MAX_CHARS_PER_TOKEN = 256;
+
+/** Characters the template will render: every message's text and tool-call arguments, and the tools. */
+function promptChars(r: ChatRequest): number {
+  let n = r.tools ? JSON.stringify(r.tools).length : 0;
+  for (const m of r.messages) {
+    n += m.content === null || m.content === undefined ? 0 : contentText(m.content).length;
+    n += typeof m.reasoning_content === 'string' ? m.reasoning_content.length : 0;
+    for (const tc of m.tool_calls ?? []) n += String(tc.function?.arguments ?? '').length + String(tc.function?.name ?? '').length;
+  }
+  return n;
+}
 
 export interface ChatContext {
   engine: Engine;
@@ -25,6 +44,8 @@ export interface ChatContext {
   metrics: Metrics;
   format: OutputFormat;
   maxConcurrent: number;
+  /** the admission queue in front of the engine (see admission.ts) */
+  admission: Admission;
   defaultMaxTokens: number;
   /**
    * 'error' (default): a prompt longer than the context is refused. 'truncate': keep its first token
@@ -68,9 +89,12 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
   const t0 = performance.now();
   const r = validateChatRequest(body);
   if (r.model !== ctx.modelId) throw new ApiError(404, `the model '${r.model}' does not exist: this server serves '${ctx.modelId}'`, { param: 'model', code: 'model_not_found' });
-  if (ctx.metrics.active >= ctx.maxConcurrent) throw new ApiError(429, `too many requests in flight (the limit is ${ctx.maxConcurrent}); retry shortly`, { code: 'rate_limit_exceeded' });
-  let promptIds = promptIdsFor(ctx, r);
   const contextLength = ctx.engine.info.contextLength;
+  const chars = promptChars(r);
+  if (chars > contextLength * MAX_CHARS_PER_TOKEN) {
+    throw badRequest(`this model's maximum context length is ${contextLength} tokens, but the messages hold ${chars} characters (more than ${MAX_CHARS_PER_TOKEN} per token)`, 'messages', 'context_length_exceeded');
+  }
+  let promptIds = promptIdsFor(ctx, r);
   if (promptIds.length >= contextLength && ctx.contextOverflow === 'truncate') {
     const keep = contextLength - Math.min(r.maxTokens ?? ctx.defaultMaxTokens, Math.floor(contextLength / 4)) - 1;
     promptIds = [promptIds[0], ...promptIds.slice(promptIds.length - keep)];
@@ -91,6 +115,10 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
   };
 
   const { store, tracker, metrics } = ctx;
+  if (!(await ctx.admission.acquire())) {
+    throw new ApiError(429, `too many requests: ${ctx.admission.limit} in flight and ${ctx.admission.waiting} waiting (a request waits at most ${ctx.admission.waitMs / 1000} s); retry shortly`, { code: 'rate_limit_exceeded' });
+  }
+  if (res.destroyed || req.socket.destroyed) { ctx.admission.release(); throw new ClientGone(); } // it left while waiting
   const abort = new AbortController();
   // hand the prompt to the engine thread first; the bookkeeping below overlaps with its compute
   const events = ctx.engine.sample(promptIds, params, abort.signal)[Symbol.asyncIterator]();
@@ -107,6 +135,7 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
   } catch (e) {
     abort.abort();
     await events.return?.();
+    ctx.admission.release();
     throw e;
   }
 
@@ -123,7 +152,8 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
     `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: ctx.modelId, ...extra, choices: [{ index: 0, delta, logprobs: lp ? { content: lp } : null, finish_reason: finish }] })}\n\n`;
   const tokenEntry = (tokenId: number, logprob: number) => {
     const token = ctx.engine.tokenizer.decode([tokenId], false);
-    return { token, logprob, bytes: [...Buffer.from(token)] };
+    // JSON has no NaN or -Infinity (they would go out as null): OpenAI's floor for "impossible" is -9999
+    return { token, logprob: Number.isFinite(logprob) ? Math.max(logprob, -9999) : -9999, bytes: [...Buffer.from(token)] };
   };
   const tokenLogprob = (t: SampledToken) => ({ ...tokenEntry(t.id, t.logprob), top_logprobs: (t.top ?? []).map((a) => tokenEntry(a.id, a.logprob)) });
   const deltaObject = (d: Delta) => ({ ...(d.reasoning ? { reasoning_content: d.reasoning } : {}), ...(d.content ? { content: d.content } : {}) });
@@ -189,6 +219,7 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
     if (!res.writableEnded) res.end(`data: ${JSON.stringify(err.toJSON())}\n\n`);
   } finally {
     metrics.active--;
+    ctx.admission.release();
     record(result && result.finishReason !== 'abort' ? 'complete' : result ? 'aborted' : 'error');
     store.logTurn(turnId, recorded!, start);
     metrics.latency.observe(performance.now() - t0);

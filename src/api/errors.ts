@@ -17,3 +17,9 @@ export class ApiError extends Error {
 }
 
 export const badRequest = (message: string, param: string | null = null, code: string | null = null) => new ApiError(400, message, { param, code });
+
+/** The client went away before its request was read or served: nothing to answer, nothing to log. */
+export class ClientGone extends Error {
+  override name = 'ClientGone';
+  constructor() { super('the client disconnected'); }
+}

@@ -7,7 +7,8 @@ import type { AddressInfo } from 'node:net';
 import type { Engine } from '../engine/types.ts';
 import type { Store } from '../store/store.ts';
 import { SessionTracker } from '../conversation/tracker.ts';
-import { ApiError, badRequest } from './errors.ts';
+import { ApiError, badRequest, ClientGone } from './errors.ts';
+import { Admission } from './admission.ts';
 import { handleChat, type ChatContext } from './chat.ts';
 import { Metrics } from './metrics.ts';
 import { outputFormatOf } from './output.ts';
@@ -24,6 +25,8 @@ export interface ServerOptions {
   allowInsecureBind?: boolean;
   maxBodyBytes?: number;
   maxConcurrent?: number;
+  /** requests beyond maxConcurrent wait up to this long in a queue of at most 4 × maxConcurrent before a 429 (default 10 s) */
+  queueWaitMs?: number;
   defaultMaxTokens?: number;
   sessionIdleMs?: number;
   /** what to do with prompts longer than the model's context (see ChatContext) */
@@ -32,6 +35,8 @@ export interface ServerOptions {
   status?: () => Record<string, unknown>;
   /** extra Prometheus lines for /metrics (training metrics) */
   extraMetrics?: () => string;
+  /** GET /readyz is 200 only while this says ready (every configured background loop runs); default: ready */
+  ready?: () => { ready: boolean; reason?: string };
   /** the web dashboard (GET / and /admin/dashboard/*, POST /admin/rollback) */
   dashboard?: Dashboard;
   /** the version new requests get (from the trainer): reported at once after a publish */
@@ -49,21 +54,51 @@ function sameKey(a: string, b: string): boolean {
   return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
 }
 
+/**
+ * Read a request body up to `limit` bytes. Over the limit (declared or, for a chunked body, counted)
+ * it rejects with 413 and discards the rest of the upload, so the client reads the 413 instead of a
+ * reset connection. A client that disconnects mid-upload rejects with ClientGone (not an error).
+ */
 function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
+    const tooLarge = (what: string) => new ApiError(413, `the request body ${what}; the limit is ${limit} bytes`, { code: 'request_too_large' });
     const declared = Number(req.headers['content-length']);
-    if (declared > limit) { reject(new ApiError(413, `the request body is ${declared} bytes; the limit is ${limit}`, { code: 'request_too_large' })); req.resume(); return; }
+    if (declared > limit) { reject(tooLarge(`is ${declared} bytes`)); req.resume(); return; }
     const parts: Buffer[] = [];
     let size = 0;
+    let over = false;
     req.on('data', (c: Buffer) => {
+      if (over) return; // discarded
       size += c.length;
-      if (size > limit) { reject(new ApiError(413, `the request body exceeds the limit of ${limit} bytes`, { code: 'request_too_large' })); req.destroy(); return; }
+      if (size > limit) { over = true; parts.length = 0; reject(tooLarge(`exceeds ${limit} bytes`)); return; }
       parts.push(c);
     });
-    req.on('end', () => resolve(Buffer.concat(parts)));
-    req.on('error', reject);
+    req.on('end', () => { if (!over) resolve(Buffer.concat(parts)); });
+    req.on('aborted', () => reject(new ClientGone()));
+    req.on('error', () => reject(new ClientGone()));
+    req.on('close', () => { if (!req.complete) reject(new ClientGone()); });
   });
 }
+
+/** The deepest nesting of arrays and objects in `value`, counted without recursion (stops at `limit` + 1). */
+export function nestingDepth(value: unknown, limit: number): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [v, d] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    deepest = Math.max(deepest, d);
+    if (deepest > limit) return deepest;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) if (typeof child === 'object' && child !== null) stack.push([child, d + 1]);
+  }
+  return deepest;
+}
+
+/** Requests nest no deeper than this (tool schemas and template arguments included); deeper is a 400, not a stack overflow. */
+export const MAX_JSON_DEPTH = 64;
+
+/** Session ids in URLs: at most this long. */
+const MAX_SESSION_ID = 256;
 
 function sendJson(res: ServerResponse, status: number, payload: unknown): void {
   if (res.headersSent) { if (!res.writableEnded) res.end(); return; }
@@ -79,7 +114,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   const tracker = new SessionTracker(o.store, { idleMs: o.sessionIdleMs ?? 30 * 60_000 });
   const ctx: ChatContext = {
     engine: o.engine, modelId: o.modelId, store: o.store, tracker, metrics, format: outputFormatOf(o.engine.tokenizer.chatTemplate),
-    maxConcurrent: o.maxConcurrent ?? 16, defaultMaxTokens: o.defaultMaxTokens ?? 1024, contextOverflow: o.contextOverflow ?? 'error',
+    maxConcurrent: o.maxConcurrent ?? 16, admission: new Admission(o.maxConcurrent ?? 16, { waitMs: o.queueWaitMs }), defaultMaxTokens: o.defaultMaxTokens ?? 1024, contextOverflow: o.contextOverflow ?? 'error',
   };
   const maxBody = o.maxBodyBytes ?? 8 * 2 ** 20;
 
@@ -89,7 +124,10 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     let status = 200;
     try {
       if (req.method === 'GET' && path === '/healthz') return sendJson(res, 200, { status: 'ok' });
-      if (req.method === 'GET' && path === '/readyz') return sendJson(res, 200, { status: 'ready', model: o.modelId });
+      if (req.method === 'GET' && path === '/readyz') {
+        const r = o.ready?.() ?? { ready: true };
+        return sendJson(res, r.ready ? 200 : 503, r.ready ? { status: 'ready', model: o.modelId } : { status: 'not_ready', reason: r.reason ?? null, model: o.modelId });
+      }
       if (o.dashboard?.servePublic(req, res, path)) return;
       if (o.apiKey) {
         const auth = req.headers.authorization ?? '';
@@ -110,25 +148,32 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
       }
       const doneMatch = /^\/v1\/sessions\/([^/]+)\/done$/.exec(path);
       if (req.method === 'POST' && doneMatch) {
-        tracker.end(decodeURIComponent(doneMatch[1]), 'done');
-        return sendJson(res, 200, { session: decodeURIComponent(doneMatch[1]), ended: true });
+        let id: string;
+        try { id = decodeURIComponent(doneMatch[1]); } catch { throw badRequest('the session id in the path is not valid percent-encoding', 'session_id'); }
+        if (id.length > MAX_SESSION_ID) throw badRequest(`the session id is longer than ${MAX_SESSION_ID} characters`, 'session_id');
+        // only sessions this server has seen: arbitrary ids are neither recorded nor logged
+        if (!o.store.hasSession(id)) throw new ApiError(404, 'no such session', { param: 'session_id', code: 'session_not_found' });
+        tracker.end(id, 'done');
+        return sendJson(res, 200, { session: id, ended: true });
       }
       if (path === '/v1/chat/completions') {
         if (req.method !== 'POST') throw new ApiError(405, `${req.method} is not allowed on ${path}; use POST`);
         const raw = await readBody(req, maxBody);
         let body: unknown;
         try { body = JSON.parse(raw.toString('utf8')); } catch (e) { throw badRequest(`the request body is not valid JSON: ${(e as Error).message}`); }
+        if (nestingDepth(body, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) throw badRequest(`the request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep`, null, 'nesting_too_deep');
         await handleChat(ctx, req, res, body);
         return;
       }
       throw new ApiError(404, `no route for ${req.method} ${path}`);
     } catch (e) {
+      if (e instanceof ClientGone) { status = 499; if (!res.headersSent) res.destroy(); return; } // nobody to answer
       const err = e instanceof ApiError ? e : new ApiError(500, `internal error: ${(e as Error).message}`);
       status = err.status;
       if (err.status >= 500) process.stderr.write(`openclaw-rl: ${(e as Error).stack ?? e}\n`);
       sendJson(res, err.status, err.toJSON());
     } finally {
-      if (path === '/v1/chat/completions') metrics.countRequest(res.statusCode || status);
+      if (path === '/v1/chat/completions') metrics.countRequest(status === 499 ? 499 : res.statusCode || status);
     }
   });
   server.keepAliveTimeout = 65_000;

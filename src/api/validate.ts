@@ -21,6 +21,9 @@ export interface ChatRequest {
   raw: Record<string, unknown>;
 }
 
+/** Larger max_tokens values are refused rather than quietly clamped (no model has such a context). */
+export const MAX_TOKENS_LIMIT = 2 ** 24;
+
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -59,25 +62,35 @@ export function validateChatRequest(body: unknown): ChatRequest {
     if (m.tool_calls !== undefined && m.tool_calls !== null) {
       if (m.role !== 'assistant' || !Array.isArray(m.tool_calls)) throw badRequest(`messages[${i}].tool_calls must be an array on an assistant message`, `messages[${i}].tool_calls`);
       m.tool_calls.forEach((tc, j) => {
-        if (!isObj(tc) || !isObj(tc.function) || typeof tc.function.name !== 'string') throw badRequest(`messages[${i}].tool_calls[${j}] needs function.name`, `messages[${i}].tool_calls[${j}]`);
+        const param = `messages[${i}].tool_calls[${j}]`;
+        if (!isObj(tc) || !isObj(tc.function) || typeof tc.function.name !== 'string') throw badRequest(`${param} needs function.name`, param);
+        const args = tc.function.arguments;
+        if (args !== undefined && args !== null && typeof args !== 'string') throw badRequest(`${param}.function.arguments must be a string (JSON text), got ${Array.isArray(args) ? 'an array' : typeof args}`, `${param}.function.arguments`);
+        if (tc.id !== undefined && tc.id !== null && typeof tc.id !== 'string') throw badRequest(`${param}.id must be a string`, `${param}.id`);
       });
     }
     if (m.reasoning_content !== undefined && m.reasoning_content !== null && typeof m.reasoning_content !== 'string') throw badRequest(`messages[${i}].reasoning_content must be a string`, `messages[${i}].reasoning_content`);
+    for (const key of ['tool_call_id', 'name'] as const) {
+      if (m[key] !== undefined && m[key] !== null && typeof m[key] !== 'string') throw badRequest(`messages[${i}].${key} must be a string`, `messages[${i}].${key}`);
+    }
   });
   if (body.tools !== undefined && body.tools !== null) {
     if (!Array.isArray(body.tools)) throw badRequest("'tools' must be an array", 'tools');
     body.tools.forEach((t, i) => {
       if (!isObj(t) || t.type !== 'function' || !isObj(t.function) || typeof t.function.name !== 'string' || !t.function.name) throw badRequest(`tools[${i}] must be {type: "function", function: {name, …}}`, `tools[${i}]`);
+      const { description, parameters } = t.function;
+      if (description !== undefined && description !== null && typeof description !== 'string') throw badRequest(`tools[${i}].function.description must be a string`, `tools[${i}].function.description`);
+      if (parameters !== undefined && parameters !== null && !isObj(parameters)) throw badRequest(`tools[${i}].function.parameters must be a JSON Schema object`, `tools[${i}].function.parameters`);
     });
   }
   const n = num(body, 'n', Number.isInteger, 'an integer');
   if (n !== undefined && n !== 1) throw badRequest(`'n' must be 1: this server returns one choice per request (got ${n})`, 'n');
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') throw badRequest("'stream' must be a boolean", 'stream');
-  const maxA = num(body, 'max_completion_tokens', (x) => Number.isInteger(x) && x >= 1, 'a positive integer');
-  const maxB = num(body, 'max_tokens', (x) => Number.isInteger(x) && x >= 1, 'a positive integer');
+  const maxA = num(body, 'max_completion_tokens', (x) => Number.isInteger(x) && x >= 1 && x <= MAX_TOKENS_LIMIT, `a positive integer up to ${MAX_TOKENS_LIMIT}`);
+  const maxB = num(body, 'max_tokens', (x) => Number.isInteger(x) && x >= 1 && x <= MAX_TOKENS_LIMIT, `a positive integer up to ${MAX_TOKENS_LIMIT}`);
   const temperature = num(body, 'temperature', (x) => x >= 0 && x <= 2, 'a number from 0 to 2');
   const topP = num(body, 'top_p', (x) => x > 0 && x <= 1, 'a number in (0, 1]');
-  const topK = num(body, 'top_k', (x) => Number.isInteger(x) && x >= -1, 'an integer ≥ -1 (-1 or 0: off)');
+  const topK = num(body, 'top_k', (x) => Number.isInteger(x) && x >= -1 && x <= 2 ** 31, 'an integer from -1 to 2^31 (-1 or 0: off)');
   const seed = num(body, 'seed', Number.isSafeInteger, 'an integer');
   let stop: string[] = [];
   if (typeof body.stop === 'string') stop = [body.stop];

@@ -94,6 +94,8 @@ export async function main(argv: string[]): Promise<number> {
     const usage = err instanceof UsageError || !!err.code?.startsWith('ERR_PARSE_ARGS');
     process.stderr.write(`openclaw-rl ${command.name}: ${err.message}\n`);
     if (process.env.OPENCLAW_RL_DEBUG) process.stderr.write(`${err.stack}\n`);
+    // a failed command ends: nothing it left open (an engine thread, a socket) may keep the process alive
+    setTimeout(() => process.exit(usage ? EXIT.usage : EXIT.failure), 500).unref();
     return usage ? EXIT.usage : EXIT.failure;
   }
 }

@@ -4,6 +4,8 @@ import { defineCommand, opt, UsageError, type Values } from './command.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId } from './args.ts';
 import { JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
+import { learningRateProblem } from '../learn/weights-guard.ts';
+import type { Store as StoreType } from '../store/store.ts';
 
 const judgeKinds = ['none', 'lexical', 'self', 'llm'] as const;
 const count = (help: string, d: number) => opt.int(help, { min: 1, default: d });
@@ -38,7 +40,7 @@ const SERVE_OPTIONS = {
   'no-train': opt.flag('serve and record only'),
   method: opt.choice(['binary', 'opd', 'combine'], 'learning method', { default: TRAINER_DEFAULTS.method, env: 'OPENCLAW_RL_METHOD' }),
   'batch-size': count('samples per optimizer step', TRAINER_DEFAULTS.batchSize),
-  'learning-rate': opt.number('optimizer learning rate', { gt: 0, default: TRAINER_DEFAULTS.learningRate }),
+  'learning-rate': opt.number('optimizer learning rate (at most 0.1: larger steps destroy the weights)', { gt: 0, default: TRAINER_DEFAULTS.learningRate }),
   'max-staleness': opt.int('drop samples this many versions older than the policy', { min: 0, default: TRAINER_DEFAULTS.maxStaleness }),
   'kl-coef': opt.number('KL penalty to the base model', { min: 0, default: 0 }),
   'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher', { default: TRAINER_DEFAULTS.opdTeacher }),
@@ -54,7 +56,12 @@ const SERVE_OPTIONS = {
   'eval-max-tokens': count('answer length in the held-out evaluation', 64),
   tensorboard: opt.path('also write the metrics as TensorBoard event files into this folder', { placeholder: 'DIR' }),
   'keep-versions': count('published versions kept on disk for rollbacks', 20),
-  engine: opt.choice(['embedded', 'tinker'], 'what samples and trains: the embedded CPU engine, or a Tinker API server (--model then gives the tokenizer)', { default: 'embedded', env: 'OPENCLAW_RL_ENGINE' }),
+  engine: opt.choice(['embedded', 'tinker', 'vllm', 'sglang'], 'what samples: the embedded CPU engine, a Tinker API server (which also trains), or a vLLM / SGLang server (training by --trainer)', { default: 'embedded', env: 'OPENCLAW_RL_ENGINE' }),
+  'serving-url': opt.string('base URL of the vLLM (http://HOST:8000/v1) or SGLang (http://HOST:30000) server', { env: 'OPENCLAW_RL_SERVING_URL', placeholder: 'URL', nonEmpty: true }),
+  'serving-api-key': opt.string('bearer key of the vLLM / SGLang server', { env: 'OPENCLAW_RL_SERVING_API_KEY', placeholder: 'KEY', nonEmpty: true }),
+  'serving-model': opt.string('base model name on the vLLM / SGLang server', { defaultText: 'the one the server lists', placeholder: 'NAME', nonEmpty: true }),
+  trainer: opt.choice(['embedded'], 'what trains when --engine is vllm or sglang: the embedded engine on this machine, from --model', { default: 'embedded' }),
+  'adapter-dir': opt.path('where published versions are written as PEFT adapters for the vLLM / SGLang server to load (a path it can read)', { defaultText: '<data-dir>/serving-adapters', placeholder: 'DIR' }),
   'tinker-url': opt.string('base URL of the Tinker API server (Tinker cloud, SkyRL, or openclaw-rl serve-tinker)', { env: 'TINKER_BASE_URL', placeholder: 'URL', nonEmpty: true }),
   'tinker-api-key': opt.string('Tinker API key (prefer the environment: flags show in ps)', { env: 'TINKER_API_KEY', placeholder: 'KEY', nonEmpty: true }),
   'tinker-base-model': opt.string('base model name on the Tinker server', { defaultText: 'the only model the server lists', placeholder: 'NAME', nonEmpty: true }),
@@ -71,7 +78,10 @@ export const serveCommand = defineCommand({
   options: SERVE_OPTIONS,
   check: (o) => {
     if (o.judge === 'llm' && (!o['judge-url'] || !o['judge-model'])) throw new UsageError('--judge llm needs --judge-url (an OpenAI-compatible base URL) and --judge-model');
+    const lr = learningRateProblem(o['learning-rate']);
+    if (lr) throw new UsageError(`--learning-rate: ${lr}`);
     if (o.engine === 'tinker' && !o['tinker-url']) throw new UsageError('--engine tinker needs --tinker-url (or TINKER_BASE_URL)');
+    if ((o.engine === 'vllm' || o.engine === 'sglang') && !o['serving-url']) throw new UsageError(`--engine ${o.engine} needs --serving-url (the server's base URL)`);
     if (o.engine === 'tinker' && o['kl-coef'] > 0) throw new UsageError('--kl-coef needs the embedded engine: the Tinker API has no KL-to-base loss term');
   },
   run: (o) => serveWith(o),
@@ -104,20 +114,50 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     timeoutMs: o['judge-timeout-seconds'] * 1000, concurrency: o['judge-concurrency'],
   };
   const contextOverflow = o['context-overflow'];
+  // the store first: a data folder that cannot be created or opened fails before the model loads
+  let store: StoreType;
+  try {
+    store = new Store(dataDir, { redact: !o['no-redact'], retentionDays: o['retention-days'] });
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    throw new Error(`cannot use the data folder ${dataDir}: ${err.code ? `${err.code} (${err.message})` : err.message}`);
+  }
+  if (store.recoveredAborted > 0) process.stderr.write(`marked ${store.recoveredAborted} turn(s) interrupted by the last shutdown as aborted\n`);
   process.stderr.write(`loading ${dir}…\n`);
-  const engine = o.engine === 'tinker'
+  const log = (l: string) => process.stderr.write(l + '\n');
+  const loadEngine = async () => o.engine === 'vllm' || o.engine === 'sglang'
+    ? await (await import('../engine/select.ts')).servingEngine(o.engine, {
+      url: o['serving-url']!, apiKey: o['serving-api-key'], model: o['serving-model'], modelDir: dir,
+      adapterDir: resolve(o['adapter-dir'] ?? resolve(dataDir, 'serving-adapters')), kernel: o.kernel, threads: o.threads, log,
+    })
+    : o.engine === 'tinker'
     ? await (await import('../engine/tinker/engine.ts')).TinkerEngine.connect({
       baseUrl: o['tinker-url']!, apiKey: o['tinker-api-key'], tokenizerDir: dir, baseModel: o['tinker-base-model'], wire: o['tinker-wire'],
       log: (l) => process.stderr.write(l + '\n'),
     })
     : await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads });
-  const store = new Store(dataDir, { redact: !o['no-redact'], retentionDays: o['retention-days'] });
-  if (store.recoveredAborted > 0) process.stderr.write(`marked ${store.recoveredAborted} turn(s) interrupted by the last shutdown as aborted\n`);
+  let engine: Awaited<ReturnType<typeof loadEngine>>;
+  try {
+    engine = await loadEngine();
+  } catch (e) {
+    store.close();
+    throw e;
+  }
   const modelId = o['served-model-name'] ?? defaultModelId(o.model ?? dir);
   // metrics.jsonl (+ TensorBoard), the version archive, held-out evaluation and the dashboard
   const tracking = new Tracking({ store, engine, dataDir, modelId, judgeKind: judgeConfig.kind, learning: !o['no-train'], tensorboard: o.tensorboard, keepVersions: o['keep-versions'] });
   let trainer: InstanceType<typeof TrainerLoop> | null = null;
   let server;
+  // /readyz answers 200 only once every configured loop runs, and while each keeps running
+  let started = false;
+  const ready = () => {
+    if (!started) return { ready: false, reason: 'starting' };
+    for (const [name, loop] of [['judge', judgeLoop], ['trainer', trainer]] as const) {
+      const problem = loop?.health();
+      if (problem) return { ready: false, reason: `${name}: ${problem}` };
+    }
+    return { ready: true };
+  };
   try {
     server = await startServer({
       engine, store, modelId, host, port, apiKey, allowInsecureBind: o['allow-insecure-bind'],
@@ -129,7 +169,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
         // how sessions were identified: "header" means the OpenClaw plugin is doing its job
         sessionSources: Object.fromEntries((store.sql('SELECT id_source, COUNT(*) AS n FROM sessions GROUP BY id_source').all() as { id_source: string; n: number }[]).map((r) => [r.id_source, r.n])),
         turnTypes: Object.fromEntries((store.sql('SELECT turn_type || \'/\' || type_source AS k, COUNT(*) AS n FROM turns GROUP BY k').all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
-      }), extraMetrics: () => trainer?.metrics() ?? '', dashboard: tracking.dashboard, publishedVersion: () => tracking.publishedVersion(),
+      }), extraMetrics: () => trainer?.metrics() ?? '', ready, dashboard: tracking.dashboard, publishedVersion: () => tracking.publishedVersion(),
     });
   } catch (e) {
     await engine.close(); store.close();
@@ -142,16 +182,25 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     lora: { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'], log: (l) => process.stderr.write(l + '\n'),
     onStep: tracking.onStep,
   });
-  await trainer?.init();
-  const judge = createJudge(judgeConfig, engine);
-  const evaluator = !evalItems ? null : new Evaluator(engine, judge, evalItems, {
-    every: o['eval-every'], samples: o['eval-samples'], maxTokens: o['eval-max-tokens'], log: (l) => process.stderr.write(l + '\n'),
-  }, (line) => tracking.metricsLog.eval(line));
-  tracking.attach(trainer, evaluator);
-  evaluator?.schedule(trainer?.step ?? 0); // the starting point of the curve
-  const judgeLoop = judge ? new JudgeLoop(store, judge, { hints: !o['no-hints'], includeContext: o['judge-context'], concurrency: judgeConfig.concurrency, log: (l) => process.stderr.write(l + '\n') }) : null;
+  let judgeLoop: InstanceType<typeof JudgeLoop> | null = null;
+  let evaluator: InstanceType<typeof Evaluator> | null = null;
+  try {
+    await trainer?.init();
+    const judge = createJudge(judgeConfig, engine);
+    evaluator = !evalItems ? null : new Evaluator(engine, judge, evalItems, {
+      every: o['eval-every'], samples: o['eval-samples'], maxTokens: o['eval-max-tokens'], log: (l) => process.stderr.write(l + '\n'),
+    }, (line) => tracking.metricsLog.eval(line));
+    tracking.attach(trainer, evaluator);
+    evaluator?.schedule(trainer?.step ?? 0); // the starting point of the curve
+    judgeLoop = judge ? new JudgeLoop(store, judge, { hints: !o['no-hints'], includeContext: o['judge-context'], concurrency: judgeConfig.concurrency, log: (l) => process.stderr.write(l + '\n') }) : null;
+  } catch (e) {
+    // no zombie: a server whose judge or trainer cannot start does not keep serving
+    await server.close(); await engine.close(); store.close();
+    throw e;
+  }
   judgeLoop?.start();
   trainer?.start();
+  started = true;
   process.stderr.write(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}, learning: ${trainer ? `${method} (version ${trainer.version})` : 'off'}\n`);
   await new Promise<void>((resolveStop) => {
     const stop = async (signal: string) => {

@@ -23,7 +23,9 @@ export class SessionTracker {
   touch(sessionId: string): void {
     this.lastSeen.delete(sessionId); // re-insert: the map's order is least recently seen first
     this.lastSeen.set(sessionId, Date.now());
-    while (this.lastSeen.size > this.maxOpen) this.end(this.lastSeen.keys().next().value!, 'idle');
+    // over the cap, the least recently seen session is forgotten here but not ended: it may still be
+    // active, so its last turn keeps waiting for a next state (shutdown ends every open session)
+    while (this.lastSeen.size > this.maxOpen) this.lastSeen.delete(this.lastSeen.keys().next().value!);
   }
 
   end(sessionId: string, reason: 'done' | 'idle' | 'shutdown'): void {
@@ -42,5 +44,6 @@ export class SessionTracker {
   shutdown(): void {
     if (this.timer) clearInterval(this.timer);
     for (const id of [...this.lastSeen.keys()]) this.end(id, 'shutdown');
+    this.store.endOpenSessions('shutdown'); // those forgotten over the cap too
   }
 }

@@ -229,8 +229,12 @@ export interface TrainingEngine extends Engine {
   /** Accumulates gradients (summed over tokens) until optimStep. */
   forwardBackward(data: Datum[], loss: LossSpec): Promise<ForwardBackwardMetrics>;
   optimStep(adam: AdamParams): Promise<OptimStepMetrics>;
-  /** Snapshot the trained adapter as a new version (not yet served). */
-  saveWeights(): Promise<number>;
+  /**
+   * Snapshot the trained adapter as a new version (not yet served). Its number is above every
+   * earlier one and at least `atLeast` (a caller that keeps a durable version counter passes its
+   * next number, so versions never repeat across restarts).
+   */
+  saveWeights(opts?: { atLeast?: number }): Promise<number>;
   /** Serve `version` to requests that start from now on; running ones finish on theirs. */
   publish(version: number): Promise<void>;
   saveAdapter(dir: string, adapter?: AdapterSelector): Promise<void>;
@@ -242,6 +246,7 @@ export interface TrainingEngine extends Engine {
   saveModel(dir: string, weights?: AdapterSelector): Promise<void>;
   /** Load a PEFT adapter folder as a new version. */
   loadAdapter(dir: string): Promise<number>;
+  /** Checkpoint adapter + optimizer state, atomically; the checkpoint it replaces is kept at `${dir}.previous`. */
   saveTrainingState(dir: string): Promise<void>;
   loadTrainingState(dir: string): Promise<number>;
   versions(): Promise<{ published: number; live: number[]; optimizerStep: number | null }>;

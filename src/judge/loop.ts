@@ -50,6 +50,9 @@ export class JudgeLoop {
 
   stop(): Promise<void> { return this.periodic.stop(); }
 
+  /** null while the loop runs and succeeds (see Periodic.health). */
+  health(): string | null { return this.periodic.health(); }
+
   /** Judge what is due now; returns when those turns are judged or deferred. */
   async tick(now = Date.now()): Promise<number> {
     const turns = this.store.turnsToJudge(this.o.concurrency, now);

@@ -77,4 +77,12 @@ export const MIGRATIONS: string[] = [
      loss REAL, reward_mean REAL, clip_fraction REAL, mean_ratio REAL, kl REAL, teacher_gap REAL, grad_norm REAL,
      staleness_mean REAL, duration_ms REAL, reason TEXT, created_at INTEGER NOT NULL
    );`,
+  // 4: every weights version ever served, written before it is published: the durable counter that
+  // keeps version numbers unique and increasing across crashes and restarts
+  `CREATE TABLE weights_versions (
+     version INTEGER PRIMARY KEY,
+     step INTEGER,                         -- the optimizer step whose weights it holds (0: a fresh adapter)
+     source TEXT NOT NULL,                 -- step | resume | rollback | fresh
+     created_at INTEGER NOT NULL
+   );`,
 ];

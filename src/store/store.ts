@@ -162,6 +162,17 @@ export class Store {
     this.conversations.append({ event: 'next_state', turnId, status, reason, nextState });
   }
 
+  /** End every session still open (at shutdown): no turn is left waiting for a next state. */
+  endOpenSessions(reason: 'shutdown'): number {
+    const open = this.sql('SELECT id FROM sessions WHERE ended_at IS NULL').all() as { id: string }[];
+    for (const { id } of open) this.endSession(id, reason);
+    return open.length;
+  }
+
+  hasSession(sessionId: string): boolean {
+    return !!this.sql('SELECT 1 FROM sessions WHERE id = ?').get(sessionId);
+  }
+
   /** End a session; its last main turn, still waiting for a next state, gets none. */
   endSession(sessionId: string, reason: 'done' | 'idle' | 'shutdown'): void {
     this.transaction(() => {
@@ -170,6 +181,18 @@ export class Store {
         .run(`session ended (${reason})`, sessionId);
     });
     this.conversations.append({ event: 'session_end', sessionId, reason });
+  }
+
+  /** The highest weights version ever recorded (0 when none): a new version must be numbered above it. */
+  versionFloor(): number {
+    const r = this.sql(`SELECT MAX(v) AS v FROM (SELECT MAX(version) AS v FROM weights_versions
+      UNION ALL SELECT MAX(version) FROM training_steps UNION ALL SELECT MAX(policy_version) FROM turns)`).get() as { v: number | null };
+    return Number(r.v ?? 0);
+  }
+
+  /** Record a weights version before it is served (durable once this returns); a number is never reused. */
+  recordVersion(version: number, step: number, source: 'step' | 'resume' | 'rollback' | 'fresh'): void {
+    this.sql('INSERT INTO weights_versions (version, step, source, created_at) VALUES (?, ?, ?, ?)').run(version, step, source, Date.now());
   }
 
   /** Paired main turns that have no judgement yet, or whose deferred judgement is due. */

@@ -5,8 +5,17 @@
 // Crash safety: a step marks its samples trained and records itself in one transaction after the
 // new version is published; a checkpoint (adapter + optimizer) follows every `checkpointEvery` steps.
 // At start the latest checkpoint is loaded, and samples trained by steps after it — whose effect died
-// with the process — go back to pending, so nothing acknowledged is lost or trained twice.
-import { existsSync, readFileSync } from 'node:fs';
+// with the process — go back to pending, so nothing acknowledged is lost or trained twice. A
+// checkpoint that does not load is moved to checkpoints/quarantine/ and the previous one is used.
+//
+// Weights guard: the engine undoes an optimizer step that leaves non-finite weights or moves them
+// by more than their own size; then the new version scores fixed canary texts, and a version whose
+// log-probs are not finite or moved too far is never published — the trainer rolls back to its last
+// checkpoint and the batch is set aside with the reason (learn/weights-guard.ts).
+//
+// Versions: each version is recorded in the store before it is published, and numbered above every
+// version the store has seen, so clients never see a number twice or going backwards across crashes.
+import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Store, TurnRow } from '../store/store.ts';
 import type { TrainingEngine, Datum, LoraSettings } from '../engine/types.ts';
@@ -14,6 +23,8 @@ import type { ChatMessage } from '../engine/types.ts';
 import { buildSample, atLeastOneSample, overlongPenalty, groupNormalise, type Method } from '../learn/advantages.ts';
 import { contentText, type WireMessage } from '../conversation/messages.ts';
 import { Periodic } from '../util/periodic.ts';
+import { recoverFolder } from '../util/atomic-folder.ts';
+import { canaryVerdict, learningRateProblem, GUARD_DEFAULTS } from '../learn/weights-guard.ts';
 
 export interface TrainerOptions {
   method: Method;
@@ -39,6 +50,8 @@ export interface TrainerOptions {
   lora: LoraSettings;
   checkpointEvery: number;
   checkpointDir: string;
+  /** largest fall of the mean log-prob per canary token from one published version to the next (nats) */
+  maxCanaryDrop: number;
   pollMs: number;
   log: (line: string) => void;
   /** called after every step (published or rejected): metrics.jsonl, version archive, evaluation */
@@ -47,7 +60,7 @@ export interface TrainerOptions {
 
 export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
   method: 'combine', batchSize: 8, maxStaleness: 4, learningRate: 1e-3, clipLow: 0.2, clipHigh: 0.28, klCoef: 0, gradClipNorm: 1,
-  opdTeacher: 'base', weights: { opd: 1, rl: 1 }, overlong: null, rewardBaseline: 'batch', lora: { rank: 16, alpha: 32 }, checkpointEvery: 1, pollMs: 200, log: () => {},
+  opdTeacher: 'base', weights: { opd: 1, rl: 1 }, overlong: null, rewardBaseline: 'batch', lora: { rank: 16, alpha: 32 }, checkpointEvery: 1, maxCanaryDrop: GUARD_DEFAULTS.maxCanaryDrop, pollMs: 200, log: () => {},
 };
 
 export interface StepRecord { step: number | null; status: string; version: number | null; samples: number; tokens: number; loss: number | null; rewardMean: number | null; clipFraction: number | null; kl: number | null; teacherGap: number | null; gradNorm: number | null; stalenessMean: number | null; durationMs: number }
@@ -61,6 +74,13 @@ export function withHint(messages: WireMessage[], hint: string): ChatMessage[] {
   return out;
 }
 
+/** Everyday texts whose log-probs must stay finite and move only gradually from version to version. */
+const CANARY_TEXTS = [
+  'Once upon a time, there was a little girl named Lily. She liked to play in the park with her dog.',
+  'The weather today is sunny and warm, so we went for a walk by the river.',
+  'Hello! How can I help you today? Please tell me what you need.',
+];
+
 export class TrainerLoop {
   readonly o: TrainerOptions;
   private readonly store: Store;
@@ -71,7 +91,10 @@ export class TrainerLoop {
   version = 0;
   step = 0;
   lastStep: StepRecord | null = null;
-  counts = { trained: 0, stale: 0, rejected: 0 };
+  counts = { trained: 0, stale: 0, rejected: 0, rolledBack: 0 };
+  /** the canary's log-probs under the published version */
+  private lastCanary: number[][] | null = null;
+  private canaryRequests: { promptIds: number[]; responseIds: number[] }[] | null = null;
   /** serialises steps with rollbacks (see exclusive) */
   private lock: Promise<unknown> = Promise.resolve();
 
@@ -79,27 +102,87 @@ export class TrainerLoop {
     this.store = store;
     this.engine = engine;
     this.o = { ...TRAINER_DEFAULTS, ...o };
+    const lr = learningRateProblem(this.o.learningRate);
+    if (lr) throw new RangeError(lr);
     this.periodic = new Periodic(() => this.tick(), this.o.pollMs, (e) => this.o.log(`trainer: ${(e as Error).stack ?? e}`));
   }
 
   private get checkpoint(): string { return join(this.o.checkpointDir, 'latest'); }
+  private get previousCheckpoint(): string { return `${this.checkpoint}.previous`; }
 
-  /** Resume from the latest checkpoint, or start a fresh adapter. */
+  /** Resume from the latest good checkpoint (or start a fresh adapter), and publish it as a new version. */
   async init(): Promise<void> {
-    if (existsSync(join(this.checkpoint, 'trainer_state.json'))) {
-      const state = JSON.parse(readFileSync(join(this.checkpoint, 'trainer_state.json'), 'utf8')) as { optimizerStep: number };
-      this.version = await this.engine.loadTrainingState(this.checkpoint);
-      await this.engine.publish(this.version);
-      this.step = state.optimizerStep;
-      const reset = this.store.sql(`UPDATE samples SET status = 'pending', step = NULL, reason = 'step lost in a restart; trained again' WHERE status = 'trained' AND step > ?`).run(this.step).changes;
-      this.store.sql(`UPDATE training_steps SET status = 'lost' WHERE status = 'published' AND step > ?`).run(this.step);
-      this.o.log(`trainer: resumed at step ${this.step}, version ${this.version}${Number(reset) ? `; ${reset} sample(s) from lost steps queued again` : ''}`);
-    } else {
-      await this.engine.configureTraining(this.o.lora);
+    const repaired = recoverFolder(this.checkpoint, { previous: this.previousCheckpoint });
+    if (repaired) this.o.log(`trainer: checkpoint folder: ${repaired}`);
+    const loaded = await this.loadCheckpoint();
+    if (!loaded) await this.engine.configureTraining(this.o.lora);
+    this.step = loaded?.step ?? 0;
+    this.requeueAfter(this.step);
+    // a version above every one the store has seen, unless this is the very first start
+    const floor = this.store.versionFloor();
+    if (loaded || floor > 0) {
+      const version = await this.engine.saveWeights({ atLeast: floor + 1 });
+      this.store.recordVersion(version, this.step, loaded ? 'resume' : 'fresh');
+      await this.engine.publish(version);
+      this.version = version;
     }
+    this.lastCanary = await this.canary(this.version);
+    if (loaded) this.o.log(`trainer: resumed at step ${this.step} from ${loaded.from} (saved as version ${loaded.version}), serving it as version ${this.version}`);
+  }
+
+  /** Load latest, else previous; a checkpoint that fails to load is quarantined with a message. */
+  private async loadCheckpoint(): Promise<{ step: number; version: number; from: string } | null> {
+    for (const dir of [this.checkpoint, this.previousCheckpoint]) {
+      if (!existsSync(dir)) continue;
+      try {
+        const version = await this.engine.loadTrainingState(dir);
+        const step = (await this.engine.versions()).optimizerStep ?? 0;
+        return { step, version, from: dir };
+      } catch (e) {
+        const to = join(this.o.checkpointDir, 'quarantine', `${dir.split('/').pop()}-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+        mkdirSync(join(this.o.checkpointDir, 'quarantine'), { recursive: true });
+        renameSync(dir, to);
+        this.o.log(`trainer: WARNING: the checkpoint ${dir} cannot be loaded (${(e as Error).message}); moved it to ${to}`);
+      }
+    }
+    if (existsSync(join(this.o.checkpointDir, 'quarantine')) && this.store.versionFloor() > 0) {
+      this.o.log('trainer: WARNING: no usable checkpoint: training starts again from a fresh adapter');
+    }
+    return null;
+  }
+
+  /** Samples trained by steps after `step` (whose effect was lost) go back to the queue. */
+  private requeueAfter(step: number, why = 'lost in a restart'): number {
+    const reset = Number(this.store.sql(`UPDATE samples SET status = 'pending', step = NULL, reason = ? WHERE status = 'trained' AND step > ?`)
+      .run(`step ${why}; trained again`, step).changes);
+    this.store.sql(`UPDATE training_steps SET status = 'lost' WHERE status = 'published' AND step > ?`).run(step);
+    if (reset) this.o.log(`trainer: ${reset} sample(s) from steps after ${step} (${why}) queued again`);
+    return reset;
+  }
+
+  /** Take the published version's canary as the baseline again (after a version was published outside trainStep). */
+  async refreshCanary(): Promise<void> { this.lastCanary = await this.canary(this.version); }
+
+  /** Canary requests: fixed everyday texts, split into a prompt and a scored continuation. */
+  private canaryBatch(): { promptIds: number[]; responseIds: number[] }[] {
+    if (this.canaryRequests) return this.canaryRequests;
+    const max = this.engine.info.contextLength;
+    this.canaryRequests = CANARY_TEXTS.map((text) => this.engine.tokenizer.encode(text).slice(0, max))
+      .filter((ids) => ids.length >= 2)
+      .map((ids) => { const cut = Math.max(1, Math.floor(ids.length / 3)); return { promptIds: ids.slice(0, cut), responseIds: ids.slice(cut) }; });
+    return this.canaryRequests;
+  }
+
+  private async canary(version: number): Promise<number[][]> {
+    const batch = this.canaryBatch();
+    if (batch.length === 0) return [];
+    return (await this.engine.score(batch, { adapter: version })).map((a) => Array.from(a));
   }
 
   start(): void { this.stopping = false; this.periodic.start(); }
+
+  /** null while the loop runs and succeeds (see Periodic.health). */
+  health(): string | null { return this.periodic.health(); }
 
   /** Stop after the step in progress, and checkpoint. */
   async stop(): Promise<void> {
@@ -206,9 +289,14 @@ export class TrainerLoop {
       this.o.log(`trainer: step rejected (${opt.reason}); ${ids.length} samples set aside`);
       return;
     }
-    const version = await this.engine.saveWeights();
+    const version = await this.engine.saveWeights({ atLeast: this.store.versionFloor() + 1 });
+    const canary = await this.canary(version);
+    const verdict = canaryVerdict(canary, this.lastCanary, this.engine.info.vocabSize, this.o.maxCanaryDrop);
+    if (verdict.reason) { await this.rollBack(record, ids, opt.step, verdict.reason, t0); return; }
+    this.store.recordVersion(version, opt.step, 'step');
     await this.engine.publish(version);
     this.version = version;
+    this.lastCanary = canary;
     this.step = opt.step;
     record.step = opt.step; record.status = 'published'; record.version = version; record.durationMs = performance.now() - t0;
     this.store.transaction(() => {
@@ -220,7 +308,30 @@ export class TrainerLoop {
     this.lastStep = record;
     if (this.step % this.o.checkpointEvery === 0) await this.engine.saveTrainingState(this.checkpoint);
     await this.afterStep(record);
-    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, ${record.durationMs.toFixed(0)} ms)`);
+    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token, ${record.durationMs.toFixed(0)} ms)`);
+  }
+
+  /**
+   * The new weights failed the canary: they are never published. Training goes back to the last
+   * checkpoint (samples of later steps are queued again), the batch is set aside with the reason,
+   * and the published version keeps serving.
+   */
+  private async rollBack(record: StepRecord, ids: number[], step: number, reason: string, t0: number): Promise<void> {
+    const why = `weights guard: ${reason}; not published, rolled back`;
+    record.durationMs = performance.now() - t0;
+    this.store.transaction(() => {
+      const mark = this.store.sql(`UPDATE samples SET status = 'rejected', reason = ? WHERE turn_id = ?`);
+      for (const id of ids) mark.run(why, id);
+      this.insertStep({ ...record, step }, why);
+    });
+    this.counts.rejected += ids.length;
+    this.counts.rolledBack++;
+    this.lastStep = record;
+    const loaded = await this.loadCheckpoint();
+    if (!loaded) await this.engine.configureTraining(this.o.lora);
+    this.step = loaded?.step ?? 0;
+    this.requeueAfter(this.step, 'rolled back by the weights guard');
+    this.o.log(`trainer: step ${step} REJECTED by the weights guard (${reason}); ${ids.length} samples set aside; back to step ${this.step}, still serving version ${this.version}`);
   }
 
   /** The onStep hook; its failure is logged, never a failed step. */
@@ -246,6 +357,7 @@ export class TrainerLoop {
     const g = (name: string, help: string, v: number | null | undefined) => `# HELP openclaw_rl_train_${name} ${help}\n# TYPE openclaw_rl_train_${name} gauge\nopenclaw_rl_train_${name} ${v ?? 'NaN'}\n`;
     return g('step', 'Optimizer steps taken.', this.step) + g('samples_trained_total', 'Samples trained on.', this.counts.trained) +
       g('samples_stale_total', 'Samples dropped as too stale.', this.counts.stale) + g('samples_rejected_total', 'Samples set aside by rejected steps.', this.counts.rejected) +
+      g('rollbacks_total', 'Steps the weights guard refused to publish (training rolled back).', this.counts.rolledBack) +
       g('loss', 'Loss of the last step.', r?.loss) + g('reward_mean', 'Mean reward of the last batch.', r?.rewardMean) + g('clip_fraction', 'Share of clipped tokens in the last step.', r?.clipFraction) +
       g('kl_to_base', 'Mean k3 KL to the base model in the last step (when β > 0).', r?.kl) + g('teacher_behaviour_gap', 'Mean |teacher − behaviour| log-prob in the last step.', r?.teacherGap) +
       g('tokens', 'Loss tokens in the last step.', r?.tokens) + g('staleness_mean', 'Mean versions between sampling and training in the last step.', r?.stalenessMean) +
@@ -254,6 +366,6 @@ export class TrainerLoop {
 
   status(): Record<string, unknown> {
     const samples = Object.fromEntries((this.store.sql(`SELECT status, COUNT(*) AS n FROM samples GROUP BY status`).all() as { status: string; n: number }[]).map((r) => [r.status, r.n]));
-    return { method: this.o.method, policyVersion: this.version, step: this.step, batchSize: this.o.batchSize, samples, lastStep: this.lastStep };
+    return { method: this.o.method, policyVersion: this.version, step: this.step, batchSize: this.o.batchSize, samples, lastStep: this.lastStep, rollbacks: this.counts.rolledBack };
   }
 }

@@ -52,16 +52,21 @@ export function rollback(trainer: TrainerLoop, engine: TrainingEngine, store: St
     let version: number, step: number;
     if (target === 0) {
       await engine.configureTraining(trainer.o.lora);
-      version = await engine.saveWeights();
+      version = 0;
       step = 0;
     } else {
       const state = JSON.parse(readFileSync(join(archive.path(target), 'trainer_state.json'), 'utf8')) as { optimizerStep: number };
       version = await engine.loadTrainingState(archive.path(target));
       step = state.optimizerStep;
     }
+    // a number above every version ever served, recorded before it is served (see Store.recordVersion)
+    const floor = store.versionFloor();
+    if (version <= floor) version = await engine.saveWeights({ atLeast: floor + 1 });
+    store.recordVersion(version, step, 'rollback');
     await engine.publish(version);
     trainer.version = version;
     trainer.step = step;
+    await trainer.refreshCanary();
     const reason = `rolled back to version ${target} (from version ${from.version})`;
     const samplesSetAside = store.transaction(() => {
       const n = Number(store.sql(`UPDATE samples SET status = 'rolled_back', reason = ? WHERE status = 'trained' AND step > ?`).run(reason, step).changes);

@@ -8,6 +8,9 @@ export class Periodic {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private stopped = true;
+  /** runs in a row that threw, and the last error (see health()) */
+  private failures = 0;
+  private lastError: unknown = null;
 
   constructor(work: () => Promise<unknown>, pauseMs: number, onError: (e: unknown) => void) {
     this.work = work; this.pauseMs = pauseMs; this.onError = onError;
@@ -15,11 +18,18 @@ export class Periodic {
 
   get active(): boolean { return !this.stopped; }
 
+  /** null while the loop runs and its recent runs succeed; else what is wrong (for readiness checks). */
+  health(maxFailures = 3): string | null {
+    if (this.stopped) return 'not running';
+    if (this.failures >= maxFailures) return `the last ${this.failures} runs failed (${(this.lastError as Error)?.message ?? this.lastError})`;
+    return null;
+  }
+
   start(): void {
     this.stopped = false;
     const loop = async () => {
       if (this.stopped) return;
-      this.running = this.work().then(() => undefined, this.onError);
+      this.running = this.work().then(() => { this.failures = 0; }, (e) => { this.failures++; this.lastError = e; this.onError(e); });
       await this.running;
       if (!this.stopped) { this.timer = setTimeout(loop, this.pauseMs); this.timer.unref(); }
     };

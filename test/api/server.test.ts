@@ -124,8 +124,8 @@ test('auth: a configured key is required (constant-time check); /healthz and /re
   await assert.rejects(startServer({ engine: s.engine, store: s.store, modelId: 'stories', port: 0, host: '0.0.0.0' }), /refusing to serve on 0\.0\.0\.0 without an API key/);
 });
 
-test('concurrency limit: requests beyond it get 429, the others complete', async () => {
-  const limited = await startServer({ engine: s.engine, store: s.store, modelId: 'stories', port: 0, maxConcurrent: 2 });
+test('concurrency limit: with no room to wait in the admission queue, requests beyond it get 429, the others complete', async () => {
+  const limited = await startServer({ engine: s.engine, store: s.store, modelId: 'stories', port: 0, maxConcurrent: 2, queueWaitMs: 0 });
   try {
     const body = { model: 'stories', messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 200, temperature: 1 };
     const results = await Promise.all(Array.from({ length: 5 }, () => post(`${limited.url}/v1/chat/completions`, body)));
@@ -133,7 +133,7 @@ test('concurrency limit: requests beyond it get 429, the others complete', async
     assert.ok(statuses.includes(429), `statuses ${statuses}`);
     assert.ok(statuses.filter((x) => x === 200).length >= 2);
     const tooMany = results.find((r) => r.status === 429)!;
-    assert.match(tooMany.json.error.message, /too many requests in flight \(the limit is 2\)/);
+    assert.match(tooMany.json.error.message, /too many requests: 2 in flight/);
     const metrics = await (await fetch(`${limited.url}/metrics`)).text();
     assert.match(metrics, /openclaw_rl_requests_total\{status="429"\} [1-9]/);
     assert.match(metrics, /openclaw_rl_policy_version 0/);

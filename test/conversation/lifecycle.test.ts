@@ -10,7 +10,7 @@ after(t.cleanup);
 const start = (sessionId: string) => ({ sessionId, idSource: 'header', turnType: 'main' as const, typeSource: 'header', request: { messages: [] }, promptIds: [1], policyVersion: 0 });
 const done = { status: 'complete' as const, responseIds: [2], responseLogprobs: [-1], responseText: 'x', answer: { content: 'x', reasoning: null, toolCalls: [] }, finishReason: 'stop', policyVersion: 0 };
 
-test('idle sessions end after the timeout; their last turn gets no next state; shutdown ends the rest; the map is capped', async () => {
+test('idle sessions end after the timeout; their last turn gets no next state; shutdown ends the rest; the map is capped without ending active sessions', async () => {
   const store = new Store(t.dir);
   // a long timeout, so the tracker's own periodic sweep stays out of the way; the test sweeps with an explicit clock
   const tracker = new SessionTracker(store, { idleMs: 10_000, maxOpen: 3 });
@@ -26,13 +26,16 @@ test('idle sessions end after the timeout; their last turn gets no next state; s
     assert.equal(store.turns('a')[0].next_state_status, 'none');
     assert.match(store.turns('a')[0].next_state_reason!, /session ended \(idle\)/);
     assert.equal(store.turns('b')[0].next_state_status, 'pending');
-    // at most three open sessions: the least recently seen is ended to make room
+    // at most three sessions tracked: the least recently seen is forgotten to make room, but not ended —
+    // it may still be active, so its last turn keeps waiting for its next state
     for (const s of ['c', 'd', 'e']) { store.beginTurn(start(s)); tracker.touch(s); }
     assert.equal(tracker.openSessions, 3);
-    assert.equal(store.sessions().find((s) => s.id === 'b')!.end_reason, 'idle');
+    assert.equal(store.sessions().find((s) => s.id === 'b')!.end_reason, null);
+    assert.equal(store.turns('b')[0].next_state_status, 'pending');
     tracker.shutdown();
     assert.equal(tracker.openSessions, 0);
-    assert.deepEqual(store.sessions().filter((s) => ['c', 'd', 'e'].includes(s.id)).map((s) => s.end_reason), ['shutdown', 'shutdown', 'shutdown']);
+    // shutdown ends every open session, the forgotten one included
+    assert.deepEqual(store.sessions().filter((s) => ['b', 'c', 'd', 'e'].includes(s.id)).map((s) => s.end_reason), ['shutdown', 'shutdown', 'shutdown', 'shutdown']);
   } finally {
     tracker.shutdown();
     store.close();

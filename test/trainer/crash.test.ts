@@ -35,7 +35,7 @@ async function converse(url: string, c: number): Promise<void> {
 
 const status = async (url: string) => (await (await fetch(`${url}/admin/status`)).json()) as { policyVersion: number; trainer: { step: number; policyVersion: number; samples: Record<string, number> } };
 
-test('SIGKILL while training: restart resumes at the checkpoint; samples are neither lost nor trained twice', { timeout: 180_000 }, async () => {
+test('SIGKILL while training: restart resumes at the checkpoint under a new version number; samples are neither lost nor trained twice', { timeout: 180_000 }, async () => {
   const a = await serve();
   for (let c = 0; c < 8; c++) await converse(a.url, c);
   for (let i = 0; i < 100 && (await status(a.url)).trainer.step < 2; i++) await new Promise((r) => setTimeout(r, 100));
@@ -45,12 +45,18 @@ test('SIGKILL while training: restart resumes at the checkpoint; samples are nei
   await new Promise((r) => setTimeout(r, 150));
   a.proc.kill('SIGKILL');
   await new Promise((r) => a.proc.once('exit', r));
+  const before = new Store(data.dir);
+  const lastVersionBeforeKill = before.versionFloor();
+  before.close();
 
   const checkpoint = JSON.parse(readFileSync(join(data.dir, 'checkpoints', 'latest', 'trainer_state.json'), 'utf8')) as { optimizerStep: number; version: number };
   const b = await serve();
   try {
-    assert.match(b.log(), new RegExp(`resumed at step ${checkpoint.optimizerStep}, version ${checkpoint.version}`));
-    assert.match(b.log(), new RegExp(`learning: binary \\(version ${checkpoint.version}\\)`));
+    const resumed = new RegExp(`resumed at step ${checkpoint.optimizerStep} from \\S+ \\(saved as version ${checkpoint.version}\\), serving it as version (\\d+)`).exec(b.log());
+    assert.ok(resumed, b.log());
+    // the number is new: above every version the first process recorded
+    assert.ok(Number(resumed[1]) > lastVersionBeforeKill, `${resumed[1]} after ${lastVersionBeforeKill}`);
+    assert.match(b.log(), new RegExp(`learning: binary \\(version ${resumed[1]}\\)`));
     // the restarted server finishes what was pending and keeps going
     for (let c = 12; c < 16; c++) await converse(b.url, c);
     // until all 16 conversations' first turns have samples and none is pending

@@ -1,5 +1,5 @@
 // Streaming text out of a growing list of token ids, and stop-string handling.
-import type { ChatTokenizer } from './tokenizer.ts';
+import type { Tokenizer } from '../types.ts';
 
 /**
  * Turns ids into text deltas as they arrive. Each step decodes a short window of recent ids so the
@@ -10,12 +10,12 @@ export class IncrementalDecoder {
   private ids: number[] = [];
   private prefixOffset = 0;
   private readOffset = 0;
-  private readonly tok: ChatTokenizer;
+  private readonly tok: Tokenizer;
   /**
    * `context`: the prompt. Its last few ids open the decode window, so the first generated token
    * decodes as it does mid-text (SentencePiece drops a leading space at the start of a decode).
    */
-  constructor(tok: ChatTokenizer, context: number[] = []) {
+  constructor(tok: Tokenizer, context: number[] = []) {
     this.tok = tok;
     this.ids = context.slice(-5);
     this.readOffset = this.ids.length;

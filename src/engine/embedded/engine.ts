@@ -119,7 +119,7 @@ export class EmbeddedEngine implements TrainingEngine {
   configureTraining(lora: LoraSettings | null = {}): Promise<void> { return this.job('configureTraining', lora); }
   forwardBackward(data: Datum[], loss: LossSpec): Promise<ForwardBackwardMetrics> { return this.job('forwardBackward', data, loss); }
   optimStep(adam: AdamParams): Promise<OptimStepMetrics> { return this.job('optimStep', adam); }
-  saveWeights(): Promise<number> { return this.job('saveWeights'); }
+  saveWeights(opts: { atLeast?: number } = {}): Promise<number> { return this.job('saveWeights', opts); }
   publish(version: number): Promise<void> { return this.job('publish', version); }
   saveAdapter(dir: string, adapter: AdapterSelector = 'published'): Promise<void> { return this.job('saveAdapter', resolve(dir), adapter); }
   saveModel(dir: string, weights: AdapterSelector = 'published'): Promise<void> { return this.job('saveModel', resolve(dir), weights); }

@@ -2,9 +2,12 @@
 // (`--lora-modules`): adapter_config.json + adapter_model.safetensors with tensors named
 // base_model.model.model.layers.N.{self_attn|mlp}.<target>.lora_{A,B}.weight ([r, in] and [out, r]).
 // A training checkpoint adds the AdamW moments and step. Every folder is written to a temporary
-// sibling and swapped in by rename, so a crash leaves the old or the new folder, never a mix.
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join, dirname, basename } from 'node:path';
+// sibling, fsynced and swapped in by rename (util/atomic-folder.ts), so a crash leaves the old or the
+// new folder, never a mix.
+export { writeFolderAtomically };
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFolderAtomically } from '../../util/atomic-folder.ts';
 import type { ModelConfig } from './config.ts';
 import type { Arena } from './arena.ts';
 import { LoraAdapter, LORA_TARGETS, validateLoraConfig, type LoraTarget } from './lora.ts';
@@ -21,23 +24,6 @@ export function peftTensorName(layer: number, target: LoraTarget, which: 'A' | '
 }
 
 export interface PeftMeta { baseModel?: string; version?: number }
-
-/** Write `dir` atomically: `fill` writes into a temporary folder that then replaces `dir`. */
-export function writeFolderAtomically(dir: string, fill: (tmp: string) => void): void {
-  const tmp = join(dirname(dir), `.${basename(dir)}.tmp-${process.pid}-${Date.now()}`);
-  const old = join(dirname(dir), `.${basename(dir)}.old-${process.pid}-${Date.now()}`);
-  mkdirSync(tmp, { recursive: true });
-  try {
-    fill(tmp);
-    if (existsSync(dir)) renameSync(dir, old);
-    renameSync(tmp, dir);
-    rmSync(old, { recursive: true, force: true });
-  } catch (e) {
-    rmSync(tmp, { recursive: true, force: true });
-    if (!existsSync(dir) && existsSync(old)) renameSync(old, dir);
-    throw e;
-  }
-}
 
 function writeAdapterFiles(dir: string, adapter: LoraAdapter, meta: PeftMeta): void {
   const c = adapter.config;
@@ -77,17 +63,28 @@ export function loadAdapter(dir: string, model: ModelConfig, arena: Arena): Lora
   }
   const tensors = listModelTensorsIn(join(dir, 'adapter_model.safetensors'));
   const adapter = LoraAdapter.create(model, config, arena, 'zeros');
-  for (const t of adapter.tensors()) {
-    const name = peftTensorName(t.layer, t.target, t.which);
-    const info = tensors.get(name);
-    if (!info) { adapter.free(); throw new ModelFileError(`adapter is missing tensor '${name}'`); }
-    if (info.shape.join(',') !== t.shape.join(',')) { adapter.free(); throw new ModelFileError(`adapter tensor '${name}' has shape [${info.shape.join(', ')}], this model needs [${t.shape.join(', ')}]`); }
-    readTensorF32(info, t.data);
+  try {
+    for (const t of adapter.tensors()) {
+      const name = peftTensorName(t.layer, t.target, t.which);
+      const info = tensors.get(name);
+      if (!info) throw new ModelFileError(`adapter is missing tensor '${name}'`);
+      if (info.shape.join(',') !== t.shape.join(',')) throw new ModelFileError(`adapter tensor '${name}' has shape [${info.shape.join(', ')}], this model needs [${t.shape.join(', ')}]`);
+      readTensorF32(info, t.data);
+    }
+  } catch (e) {
+    adapter.free();
+    throw e;
   }
   return adapter;
 }
 
-/** Adapter + AdamW state + step, for resuming training exactly. */
+/** The folder where saveTrainingState keeps the checkpoint it replaced (a fallback if DIR is found corrupt). */
+export const previousCheckpointOf = (dir: string) => `${dir}.previous`;
+
+/**
+ * Adapter + AdamW state + step, for resuming training exactly. trainer_state.json is written last;
+ * the checkpoint it replaces is kept at previousCheckpointOf(dir).
+ */
 export function saveTrainingState(dir: string, adapter: LoraAdapter, optimizer: AdamW, meta: PeftMeta = {}): void {
   writeFolderAtomically(dir, (tmp) => {
     writeAdapterFiles(tmp, adapter, meta);
@@ -98,14 +95,25 @@ export function saveTrainingState(dir: string, adapter: LoraAdapter, optimizer: 
     });
     writeSafetensors(join(tmp, 'optimizer.safetensors'), moments);
     writeFileSync(join(tmp, 'trainer_state.json'), JSON.stringify({ optimizerStep: optimizer.step, version: meta.version ?? null }) + '\n');
-  });
+  }, { previous: previousCheckpointOf(dir) });
 }
 
 export function loadTrainingState(dir: string, model: ModelConfig, arena: Arena): { adapter: LoraAdapter; m: Float32Array[]; v: Float32Array[]; step: number; version: number | null } {
   const adapter = loadAdapter(dir, model, arena);
+  try {
+    return { adapter, ...readOptimizerState(dir, adapter) };
+  } catch (e) {
+    adapter.free();
+    throw e;
+  }
+}
+
+function readOptimizerState(dir: string, adapter: LoraAdapter): { m: Float32Array[]; v: Float32Array[]; step: number; version: number | null } {
   const statePath = join(dir, 'trainer_state.json');
   if (!existsSync(statePath)) throw new ModelFileError(`${dir} holds an adapter but no trainer_state.json (not a training checkpoint)`);
-  const state = JSON.parse(readFileSync(statePath, 'utf8'));
+  let state: { optimizerStep?: unknown; version?: unknown };
+  try { state = JSON.parse(readFileSync(statePath, 'utf8')); } catch (e) { throw new ModelFileError(`${statePath} is not valid JSON (${(e as Error).message})`); }
+  if (!state || typeof state !== 'object' || !Number.isInteger(state.optimizerStep)) throw new ModelFileError(`${statePath} holds no optimizer step`);
   const moments = listModelTensorsIn(join(dir, 'optimizer.safetensors'));
   const m: Float32Array[] = [], v: Float32Array[] = [];
   for (const t of adapter.tensors()) {
@@ -114,5 +122,5 @@ export function loadTrainingState(dir: string, model: ModelConfig, arena: Arena)
     if (!em || !ev) throw new ModelFileError(`optimizer.safetensors is missing the moments of '${name}'`);
     m.push(readTensorF32(em)); v.push(readTensorF32(ev));
   }
-  return { adapter, m, v, step: Number(state.optimizerStep) || 0, version: typeof state.version === 'number' ? state.version : null };
+  return { m, v, step: state.optimizerStep as number, version: typeof state.version === 'number' ? state.version : null };
 }

@@ -418,17 +418,19 @@ export class EmbeddedRuntime {
   /** Versions whose adapter memory is held (for tests and /metrics). */
   get liveVersions(): number[] { return [...this.versions.keys()].sort((a, b) => a - b); }
 
-  /** Add an adapter as a new version (not yet published). */
-  private addVersion(adapter: LoraAdapter | null): number {
-    const v = ++this.latestVersion;
+  /** Add an adapter as a new version (not yet published), numbered above every earlier one and ≥ atLeast. */
+  private addVersion(adapter: LoraAdapter | null, atLeast = 0): number {
+    const v = this.latestVersion = Math.max(this.latestVersion + 1, atLeast);
     this.versions.set(v, { adapter, refs: 0 });
     return v;
   }
 
   /** Snapshot the trained adapter as version v+1; requests keep using the published one until publish(v+1). */
-  saveWeights(): number {
+  saveWeights(opts: { atLeast?: number } = {}): number {
     if (!this.trainer) throw new EngineError('bad_request', 'nothing to save: configureTraining first');
-    return this.addVersion(this.trainer.adapter.clone());
+    const atLeast = opts.atLeast ?? 0;
+    if (!Number.isSafeInteger(atLeast) || atLeast < 0) throw new EngineError('bad_request', `atLeast must be a non-negative integer (got ${atLeast})`);
+    return this.addVersion(this.trainer.adapter.clone(), atLeast);
   }
 
   /** Serve `version` to requests that start from now on; running requests finish on theirs. */

@@ -8,6 +8,7 @@ import { AdamW, gradNorm } from './optimizer.ts';
 import { rmsnormBackward } from './ops/rmsnorm.ts';
 import { scoreResponses, packRows, fedTokens, type ResponseRequest } from './score.ts';
 import { ppoToken, k3Token, crossEntropyToken, PPO_DEFAULTS, type LossSpec } from '../../learn/losses.ts';
+import { accumulateUpdate, updateVerdict, GUARD_DEFAULTS, type GuardLimits } from '../../learn/weights-guard.ts';
 import { EngineError, checkTokenIds, type Datum, type ForwardBackwardMetrics, type OptimStepMetrics, type AdamParams } from '../types.ts';
 
 /** Rows of logits held at once in the loss head ([rows × vocab] floats). */
@@ -29,6 +30,9 @@ export class LoraTrainer {
   /** see TAPE_BUDGET_BYTES; 0 forces recomputation in the backward pass */
   tapeBudgetBytes = TAPE_BUDGET_BYTES;
   private nonFinite: string | null = null;
+  /** limits of the weights guard (see learn/weights-guard.ts) */
+  guard: Pick<GuardLimits, 'maxUpdateRatio' | 'normFloor'> = GUARD_DEFAULTS;
+  private backup: { params: Float32Array[]; m: Float32Array[]; v: Float32Array[]; step: number } | null = null;
   private readonly backprop: Backprop;
 
   constructor(model: Transformer, config: Partial<LoraConfig> = {}, adapter?: LoraAdapter) {
@@ -192,26 +196,56 @@ export class LoraTrainer {
 
   /**
    * Mean the accumulated gradients over their loss tokens, clip, and update. A step whose loss or
-   * gradients are not finite is refused: the adapter is unchanged and the gradients are dropped.
+   * gradients are not finite is refused: the adapter is unchanged and the gradients are dropped. So is
+   * a step whose result fails the weights guard (non-finite weights, or an update larger than the
+   * weights themselves): the adapter, the optimizer moments and the step count are put back.
    */
   optimStep(p: AdamParams): OptimStepMetrics {
-    if (!(p.learningRate >= 0)) throw new EngineError('bad_request', `learningRate must be a non-negative number (got ${p.learningRate})`);
+    if (!(Number.isFinite(p.learningRate) && p.learningRate >= 0)) throw new EngineError('bad_request', `learningRate must be a finite non-negative number (got ${p.learningRate})`);
     const tokens = this.pendingTokens;
     const scale = p.normalize === 'none' ? 1 : 1 / Math.max(tokens, 1);
     const norm = gradNorm(this.grads, scale);
     const reason = this.nonFinite ?? (Number.isFinite(norm) ? null : 'non-finite gradient norm');
     const clip = p.gradClipNorm ?? 1;
     let skipped = false;
+    let why = reason;
     if (reason) skipped = true;
     else if (tokens > 0) {
       const factor = scale * (clip > 0 && norm > clip ? clip / norm : 1);
       for (const t of this.grads.tensors()) for (let i = 0; i < t.data.length; i++) t.data[i] *= factor;
+      // the weights guard: keep the state before the update, and undo an update that broke the weights
+      this.snapshot();
       this.optimizer.apply(this.adapter, this.grads, p);
+      const stats = { finite: true, normSqBefore: 0, deltaNormSq: 0 };
+      let k = 0;
+      for (const t of this.adapter.tensors()) accumulateUpdate(stats, this.backup!.params[k++], t.data);
+      why = updateVerdict(stats, this.guard);
+      if (why) { this.restore(); skipped = true; }
     }
     this.grads.zero();
     this.pendingTokens = 0;
     this.nonFinite = null;
-    return { step: this.optimizer.step, gradNorm: norm, skipped, reason: reason ?? undefined, tokens, learningRate: p.learningRate };
+    return { step: this.optimizer.step, gradNorm: norm, skipped, reason: why ?? undefined, tokens, learningRate: p.learningRate };
+  }
+
+  /** Copy the adapter and the optimizer state aside (buffers reused from step to step). */
+  private snapshot(): void {
+    const params = [...this.adapter.tensors()].map((t) => t.data);
+    this.backup ??= { params: params.map((d) => new Float32Array(d.length)), m: this.optimizer.m.map((d) => new Float32Array(d.length)), v: this.optimizer.v.map((d) => new Float32Array(d.length)), step: 0 };
+    params.forEach((d, i) => this.backup!.params[i].set(d));
+    this.optimizer.m.forEach((d, i) => this.backup!.m[i].set(d));
+    this.optimizer.v.forEach((d, i) => this.backup!.v[i].set(d));
+    this.backup.step = this.optimizer.step;
+  }
+
+  /** Put back what snapshot() saved: the step never happened. */
+  private restore(): void {
+    const b = this.backup!;
+    let i = 0;
+    for (const t of this.adapter.tensors()) t.data.set(b.params[i++]);
+    this.optimizer.m.forEach((d, j) => d.set(b.m[j]));
+    this.optimizer.v.forEach((d, j) => d.set(b.v[j]));
+    this.optimizer.step = b.step;
   }
 
   release(): void {

@@ -41,7 +41,7 @@ function startJob(name: JobName, args: unknown[]): Work {
     case 'configureTraining': return once(() => rt.configureTraining(a[0] as Partial<LoraConfig> | null));
     case 'forwardBackward': return rt.forwardBackwardSteps(a[0], a[1]);
     case 'optimStep': return once(() => rt.optimStep(a[0]));
-    case 'saveWeights': return once(() => rt.saveWeights());
+    case 'saveWeights': return once(() => rt.saveWeights(a[0]));
     case 'publish': return once(() => rt.publish(a[0]));
     case 'saveAdapter': return once(() => rt.saveAdapter(a[0], a[1]));
     case 'saveModel': return once(() => rt.saveModel(a[0], a[1]));

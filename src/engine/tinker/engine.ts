@@ -14,12 +14,12 @@ import { join } from 'node:path';
 import {
   EngineError, checkTokenIds, type TrainingEngine, type EngineInfo, type SampleEvent, type SampleParams, type ScoreOptions,
   type ScoreRequest, type Datum, type AdamParams, type ForwardBackwardMetrics, type OptimStepMetrics, type AdapterSelector,
-  type LoraSettings, type SampleResult as EngineSampleResult, type Tokenizer,
+  type LoraSettings, type Tokenizer,
 } from '../types.ts';
 import type { LossSpec } from '../../learn/losses.ts';
 import { ppoToken, crossEntropyToken, PPO_DEFAULTS } from '../../learn/losses.ts';
 import { ChatTokenizer } from '../embedded/tokenizer.ts';
-import { IncrementalDecoder, StopMatcher } from '../embedded/detokenize.ts';
+import { SampleAssembler } from '../sample-assembler.ts';
 import { loadConfig } from '../embedded/config.ts';
 import { TinkerSession, TinkerRequestFailed, TinkerHttpError, type TinkerClientOptions } from './client.ts';
 import { encodeForwardBackwardRequest } from './proto.ts';
@@ -154,30 +154,14 @@ export class TinkerEngine implements TrainingEngine {
     if (!seq || !Array.isArray(seq.tokens)) throw new EngineError('internal', 'the Tinker server answered a sample without sequences');
     if (!seq.logprobs || seq.logprobs.length !== seq.tokens.length) throw new EngineError('internal', 'the Tinker server did not return a log-prob for every sampled token');
     // text, stop ids and stop strings exactly as the embedded engine reports them
-    const decoder = new IncrementalDecoder(this.tok, promptIds);
-    const stops = new StopMatcher(params.stop ?? []);
-    const stopIds = new Set<number>([...(params.stopTokenIds ?? []), ...(params.ignoreEos ? [] : this.info.eosTokenIds)]);
-    const ids: number[] = [], logprobs: number[] = [];
-    let finishReason: EngineSampleResult['finishReason'] = seq.stop_reason === 'length' ? 'length' : 'stop';
-    let stoppedBy: number | string | undefined;
-    for (let i = 0; i < seq.tokens.length && i < params.maxTokens; i++) {
-      const id = seq.tokens[i];
-      ids.push(id); logprobs.push(seq.logprobs[i]);
-      const isStopId = stopIds.has(id);
-      let text = isStopId ? '' : stops.push(decoder.push(id));
-      const last = isStopId || stops.matched !== null || i === seq.tokens.length - 1 || ids.length >= params.maxTokens;
-      if (isStopId) { finishReason = 'stop'; stoppedBy = id; }
-      else if (stops.matched !== null) { finishReason = 'stop'; stoppedBy = stops.matched; }
-      if (last && stops.matched === null) {
-        let tail = stops.push(decoder.flush());
-        if (stops.matched === null) tail += stops.flush(); else { stoppedBy = stops.matched; finishReason = 'stop'; }
-        text += tail;
-      }
-      yield { type: 'token', token: { id, logprob: seq.logprobs[i], text } };
-      if (last) break;
+    const asm = new SampleAssembler(this.tok, promptIds, params, this.info.eosTokenIds);
+    for (let i = 0; i < seq.tokens.length && !asm.ended; i++) {
+      const ready = asm.push(seq.tokens[i], seq.logprobs[i]);
+      if (ready) yield { type: 'token', token: ready };
     }
-    if (stoppedBy === undefined && finishReason === 'stop' && ids.length >= params.maxTokens) finishReason = 'length';
-    yield { type: 'done', result: { ids, logprobs, text: stops.fullText, finishReason, stoppedBy, promptTokens: promptIds.length, policyVersion: version } };
+    const { last, result } = asm.finish(seq.stop_reason === 'length' ? 'length' : 'stop', promptIds.length, version);
+    if (last) yield { type: 'token', token: last };
+    yield { type: 'done', result };
   }
 
   /** Teacher-forced log-probs through prompt log-probs of a one-token sample over prompt + response. */
@@ -231,8 +215,9 @@ export class TinkerEngine implements TrainingEngine {
     return this.session.http.retrieve(f.request_id, kind);
   }
 
-  async configureTraining(lora: LoraSettings = {}): Promise<void> {
+  async configureTraining(lora: LoraSettings | null = {}): Promise<void> {
     this.checkOpen();
+    if (lora === null) throw new EngineError('bad_request', 'the Tinker API trains LoRA adapters only: full-parameter training needs the embedded engine');
     const rank = lora.rank ?? 16;
     try {
       const r = await this.session.http.compute('/api/v1/create_model', {
@@ -335,10 +320,11 @@ export class TinkerEngine implements TrainingEngine {
     }
   }
 
-  async saveWeights(): Promise<number> {
+  async saveWeights(opts: { atLeast?: number } = {}): Promise<number> {
     const ref = this.currentSnapshot ?? await this.snapshot();
     this.currentSnapshot = ref;
-    const v = ++this.latest;
+    // numbered above every earlier version and the caller's durable floor (see TrainingEngine.saveWeights)
+    const v = this.latest = Math.max(this.latest + 1, opts.atLeast ?? 0);
     this.samplers.set(v, ref);
     return v;
   }
