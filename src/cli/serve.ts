@@ -1,6 +1,7 @@
 // `openclaw-rl serve`: the embedded engine behind the OpenAI-compatible API, recording every turn.
 import { resolve } from 'node:path';
 import { defineCommand, opt, UsageError, type Values } from './command.ts';
+import { parseOrigins } from '../api/cors.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId } from './args.ts';
 import { JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
@@ -21,6 +22,8 @@ const SERVE_OPTIONS = {
   'max-body-bytes': count('largest request body', 8 * 2 ** 20),
   'session-idle-seconds': count('a session without requests this long is closed', 1800),
   'default-max-tokens': count('max_tokens when a request gives none', 1024),
+  'cors-origin': opt.custom('browser origins allowed to call the API, comma-separated (* for any); CORS is off without it', 'ORIGINS', corsOrigins,
+    { env: 'OPENCLAW_RL_CORS_ORIGIN' }),
   'allow-insecure-bind': opt.flag('allow a non-loopback --host without an API key'),
   'no-redact': opt.flag('keep secrets in the JSONL log (redacted by default)'),
   'retention-days': opt.int('delete turns older than this many days', { min: 1 }),
@@ -86,6 +89,16 @@ export const serveCommand = defineCommand({
   },
   run: (o) => serveWith(o),
 });
+
+/** `--cors-origin`: '*' or http(s) origins (scheme, host and port; no path). */
+function corsOrigins(raw: string, source: string): string[] {
+  const origins = parseOrigins(raw);
+  for (const x of origins) {
+    if (x !== '*' && !/^https?:\/\/[^/\s]+$/.test(x)) throw new UsageError(`${source}: '${x}' is not an origin (like https://app.example.com or http://localhost:5173) nor *`);
+  }
+  if (origins.length === 0) throw new UsageError(`${source} must name at least one origin, or *`);
+  return origins;
+}
 
 function parseOverlong(raw: string, source: string): { lMax: number; lCache: number } {
   const m = /^(\d+),(\d+)$/.exec(raw);
@@ -160,7 +173,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   };
   try {
     server = await startServer({
-      engine, store, modelId, host, port, apiKey, allowInsecureBind: o['allow-insecure-bind'],
+      engine, store, modelId, host, port, apiKey, allowInsecureBind: o['allow-insecure-bind'], corsOrigins: o['cors-origin'],
       maxConcurrent: o['max-concurrent'], maxBodyBytes: o['max-body-bytes'],
       sessionIdleMs: o['session-idle-seconds'] * 1000, defaultMaxTokens: o['default-max-tokens'],
       contextOverflow,
