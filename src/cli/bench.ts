@@ -63,6 +63,25 @@ export const benchGatewayCommand = defineCommand({
   },
 });
 
+export const benchDashboardCommand = defineCommand({
+  name: 'bench dashboard',
+  summary: "what an open dashboard adds to a serving process's CPU under streaming load",
+  description: 'Start a real `serve` child (learning on), train a few steps, then run the same streaming chat load in rounds ' +
+    'with and without a poller making the dashboard page\'s requests (alternating order), and compare the server\'s CPU time ' +
+    '(from /proc). Also measures one poll\'s CPU apart (100 polls back to back on the idle server).',
+  options: {
+    model: modelOption, rounds: positive('rounds (each: the load with and without the page)', 5), requests: positive('streaming requests per run', 600),
+    'max-tokens': positive('tokens per answer', 128), concurrency: positive('concurrent streams', 8), 'poll-ms': positive('the page\'s poll interval', 2000), json: jsonOption,
+  },
+  run: async (o) => {
+    const { benchDashboard } = await import('../bench/dashboard.ts');
+    const r = await benchDashboard({ model: await modelDir(o.model), rounds: o.rounds, requests: o.requests, maxTokens: o['max-tokens'], concurrency: o.concurrency, pollMs: o['poll-ms'], log });
+    process.stderr.write(`dashboard overhead: median ${(r.overheadMedian * 100).toFixed(2)}% of the server's CPU (per round: ${r.cpuMsWith.map((c, i) => `${((c / r.cpuMsWithout[i] - 1) * 100).toFixed(1)}%`).join(', ')}); ` +
+      `one poll ${r.cpuMsPerPollIdle} ms CPU measured apart → ${(r.overheadFromIdlePolls * 100).toFixed(3)}% at one poll per ${r.pollMs} ms\n`);
+    if (o.json) process.stdout.write(JSON.stringify(r) + '\n');
+  },
+});
+
 /** The personas shipped in personas/, by name. */
 export const PERSONAS_DIR = fileURLToPath(new URL('../../personas/', import.meta.url));
 

@@ -15,13 +15,13 @@ import { reportCommand } from './report.ts';
 import { generateCommand, scoreCommand } from './generate.ts';
 import { sftCommand, mergeCommand } from './sft.ts';
 import { envServerCommand } from './env-server.ts';
-import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand } from './bench.ts';
+import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, benchDashboardCommand } from './bench.ts';
 
 /** Every command, in the order `openclaw-rl --help` lists them. A name with a space is a member of a group. */
 export const COMMANDS: readonly Command[] = [
   serveCommand, serveTinkerCommand, demoCommand, statusCommand, turnsCommand, rollbackCommand, reportCommand, openclawConfigCommand, exportCommand, generateCommand, scoreCommand,
   sftCommand, mergeCommand,
-  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, envServerCommand,
+  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchDashboardCommand, benchPersonalizeCommand, envServerCommand,
 ];
 
 export function version(): string {
