@@ -115,41 +115,47 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
   };
 
   const { store, tracker, metrics } = ctx;
+  const n = r.n;
+  // a request holds one admission slot whatever its n; n itself may not exceed the engine's limit
+  if (n > ctx.admission.limit) throw new ApiError(429, `n = ${n} choices exceed the ${ctx.admission.limit} requests in flight this server allows; ask for fewer`, { code: 'rate_limit_exceeded' });
   if (!(await ctx.admission.acquire())) {
     throw new ApiError(429, `too many requests: ${ctx.admission.limit} in flight and ${ctx.admission.waiting} waiting (a request waits at most ${ctx.admission.waitMs / 1000} s); retry shortly`, { code: 'rate_limit_exceeded' });
   }
   if (res.destroyed || req.socket.destroyed) { ctx.admission.release(); throw new ClientGone(); } // it left while waiting
   const abort = new AbortController();
-  // hand the prompt to the engine thread first; the bookkeeping below overlaps with its compute
-  const events = ctx.engine.sample(promptIds, params, abort.signal)[Symbol.asyncIterator]();
-  const firstEvent = events.next();
-  const start = {
-    sessionId: session.id, idSource: session.source, turnType: turnType.type, typeSource: turnType.source,
-    request: { messages: r.messages, tools: r.tools ?? null, params, templateKwargs: r.templateKwargs }, promptIds, policyVersion: -1,
-  };
-  let turnId: number;
+  // hand the prompt to the engine thread first (one sample per choice; with a seed, choice i uses
+  // seed + i); the bookkeeping below overlaps with its compute
+  const choices = Array.from({ length: n }, (_, index) => {
+    const p: SampleParams = { ...params, seed: params.seed === undefined ? undefined : params.seed + index };
+    const events = ctx.engine.sample(promptIds, p, abort.signal)[Symbol.asyncIterator]();
+    return { index, params: p, events, firstEvent: events.next(), parser: new OutputParser(ctx.format), logprobs: [] as object[], result: null as SampleResult | null,
+      toolCalls: [] as ParsedToolCall[], firstTokenMs: undefined as number | undefined, turnId: -1, recorded: null as Parameters<Store['finishTurn']>[1] | null,
+      start: null as unknown as Parameters<Store['beginTurn']>[0] };
+  });
   try {
     if (turnType.type === 'main') recordNextState(store, session.id, r.messages);
     tracker.touch(session.id);
-    turnId = store.beginTurn(start);
+    // each choice is its own turn (the same prompt ids; `choice` says which of the n it was)
+    for (const c of choices) {
+      c.start = {
+        sessionId: session.id, idSource: session.source, turnType: turnType.type, typeSource: turnType.source,
+        request: { messages: r.messages, tools: r.tools ?? null, params: c.params, templateKwargs: r.templateKwargs, ...(n > 1 ? { choice: c.index, n } : {}) }, promptIds, policyVersion: -1,
+      };
+      c.turnId = store.beginTurn(c.start);
+    }
   } catch (e) {
     abort.abort();
-    await events.return?.();
+    await Promise.all(choices.map((c) => c.events.return?.()));
     ctx.admission.release();
     throw e;
   }
 
-  metrics.active++;
+  metrics.active += n;
   res.on('close', () => { if (!res.writableFinished) abort.abort(); });
   const id = `chatcmpl-${randomUUID()}`;
   const created = Math.floor(Date.now() / 1000);
-  const parser = new OutputParser(ctx.format);
-  const logprobs: object[] = [];
-  let firstTokenMs: number | undefined;
-  let result: SampleResult | null = null;
-  let toolCalls: ParsedToolCall[] = [];
-  const chunk = (delta: object, finish: string | null = null, lp: object[] | null = null, extra: object = {}) =>
-    `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: ctx.modelId, ...extra, choices: [{ index: 0, delta, logprobs: lp ? { content: lp } : null, finish_reason: finish }] })}\n\n`;
+  const chunk = (index: number, delta: object, finish: string | null = null, lp: object[] | null = null, extra: object = {}) =>
+    `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: ctx.modelId, ...extra, choices: [{ index, delta, logprobs: lp ? { content: lp } : null, finish_reason: finish }] })}\n\n`;
   const tokenEntry = (tokenId: number, logprob: number) => {
     const token = ctx.engine.tokenizer.decode([tokenId], false);
     // JSON has no NaN or -Infinity (they would go out as null): OpenAI's floor for "impossible" is -9999
@@ -157,73 +163,91 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
   };
   const tokenLogprob = (t: SampledToken) => ({ ...tokenEntry(t.id, t.logprob), top_logprobs: (t.top ?? []).map((a) => tokenEntry(a.id, a.logprob)) });
   const deltaObject = (d: Delta) => ({ ...(d.reasoning ? { reasoning_content: d.reasoning } : {}), ...(d.content ? { content: d.content } : {}) });
-  // the turn is committed before the client gets the end of the answer, so an acknowledged turn
-  // is always in the store
-  let recorded: Parameters<Store['finishTurn']>[1] | null = null;
-  const record = (status: 'complete' | 'aborted' | 'error') => {
-    if (recorded) return;
-    recorded = {
-      status, responseIds: result?.ids ?? [], responseLogprobs: result?.logprobs ?? [], responseText: result?.text ?? '',
-      answer: { content: parser.content, reasoning: parser.reasoning || null, toolCalls },
-      finishReason: result?.finishReason ?? 'error', policyVersion: result?.policyVersion ?? -1,
-      firstTokenMs, totalMs: performance.now() - t0,
+  // a turn is committed before the client gets the end of its answer, so an acknowledged turn is
+  // always in the store
+  type Choice = (typeof choices)[number];
+  const record = (c: Choice, status: 'complete' | 'aborted' | 'error') => {
+    if (c.recorded) return;
+    c.recorded = {
+      status, responseIds: c.result?.ids ?? [], responseLogprobs: c.result?.logprobs ?? [], responseText: c.result?.text ?? '',
+      answer: { content: c.parser.content, reasoning: c.parser.reasoning || null, toolCalls: c.toolCalls },
+      finishReason: c.result?.finishReason ?? 'error', policyVersion: c.result?.policyVersion ?? -1,
+      firstTokenMs: c.firstTokenMs, totalMs: performance.now() - t0,
     };
-    store.finishTurn(turnId, recorded, start, false); // logged once the response is out
+    store.finishTurn(c.turnId, c.recorded, c.start, false); // logged once the response is out
     metrics.turns[status === 'aborted' ? 'aborted' : turnType.type]++;
+  };
+  const wireCallsOf = (c: Choice) => c.toolCalls.map((tc, index) => ({ index, id: `call_${randomUUID().replace(/-/g, '').slice(0, 24)}`, type: 'function', function: { name: tc.name, arguments: tc.arguments } }));
+
+  /** Drain one choice's tokens (streaming its chunks); false when the client went away. */
+  const runChoice = async (c: Choice): Promise<boolean> => {
+    for (let next = await c.firstEvent; !next.done; next = await c.events.next()) {
+      const ev = next.value;
+      if (ev.type === 'done') { c.result = ev.result; break; }
+      c.firstTokenMs ??= performance.now() - t0;
+      const d = c.parser.push(ev.token.text);
+      const lp = r.logprobs ? [tokenLogprob(ev.token)] : null;
+      if (lp) c.logprobs.push(...lp);
+      if (r.stream && (d.content || d.reasoning || lp)) res.write(chunk(c.index, deltaObject(d), null, lp));
+    }
+    const end = c.parser.finish();
+    c.toolCalls = end.toolCalls;
+    if (!c.result || c.result.finishReason === 'abort') return false; // the client went away: recorded as aborted below
+    record(c, 'complete');
+    if (r.stream) {
+      if (end.delta.content || end.delta.reasoning) res.write(chunk(c.index, deltaObject(end.delta)));
+      const wireCalls = wireCallsOf(c);
+      if (wireCalls.length > 0) res.write(chunk(c.index, { tool_calls: wireCalls }));
+      // the weights version that wrote this answer rides on its last chunk (an extension field)
+      res.write(chunk(c.index, {}, c.toolCalls.length > 0 ? 'tool_calls' : c.result.finishReason, null, { policy_version: c.result.policyVersion }));
+    }
+    return true;
   };
 
   try {
     if (r.stream) {
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-      res.write(chunk({ role: 'assistant', content: '' }));
+      for (const c of choices) res.write(chunk(c.index, { role: 'assistant', content: '' }));
     }
-    for (let next = await firstEvent; !next.done; next = await events.next()) {
-      const ev = next.value;
-      if (ev.type === 'done') { result = ev.result; break; }
-      firstTokenMs ??= performance.now() - t0;
-      const d = parser.push(ev.token.text);
-      const lp = r.logprobs ? [tokenLogprob(ev.token)] : null;
-      if (lp) logprobs.push(...lp);
-      if (r.stream && (d.content || d.reasoning || lp)) res.write(chunk(deltaObject(d), null, lp));
-    }
-    const end = parser.finish();
-    toolCalls = end.toolCalls;
-    if (!result || result.finishReason === 'abort') return; // the client went away: recorded as aborted below
-    const finishReason = toolCalls.length > 0 ? 'tool_calls' : result.finishReason;
-    const usage = { prompt_tokens: promptIds.length, completion_tokens: result.ids.length, total_tokens: promptIds.length + result.ids.length };
-    const wireCalls = toolCalls.map((c, index) => ({ index, id: `call_${randomUUID().replace(/-/g, '').slice(0, 24)}`, type: 'function', function: { name: c.name, arguments: c.arguments } }));
-    record('complete');
+    const finished = await Promise.all(choices.map(runChoice));
+    if (!finished.every(Boolean)) return;
+    const completion = choices.reduce((a, c) => a + c.result!.ids.length, 0);
+    const usage = { prompt_tokens: promptIds.length, completion_tokens: completion, total_tokens: promptIds.length + completion };
+    const version = Math.max(...choices.map((c) => c.result!.policyVersion));
     if (r.stream) {
-      if (end.delta.content || end.delta.reasoning) res.write(chunk(deltaObject(end.delta)));
-      if (wireCalls.length > 0) res.write(chunk({ tool_calls: wireCalls }));
-      // the weights version that wrote this answer rides on the last chunk (an extension field)
-      res.write(chunk({}, finishReason, null, { policy_version: result.policyVersion }));
       if (r.includeUsage) res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: ctx.modelId, choices: [], usage })}\n\n`);
       res.end('data: [DONE]\n\n');
     } else {
-      const message = {
-        role: 'assistant', content: toolCalls.length > 0 && !parser.content ? null : parser.content,
-        ...(parser.reasoning ? { reasoning_content: parser.reasoning } : {}),
-        ...(wireCalls.length > 0 ? { tool_calls: wireCalls.map(({ index: _index, ...c }) => c) } : {}),
-      };
-      const payload = { id, object: 'chat.completion', created, model: ctx.modelId, choices: [{ index: 0, message, logprobs: r.logprobs ? { content: logprobs } : null, finish_reason: finishReason }], usage, policy_version: result.policyVersion };
+      const payloadChoices = choices.map((c) => {
+        const wireCalls = wireCallsOf(c);
+        const message = {
+          role: 'assistant', content: c.toolCalls.length > 0 && !c.parser.content ? null : c.parser.content,
+          ...(c.parser.reasoning ? { reasoning_content: c.parser.reasoning } : {}),
+          ...(wireCalls.length > 0 ? { tool_calls: wireCalls.map(({ index: _index, ...tc }) => tc) } : {}),
+        };
+        return { index: c.index, message, logprobs: r.logprobs ? { content: c.logprobs } : null, finish_reason: c.toolCalls.length > 0 ? 'tool_calls' : c.result!.finishReason };
+      });
+      const payload = { id, object: 'chat.completion', created, model: ctx.modelId, choices: payloadChoices, usage, policy_version: version };
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(payload));
     }
-    metrics.policyVersion = Math.max(metrics.policyVersion, result.policyVersion);
-    metrics.promptTokens += promptIds.length;
-    metrics.completionTokens += result.ids.length;
+    metrics.policyVersion = Math.max(metrics.policyVersion, version);
+    metrics.promptTokens += promptIds.length * n;
+    metrics.completionTokens += completion;
   } catch (e) {
+    abort.abort();
     if (!res.headersSent) throw e instanceof EngineError && e.code !== 'internal' ? badRequest(e.message, 'messages', e.code) : e;
     // mid-stream failure: tell the client in the stream's own format, then close
     const err = e instanceof ApiError ? e : new ApiError(500, (e as Error).message);
     if (!res.writableEnded) res.end(`data: ${JSON.stringify(err.toJSON())}\n\n`);
   } finally {
-    metrics.active--;
+    metrics.active -= n;
     ctx.admission.release();
-    record(result && result.finishReason !== 'abort' ? 'complete' : result ? 'aborted' : 'error');
-    store.logTurn(turnId, recorded!, start);
+    for (const c of choices) {
+      record(c, c.result && c.result.finishReason !== 'abort' ? 'complete' : c.result ? 'aborted' : 'error');
+      store.logTurn(c.turnId, c.recorded!, c.start);
+      if (c.firstTokenMs !== undefined) metrics.firstToken.observe(c.firstTokenMs);
+    }
     metrics.latency.observe(performance.now() - t0);
-    if (firstTokenMs !== undefined) metrics.firstToken.observe(firstTokenMs);
     if (done) tracker.end(session.id, 'done');
   }
 }

@@ -7,6 +7,8 @@ export interface ChatRequest {
   model: string;
   messages: WireMessage[];
   tools?: { type: 'function'; function: { name: string; description?: string; parameters?: unknown } }[];
+  /** choices to sample for this prompt (each recorded as its own turn) */
+  n: number;
   stream: boolean;
   includeUsage: boolean;
   maxTokens?: number;
@@ -20,6 +22,9 @@ export interface ChatRequest {
   templateKwargs: Record<string, unknown>;
   raw: Record<string, unknown>;
 }
+
+/** the most choices one request may ask for (`n`) */
+export const MAX_CHOICES = 16;
 
 /** Larger max_tokens values are refused rather than quietly clamped (no model has such a context). */
 export const MAX_TOKENS_LIMIT = 2 ** 24;
@@ -83,8 +88,7 @@ export function validateChatRequest(body: unknown): ChatRequest {
       if (parameters !== undefined && parameters !== null && !isObj(parameters)) throw badRequest(`tools[${i}].function.parameters must be a JSON Schema object`, `tools[${i}].function.parameters`);
     });
   }
-  const n = num(body, 'n', Number.isInteger, 'an integer');
-  if (n !== undefined && n !== 1) throw badRequest(`'n' must be 1: this server returns one choice per request (got ${n})`, 'n');
+  const n = num(body, 'n', (x) => Number.isInteger(x) && x >= 1 && x <= MAX_CHOICES, `an integer from 1 to ${MAX_CHOICES}`);
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') throw badRequest("'stream' must be a boolean", 'stream');
   const maxA = num(body, 'max_completion_tokens', (x) => Number.isInteger(x) && x >= 1 && x <= MAX_TOKENS_LIMIT, `a positive integer up to ${MAX_TOKENS_LIMIT}`);
   const maxB = num(body, 'max_tokens', (x) => Number.isInteger(x) && x >= 1 && x <= MAX_TOKENS_LIMIT, `a positive integer up to ${MAX_TOKENS_LIMIT}`);
@@ -109,6 +113,7 @@ export function validateChatRequest(body: unknown): ChatRequest {
     model: body.model,
     messages: body.messages as WireMessage[],
     tools: (body.tools ?? undefined) as ChatRequest['tools'],
+    n: n ?? 1,
     stream: body.stream === true,
     includeUsage: isObj(body.stream_options) && body.stream_options.include_usage === true,
     maxTokens: maxA ?? maxB,

@@ -163,3 +163,17 @@ export const benchPersonalizeCommand = defineCommand({
 });
 
 export { checkPersonalize };
+
+export const benchTinkerCommand = defineCommand({
+  name: 'bench tinker',
+  summary: 'overhead of the Tinker path (serve-tinker over loopback) against the embedded engine directly',
+  options: {
+    model: modelOption, reps: positive('timed repetitions per operation', 15), 'max-tokens': positive('tokens per sample', 32),
+    batch: positive('sequences per training step', 4), wire: opt.choice(['proto', 'json'], 'forward_backward bodies and results', { default: 'proto' }), json: jsonOption,
+  },
+  run: async (o) => {
+    const { benchTinker } = await import('../bench/tinker.ts');
+    const r = await benchTinker({ model: await modelDir(o.model), reps: o.reps, maxTokens: o['max-tokens'], batch: o.batch, wire: o.wire, log });
+    if (o.json) process.stdout.write(JSON.stringify(r) + '\n');
+  },
+});

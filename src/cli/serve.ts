@@ -72,6 +72,7 @@ const SERVE_OPTIONS = {
   'tinker-api-key': opt.string('Tinker API key (prefer the environment: flags show in ps)', { env: 'TINKER_API_KEY', placeholder: 'KEY', nonEmpty: true }),
   'tinker-base-model': opt.string('base model name on the Tinker server', { defaultText: 'the only model the server lists', placeholder: 'NAME', nonEmpty: true }),
   'tinker-wire': opt.choice(['proto', 'json'], 'forward_backward bodies and results as protobuf (SDK 0.25 and later) or JSON (older servers)', { default: 'proto' }),
+  'tinker-loss': opt.choice(['ppo', 'importance_sampling'], 'the Tinker loss the PPO objective is sent as (importance_sampling = unclipped, for servers without ppo)', { default: 'ppo' }),
 };
 
 export const serveCommand = defineCommand({
@@ -151,7 +152,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     })
     : o.engine === 'tinker'
     ? await (await import('../engine/tinker/engine.ts')).TinkerEngine.connect({
-      baseUrl: o['tinker-url']!, apiKey: o['tinker-api-key'], tokenizerDir: dir, baseModel: o['tinker-base-model'], wire: o['tinker-wire'],
+      baseUrl: o['tinker-url']!, apiKey: o['tinker-api-key'], tokenizerDir: dir, baseModel: o['tinker-base-model'], wire: o['tinker-wire'], ppoAs: o['tinker-loss'],
       log: info,
     })
     : await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads });
@@ -164,7 +165,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   }
   const modelId = o['served-model-name'] ?? defaultModelId(o.model ?? dir);
   // metrics.jsonl (+ TensorBoard), the version archive, held-out evaluation and the dashboard
-  const tracking = new Tracking({ store, engine, dataDir, modelId, judgeKind: judgeConfig.kind, learning: !o['no-train'], tensorboard: o.tensorboard, keepVersions: o['keep-versions'] });
+  const tracking = new Tracking({ store, engine, dataDir, modelId, judgeKind: judgeConfig.kind, learning: !o['no-train'], tensorboard: o.tensorboard, keepVersions: o['keep-versions'], engineName: o.engine });
   let trainer: InstanceType<typeof TrainerLoop> | null = null;
   let server;
   // /readyz answers 200 only once every configured loop runs, and while each keeps running

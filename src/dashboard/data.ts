@@ -1,7 +1,7 @@
 // What the dashboard (and `openclaw-rl turns`) shows, read from the store: the overview, turns joined
 // with their judgement and training sample, sessions, and weights versions. Every text leaves through
-// the store's redaction (redactSecrets over the serialized view, as the JSONL logs are redacted), so
-// a secret the store would keep out of its logs never reaches a page or a terminal either.
+// the store's redaction (redactSecrets on each string of the view), so a secret the store keeps out of
+// its logs never reaches a page or a terminal either.
 import type { DatabaseSync } from 'node:sqlite';
 import { redactSecrets } from '../store/redact.ts';
 import { contentText, type WireMessage } from '../conversation/messages.ts';
@@ -39,9 +39,12 @@ export interface TurnView {
   } | null;
 }
 
-/** Redact every string of a value the way the store redacts its logs. */
+/** Every string in a value through the store's redaction (each string as written, not its JSON escape). */
 export function redacted<T>(value: T): T {
-  return JSON.parse(redactSecrets(JSON.stringify(value))) as T;
+  if (typeof value === 'string') return redactSecrets(value) as T;
+  if (Array.isArray(value)) return value.map(redacted) as T;
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redacted(v)])) as T;
+  return value;
 }
 
 function lastUserText(requestJson: string): string {

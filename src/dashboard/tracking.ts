@@ -25,6 +25,8 @@ export interface TrackingOptions {
   tensorboard?: string;
   /** versions kept on disk for rollbacks */
   keepVersions?: number;
+  /** what samples and trains, as `serve --engine` names it (default embedded) */
+  engineName?: string;
 }
 
 export class Tracking {
@@ -40,7 +42,7 @@ export class Tracking {
     this.metricsLog = new MetricsLog(o.dataDir, o.tensorboard ? [new TensorBoardWriter(resolve(o.tensorboard))] : []);
     this.archive = new VersionArchive(resolve(o.dataDir, 'checkpoints'), o.keepVersions ?? 20);
     this.dashboard = new Dashboard({
-      store: o.store, modelId: o.modelId, engine: o.engine.info, startedAt: Date.now(), metricsLog: this.metricsLog, judgeKind: o.judgeKind,
+      store: o.store, modelId: o.modelId, engine: { ...o.engine.info, name: o.engineName ?? 'embedded' }, startedAt: Date.now(), metricsLog: this.metricsLog, judgeKind: o.judgeKind,
       trainer: () => this.trainer,
       keptVersions: () => (this.trainer ? this.archive.list() : []),
       rollback: o.learning ? (v) => {

@@ -2,7 +2,7 @@
 // allocate → reset (task → first user message and tool schemas) → exec_tool (tool call →
 // observation) → evaluate (score) → close, with heartbeats keeping a lease alive. An Environment is
 // one episode's world (a sandbox, a problem); an EnvPool leases them out, in-process or over HTTP.
-import type { ToolSpec } from '../engine/embedded/tokenizer.ts';
+import type { ToolSpec } from '../engine/types.ts';
 
 export type { ToolSpec };
 

@@ -5,9 +5,12 @@
 import type { Engine, SampleParams } from '../engine/types.ts';
 import { collect } from '../engine/types.ts';
 import OpenAI, { APIError, APIConnectionError, APIConnectionTimeoutError } from 'openai';
+import { COMPACT_CONTEXT_LIMIT, type PromptStyle } from './prompts.ts';
 
 export interface ChatBackend {
   readonly name: string;
+  /** the prompt set this backend's model can read (default 'full') */
+  readonly promptStyle?: PromptStyle;
   complete(messages: { role: string; content: string }[], p: { temperature: number; maxTokens: number }): Promise<string>;
 }
 
@@ -85,8 +88,13 @@ export class LlmBackend implements ChatBackend {
 
 export class SelfBackend implements ChatBackend {
   readonly name = 'self';
+  /** compact prompts for small-context models (stories260k-chat was taught exactly those) */
+  readonly promptStyle: PromptStyle;
   private readonly engine: Engine;
-  constructor(engine: Engine) { this.engine = engine; }
+  constructor(engine: Engine, promptStyle?: PromptStyle) {
+    this.engine = engine;
+    this.promptStyle = promptStyle ?? (engine.info.contextLength <= COMPACT_CONTEXT_LIMIT ? 'compact' : 'full');
+  }
 
   /**
    * A prompt longer than the model's context (minus room for the answer) is cut from the front,

@@ -1,6 +1,6 @@
 // Judges turn (answer, next state) into a reward and, for OPD, a hint. Every vote is kept raw.
 import { parseBoxed, majority, parseHintVote, selectHint, type Score } from '../learn/votes.ts';
-import { prmPrompt, hintPrompt, type JudgeInput } from './prompts.ts';
+import { judgePrompts, type JudgeInput } from './prompts.ts';
 import { BackendUnavailable, type ChatBackend } from './backends.ts';
 import { lexicalScore, lexicalHint } from './lexical.ts';
 
@@ -38,7 +38,8 @@ export class PrmJudge implements Judge {
   private async vote(kind: 'prm' | 'hint', input: JudgeInput): Promise<Vote> {
     const t0 = performance.now();
     try {
-      const text = await this.backend.complete(kind === 'prm' ? prmPrompt(input) : hintPrompt(input), { temperature: this.o.temperature, maxTokens: this.o.maxTokens });
+      const prompts = judgePrompts(this.backend.promptStyle ?? 'full');
+      const text = await this.backend.complete(kind === 'prm' ? prompts.prm(input) : prompts.hint(input), { temperature: this.o.temperature, maxTokens: this.o.maxTokens });
       const parsed = kind === 'prm' ? { score: parseBoxed(text), hint: null } : parseHintVote(text);
       return { kind, text, score: parsed.score, hint: parsed.hint, latencyMs: performance.now() - t0, backend: this.name };
     } catch (e) {

@@ -1,6 +1,9 @@
 // Judge prompts, written for this project. The PRM prompt asks for one boxed score about whether the
 // assistant's answer helped, using what came next as evidence; the hint prompt asks whether what
 // came next holds information that would have made the answer better, and if so for a short hint.
+// The compact variants say the same in a few lines, with the answer and next state clipped, for
+// models whose whole context is a few hundred tokens (the self judge of stories260k-chat): they end
+// in the verdict at once, with no reasoning before it.
 import type { WireMessage } from '../conversation/messages.ts';
 import { contentText } from '../conversation/messages.ts';
 
@@ -66,6 +69,48 @@ Output rules:
     },
     { role: 'user', content: `${contextBlock(input.context)}## Assistant's answer\n${input.response}\n\n${stateBlock(input)}\n\nDecide, and if positive give the hint.` },
   ];
+}
+
+/** Which prompt set a judge backend wants: the full prompts, or the compact ones for small-context models. */
+export type PromptStyle = 'full' | 'compact';
+
+/** Models with at most this many tokens of context get the compact prompts. */
+export const COMPACT_CONTEXT_LIMIT = 2048;
+
+/** Characters of the answer and of the next state the compact prompts keep. */
+export const COMPACT_ANSWER_CHARS = 100, COMPACT_STATE_CHARS = 160;
+
+/** `text` cut to at most `max` characters at a word boundary, with "…" when something was cut. */
+export function clip(text: string, max: number): string {
+  const t = text.replace(/\s+/g, ' ').trim();
+  if (t.length <= max) return t;
+  const cut = t.slice(0, max);
+  const space = cut.lastIndexOf(' ');
+  return `${(space > max / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
+}
+
+function compactInput(input: JudgeInput): string {
+  const warn = input.nextState.role === 'tool' && input.nextState.looksLikeError ? ' (error)' : '';
+  return `Answer: ${clip(input.response, COMPACT_ANSWER_CHARS)}\nNext (${input.nextState.role}${warn}): ${clip(input.nextState.text, COMPACT_STATE_CHARS)}`;
+}
+
+export function compactPrmPrompt(input: JudgeInput): Msg[] {
+  return [
+    { role: 'system', content: 'Judge the answer by what came next. \\boxed{1}: the user is pleased or moves on, or the tool worked. \\boxed{-1}: the user asks for a change or a redo, or the tool failed. \\boxed{0}: unclear.' },
+    { role: 'user', content: compactInput(input) },
+  ];
+}
+
+export function compactHintPrompt(input: JudgeInput): Msg[] {
+  return [
+    { role: 'system', content: 'Does what came next say what the user wants? If so, answer \\boxed{1} and a hint in [HINT_START]…[HINT_END]; if not, answer \\boxed{-1}.' },
+    { role: 'user', content: compactInput(input) },
+  ];
+}
+
+/** The PRM and hint prompt builders of a style. */
+export function judgePrompts(style: PromptStyle): { prm: (input: JudgeInput) => Msg[]; hint: (input: JudgeInput) => Msg[] } {
+  return style === 'compact' ? { prm: compactPrmPrompt, hint: compactHintPrompt } : { prm: prmPrompt, hint: hintPrompt };
 }
 
 /** Error-like text in a tool result (a cue for the judge, not a verdict). */

@@ -19,9 +19,9 @@ import { existsSync, mkdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Store, TurnRow } from '../store/store.ts';
 import type { TrainingEngine, Datum, LoraSettings } from '../engine/types.ts';
-import type { ChatMessage } from '../engine/types.ts';
+import { withHint } from '../learn/hint-prompt.ts';
 import { buildSample, atLeastOneSample, overlongPenalty, groupNormalise, type Method } from '../learn/advantages.ts';
-import { contentText, type WireMessage } from '../conversation/messages.ts';
+import type { WireMessage } from '../conversation/messages.ts';
 import { Periodic } from '../util/periodic.ts';
 import { recoverFolder } from '../util/atomic-folder.ts';
 import { canaryVerdict, learningRateProblem, GUARD_DEFAULTS } from '../learn/weights-guard.ts';
@@ -67,14 +67,8 @@ export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
 
 export interface StepRecord { step: number | null; status: string; version: number | null; samples: number; tokens: number; loss: number | null; rewardMean: number | null; clipFraction: number | null; kl: number | null; teacherGap: number | null; gradNorm: number | null; stalenessMean: number | null; durationMs: number }
 
-/** The request's messages with the hint appended to the last user message (the OPD teacher prompt). */
-export function withHint(messages: WireMessage[], hint: string): ChatMessage[] {
-  const out: ChatMessage[] = messages.map((m) => ({ ...(m as object), role: (m.role === 'developer' ? 'system' : m.role) as ChatMessage['role'], content: m.content === null || m.content === undefined ? '' : contentText(m.content) })) as ChatMessage[];
-  let i = out.map((m) => m.role).lastIndexOf('user');
-  if (i < 0) { out.push({ role: 'user', content: '' }); i = out.length - 1; }
-  out[i] = { ...out[i], content: `${contentText(out[i].content)}\n\n[user's hint / instruction]\n${hint}`.trim() };
-  return out;
-}
+/** The OPD teacher prompt (built in learn/hint-prompt.ts; re-exported for existing callers). */
+export { withHint } from '../learn/hint-prompt.ts';
 
 /** Everyday texts whose log-probs must stay finite and move only gradually from version to version. */
 const CANARY_TEXTS = [

@@ -78,8 +78,10 @@ test('the dashboard in headless Chromium: key prompt, refused key, curves, a jud
     assert.match(text, /by step \d → v\d/);
     assert.match(text, /advantage mean/);
     // the secret the store redacts is nowhere on the page
-    // the session filter finds the turn whose prompt held it, redacted
-    await page.fill('#f-session', 'conv-2');
+    // the sessions table; a click filters the turns to the session, whose prompt held the secret, redacted
+    await page.click('#sessions-box summary');
+    assert.equal(await page.locator('#sessions-table tbody tr').count(), 24);
+    await page.click('#sessions-table button[data-session="conv-2"]');
     await page.waitForFunction(() => [...document.querySelectorAll('.turn')].length === 2 && [...document.querySelectorAll('.turn')].every((t) => t.textContent!.includes('conv-2')));
     assert.match(await page.textContent('#turns') ?? '', /\(my key is \[REDACTED\]\)/);
     assert.ok(!(await page.content()).includes(SECRET));
@@ -103,7 +105,12 @@ test('the dashboard in headless Chromium: key prompt, refused key, curves, a jud
     await page.waitForFunction(() => document.querySelectorAll('[data-chart="rewardMean"] circle[r="2"]').length === 7, null, { timeout: 30_000 });
     assert.match(await page.textContent('#overview') ?? '', /policy version\s*7/);
 
-    // roll back to version 1 from the page
+    // the turns a version was trained on
+    await page.click('button[data-samples="2"]');
+    await page.waitForSelector('tr.samples');
+    assert.match(await page.textContent('tr.samples') ?? '', /trained on 4 turns: #\d+ \(conv-\d+, reward [+-]1\)/);
+
+    // roll back to version 3 from the page
     await page.click('button[data-version="3"]');
     await page.waitForFunction(() => /Rolled back to version 3: now serving version 8/.test(document.getElementById('rollback-msg')!.textContent ?? ''));
     await page.waitForFunction(() => /policy version\s*8/.test(document.getElementById('overview')!.textContent ?? ''));

@@ -196,6 +196,10 @@ async function refreshTurns() {
 async function refreshSessions() {
   const { sessions } = await api('/admin/dashboard/sessions?limit=200');
   $('sessions').replaceChildren(...sessions.map((s) => el('option', { value: s.id, text: `${s.mainTurns} main turns` })));
+  $('sessions-table').tBodies[0].replaceChildren(...sessions.map((s) => el('tr', {},
+    el('td', {}, el('button', { class: 'link', 'data-session': s.id, text: s.id })), el('td', { text: s.idSource }), el('td', { text: s.mainTurns }),
+    el('td', { text: s.sideTurns }), el('td', { text: num(s.rewardMean, 2) }), el('td', { text: new Date(s.lastSeenAt).toLocaleString() }),
+    el('td', { text: s.endedAt ? `${new Date(s.endedAt).toLocaleTimeString()} (${s.endReason})` : 'open' }))));
 }
 
 // ---- versions ----
@@ -206,9 +210,20 @@ async function refreshVersions() {
     const button = v.kept && v.version !== published ? el('button', { 'data-version': String(v.version), text: 'roll back to this' }) : null;
     return el('tr', { class: v.version === published ? 'current' : '' },
       el('td', {}, el('b', { text: `v${v.version}` }), v.version === published ? ' (serving)' : ''), el('td', { text: v.step ?? '–' }), el('td', { text: v.status }),
-      el('td', { text: v.publishedAt ? new Date(v.publishedAt).toLocaleString() : '–' }), el('td', { text: v.samples }), el('td', { text: num(v.rewardMean, 2) }),
+      el('td', { text: v.publishedAt ? new Date(v.publishedAt).toLocaleString() : '–' }),
+      el('td', {}, v.samples > 0 ? el('button', { class: 'link', 'data-samples': String(v.version), text: `${v.samples} turns` }) : String(v.samples)),
+      el('td', { text: num(v.rewardMean, 2) }),
       el('td', { text: v.reason ?? '' }), el('td', {}, button));
   }));
+}
+
+/** The turns a version was trained on, in a row under it. */
+async function showSamples(button) {
+  const row = button.closest('tr');
+  if (row.nextElementSibling?.classList.contains('samples')) { row.nextElementSibling.remove(); return; }
+  const { samples } = await api(`/admin/dashboard/versions/${button.dataset.samples}`);
+  const list = samples.map((x) => `#${x.turnId} (${x.sessionId}, reward ${x.reward === null ? '–' : x.reward > 0 ? `+${x.reward}` : x.reward})`).join(', ');
+  row.after(el('tr', { class: 'samples' }, el('td', { colspan: '8', text: `trained on ${samples.length} turns: ${list}` })));
 }
 
 async function rollbackTo(version) {
@@ -260,8 +275,18 @@ document.addEventListener('DOMContentLoaded', () => {
   });
   $('logout').addEventListener('click', () => { localStorage.removeItem(KEY); state.key = ''; showLogin(''); });
   $('filters').addEventListener('input', () => { state.lastTurnsSig = ''; void refreshTurns().catch(() => {}); });
+  $('sessions-table').addEventListener('click', (ev) => {
+    const id = ev.target instanceof HTMLElement ? ev.target.dataset.session : undefined;
+    if (id === undefined) return;
+    $('f-session').value = id;
+    state.lastTurnsSig = '';
+    void refreshTurns().catch(() => {});
+    $('turns').scrollIntoView();
+  });
   $('versions').addEventListener('click', (ev) => {
-    const v = ev.target instanceof HTMLElement ? ev.target.dataset.version : undefined;
+    if (!(ev.target instanceof HTMLElement)) return;
+    if (ev.target.dataset.samples !== undefined) { void showSamples(ev.target).catch((e) => { $('rollback-msg').textContent = e.message; }); return; }
+    const v = ev.target.dataset.version;
     if (v !== undefined) void rollbackTo(Number(v));
   });
   void poll(true);

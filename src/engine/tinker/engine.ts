@@ -30,6 +30,11 @@ export interface TinkerEngineOptions extends TinkerClientOptions {
   tokenizerDir: string;
   /** the base model's name on the server (default: the only one it lists) */
   baseModel?: string;
+  /**
+   * send the PPO loss as Tinker's `importance_sampling` (the ratio unclipped), for servers without
+   * `ppo` (SkyRL's FSDP and Megatron backends); default 'ppo'
+   */
+  ppoAs?: 'ppo' | 'importance_sampling';
 }
 
 interface SamplerRef { id: string; seq: number }
@@ -248,6 +253,7 @@ export class TinkerEngine implements TrainingEngine {
       }
       if (loss.kind === 'ppo' && (!d.advantages || !d.behaviourLogprobs)) throw new EngineError('bad_request', 'the ppo loss needs advantages and behaviourLogprobs for every response token');
     }
+    const unclipped = loss.kind === 'ppo' && this.o.ppoAs === 'importance_sampling';
     const tokens = data.reduce((a, d) => a + (d.lossMask ? d.lossMask.reduce((s, m) => s + m, 0) : d.responseIds.length), 0);
     const scale = 1 / Math.max(tokens, 1e-12);
     // one call per sampling temperature (log-probs are of softmax(logits / T))
@@ -256,7 +262,8 @@ export class TinkerEngine implements TrainingEngine {
     const learner: number[][] = new Array(data.length);
     try {
       await Promise.all([...groups].map(async ([temperature, idx]) => {
-        const input = { ...wireLossConfig(loss, this.extensions ? temperature : 1), data: idx.map((i) => toWireDatum(data[i], loss, scale)) };
+        const wireLoss = unclipped ? { loss_fn: 'importance_sampling', ...(this.extensions && temperature !== 1 ? { loss_fn_config: { temperature } } : {}) } : wireLossConfig(loss, this.extensions ? temperature : 1);
+        const input = { ...wireLoss, data: idx.map((i) => toWireDatum(data[i], loss, scale)) };
         const useProto = this.session.http.o.wire === 'proto';
         const r = await this.train('/api/v1/forward_backward', (seq) => ({ model_id: this.modelId, seq_id: seq, forward_backward_input: input }), 'forward_backward',
           useProto ? (seq) => encodeForwardBackwardRequest({ model_id: this.modelId!, seq_id: seq, forward_only: false, input }) : undefined) as ForwardBackwardResult;
@@ -272,7 +279,7 @@ export class TinkerEngine implements TrainingEngine {
     }
     this.pendingTokens += tokens;
     // the call's metrics from the learner log-probs, by the same per-token formulas as the loss
-    const ppo = loss.kind === 'ppo' ? { ...PPO_DEFAULTS, ...loss } : null;
+    const ppo = loss.kind === 'ppo' ? { ...PPO_DEFAULTS, ...loss, ...(unclipped ? { clipLow: 1, clipHigh: Number.MAX_VALUE } : {}) } : null;
     let lossSum = 0, clipped = 0, ratio = 0, gap = 0, gapTokens = 0;
     data.forEach((d, i) => d.responseIds.forEach((_, t) => {
       const mask = d.lossMask?.[t] ?? 1;

@@ -198,3 +198,16 @@ test('checkpoints are tinker:// URIs recorded in trainer_state.json, and resumin
     });
   } finally { t.cleanup(); }
 });
+
+test('--tinker-loss importance_sampling sends the PPO objective unclipped, for servers without ppo', async () => {
+  const d = await startTinkerDouble();
+  const e = await TinkerEngine.connect({ baseUrl: d.url, tokenizerDir: STORIES, ...FAST, ppoAs: 'importance_sampling', wire: 'json' });
+  try {
+    await e.configureTraining({ rank: 4 });
+    const fb = await e.forwardBackward([datum()], { kind: 'ppo' });
+    const input = d.of('forward_backward')[0].body.forward_backward_input;
+    assert.equal(input.loss_fn, 'importance_sampling');
+    assert.equal(input.loss_fn_config, undefined);
+    assert.equal(fb.clipFraction, 0);
+  } finally { await e.close(); await d.close(); }
+});

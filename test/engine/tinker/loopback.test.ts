@@ -17,6 +17,7 @@ import { LexicalJudge } from '../../../src/judge/judge.ts';
 import { TrainerLoop } from '../../../src/trainer/loop.ts';
 import { STORIES, tempDir } from '../../helpers/models.ts';
 import { post } from '../../helpers/server.ts';
+import { klToBase, referenceLogLikelihood } from '../../../src/bench/evaluate.ts';
 
 async function tinkerPair(): Promise<{ remote: EmbeddedEngine; engine: TinkerEngine; close(): Promise<void> }> {
   const remote = await EmbeddedEngine.load(STORIES, { threads: 1 });
@@ -70,7 +71,7 @@ const TRAIN = ['Once upon a time', 'One day, a little girl', 'There was a boy', 
 const HELD_OUT = ['Once upon a time, a little', 'Sam and Max', 'One morning', 'There was a girl named'];
 
 /** The dog-personalisation loop of test/trainer/learning.test.ts on `engine`; returns [base, final] held-out dog rates. */
-async function dogLoop(engine: TrainingEngine, conversations: number): Promise<{ base: number; final: number; steps: number; version: number }> {
+async function dogLoop(engine: TrainingEngine, conversations: number): Promise<{ base: number; final: number; steps: number; version: number; kl: number; refBase: number; refFinal: number }> {
   const t = tempDir('ocrl-tinker-learn-');
   const store = new Store(t.dir);
   const server = await startServer({ engine, store, modelId: 'stories', port: 0 });
@@ -87,6 +88,7 @@ async function dogLoop(engine: TrainingEngine, conversations: number): Promise<{
     const trainer = new TrainerLoop(store, engine, { method: 'binary', batchSize: 8, learningRate: 1e-2, lora: { rank: 8, alpha: 16, seed: 1 }, checkpointDir: `${t.dir}/ckpt`, maxStaleness: 8 });
     await trainer.init();
     const base = await rate('base');
+    const refBase = await referenceLogLikelihood(engine);
     for (let c = 0; c < conversations; c++) {
       const prompt = TRAIN[c % TRAIN.length], h = { 'x-session-id': `conv-${c}` };
       const first = await post(`${server.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: prompt }], max_tokens: 24, temperature: 1, seed: c }, h);
@@ -98,7 +100,8 @@ async function dogLoop(engine: TrainingEngine, conversations: number): Promise<{
       await judge.tick();
       await trainer.tick();
     }
-    return { base, final: await rate('published'), steps: trainer.step, version: trainer.version };
+    // quality next to the target: KL to the base model on neutral prompts, log-likelihood of a reference story
+    return { base, final: await rate('published'), steps: trainer.step, version: trainer.version, kl: await klToBase(engine), refBase, refFinal: await referenceLogLikelihood(engine) };
   } finally {
     await server.close(); store.close(); t.cleanup();
   }
@@ -110,11 +113,14 @@ test('the whole learning loop runs unchanged on --engine tinker and learns as th
   try {
     const a = await dogLoop(direct, 48);
     const b = await dogLoop(pair.engine, 48);
-    console.log(`# held-out dog rate, embedded: ${(a.base * 100).toFixed(0)}% → ${(a.final * 100).toFixed(0)}% (${a.steps} steps); over Tinker: ${(b.base * 100).toFixed(0)}% → ${(b.final * 100).toFixed(0)}% (${b.steps} steps)`);
+    for (const [name, r] of [['embedded', a], ['over Tinker', b]] as const) {
+      console.log(`# ${name}: held-out dog rate ${(r.base * 100).toFixed(0)}% → ${(r.final * 100).toFixed(0)}% in ${r.steps} steps; KL to base ${r.kl.toFixed(3)} nats/token; reference story log-likelihood ${r.refBase.toFixed(3)} → ${r.refFinal.toFixed(3)} per token`);
+    }
     assert.equal(b.steps, a.steps);
     assert.equal(b.version, b.steps);
     assert.ok(b.final >= b.base + 0.25, `Tinker path: ${b.base} → ${b.final}`);
     assert.ok(Math.abs(b.final - a.final) <= 0.15, `embedded ${a.final} vs Tinker ${b.final}`);
+    assert.ok(Math.abs(b.kl - a.kl) <= 0.25 * Math.max(a.kl, 0.1), `KL to base: embedded ${a.kl} vs Tinker ${b.kl}`);
   } finally {
     await pair.close(); await direct.close();
   }

@@ -1,0 +1,168 @@
+// `agent train`: N episodes at once against the live policy, G episodes per task (a group); when a
+// group is complete its rewards (outcome + λ · mean PRM step score) are group-normalised (GRPO)
+// and every policy turn of its episodes becomes a sample in the store's queue, with the episode's
+// advantage on each of its sampled tokens. The existing trainer (src/trainer/loop.ts) trains those
+// samples and publishes new versions while the rollouts go on; it drops samples more than
+// --max-staleness versions behind, and the rollouts wait while the queue holds more than a few
+// batches, so sampling never runs far ahead of training.
+import { join } from 'node:path';
+import type { TrainingEngine } from '../engine/types.ts';
+import type { Store } from '../store/store.ts';
+import { JsonlLog } from '../store/jsonl.ts';
+import { TrainerLoop, type TrainerOptions } from '../trainer/loop.ts';
+import type { EnvPool, Task } from '../env/types.ts';
+import type { ChatBackend } from '../judge/backends.ts';
+import { runEpisode, type EpisodeResult } from './episode.ts';
+import { integratedReward, groupAdvantages } from './rewards.ts';
+import { scoreSteps, STEP_JUDGE_DEFAULTS, type StepJudgeOptions } from './prm.ts';
+
+export interface AgentTrainOptions {
+  workers: number;
+  groupSize: number;
+  /** total episodes (rounded up to whole groups) */
+  episodes: number;
+  maxTokensPerTurn: number;
+  temperature: number;
+  topP: number;
+  /** PRM step scores: a backend and λ (0 = outcome only) */
+  prm: { backend: ChatBackend; coef: number; judge: StepJudgeOptions } | null;
+  trainer: Partial<TrainerOptions> & { checkpointDir: string };
+  /** rollouts wait while more samples than this are queued */
+  maxQueuedSamples: number;
+  allocateTimeoutMs: number;
+  runId: string;
+  seed: number;
+  log: (line: string) => void;
+  /** called after each group with the running numbers */
+  onProgress?: (p: AgentProgress) => void;
+}
+
+export interface AgentProgress {
+  episodes: number;
+  failed: number;
+  groups: number;
+  /** success rate over the last `window` finished episodes */
+  recentAccuracy: number;
+  accuracy: number;
+  meanReward: number;
+  policyVersion: number;
+  steps: number;
+  envStepsPerSecond: number;
+  tokensPerSecond: number;
+  elapsedMs: number;
+}
+
+export interface AgentTrainSummary extends AgentProgress { samples: number; skippedGroups: number; curve: { episodes: number; accuracy: number; version: number }[] }
+
+/** Run-wide counters; the pure part of progress reporting. */
+class Tally {
+  episodes = 0; failed = 0; groups = 0; successes = 0; rewardSum = 0; envSteps = 0; tokens = 0;
+  readonly recent: boolean[] = [];
+  readonly window: number;
+  constructor(window = 32) { this.window = window; }
+  add(ep: EpisodeResult, reward: number | null): void {
+    this.episodes++;
+    this.envSteps += ep.envSteps;
+    this.tokens += ep.sampledTokens;
+    if (ep.status === 'failed') { this.failed++; return; }
+    const ok = ep.evaluation!.success;
+    if (ok) this.successes++;
+    this.rewardSum += reward ?? 0;
+    this.recent.push(ok);
+    if (this.recent.length > this.window) this.recent.shift();
+  }
+}
+
+/** A counting gate for the N rollout workers. */
+class Slots {
+  private free: number;
+  private readonly waiting: (() => void)[] = [];
+  constructor(n: number) { this.free = n; }
+  async take(): Promise<void> { if (this.free > 0) { this.free--; return; } await new Promise<void>((r) => this.waiting.push(r)); }
+  give(): void { const w = this.waiting.shift(); if (w) w(); else this.free++; }
+}
+
+export async function agentTrain(engine: TrainingEngine, store: Store, pool: EnvPool, tasks: Task[], o: AgentTrainOptions): Promise<AgentTrainSummary> {
+  if (tasks.length === 0) throw new Error('no tasks to train on');
+  const trainer = new TrainerLoop(store, engine, { ...o.trainer, method: 'binary', rewardBaseline: 'none', log: o.log });
+  await trainer.init();
+  trainer.start();
+  const episodesLog = new JsonlLog(join(store.dir, 'episodes.jsonl'));
+  const tally = new Tally();
+  const slots = new Slots(o.workers);
+  const t0 = performance.now();
+  const curve: AgentTrainSummary['curve'] = [];
+  let samples = 0, skippedGroups = 0;
+  const progress = (): AgentProgress => {
+    const s = (performance.now() - t0) / 1000;
+    const done = tally.episodes - tally.failed;
+    return {
+      episodes: tally.episodes, failed: tally.failed, groups: tally.groups,
+      recentAccuracy: tally.recent.length ? tally.recent.filter(Boolean).length / tally.recent.length : 0,
+      accuracy: done ? tally.successes / done : 0, meanReward: done ? tally.rewardSum / done : 0,
+      policyVersion: trainer.version, steps: trainer.step, envStepsPerSecond: tally.envSteps / s, tokensPerSecond: tally.tokens / s, elapsedMs: s * 1000,
+    };
+  };
+
+  /** Rewards, advantages and samples for a finished group. */
+  const finishGroup = async (g: number, task: Task, eps: EpisodeResult[]) => {
+    const ok = eps.filter((e) => e.status === 'done');
+    const stepScores = o.prm ? await Promise.all(ok.map((e) => scoreSteps(o.prm!.backend, e, o.prm!.judge))) : ok.map(() => []);
+    const rewards = ok.map((e, i) => integratedReward(e.evaluation!.score, stepScores[i], o.prm?.coef ?? 0));
+    const adv = groupAdvantages(rewards);
+    if (!adv) skippedGroups++;
+    const temperature = o.temperature > 0 ? o.temperature : 1;
+    store.transaction(() => {
+      const insert = store.sql(`INSERT INTO samples (turn_id, method, kind, reward, hint, advantages, loss_mask, teacher_logprobs, behaviour_version, temperature, status, reason, created_at)
+        VALUES (?, 'agent', 'binary', ?, NULL, ?, ?, NULL, ?, ?, ?, ?, ?)`);
+      for (const e of eps) {
+        const i = ok.indexOf(e);
+        const reason = e.status === 'failed' ? `episode failed: ${e.error}` : !adv ? 'group without reward variance' : null;
+        for (const t of e.turns) {
+          if (t.turnId < 0 || t.responseIds.length === 0) continue;
+          const a = adv && i >= 0 ? adv[i] : 0;
+          insert.run(t.turnId, i >= 0 ? rewards[i] : null, JSON.stringify(reason ? [] : new Array(t.responseIds.length).fill(a)), JSON.stringify(reason ? [] : new Array(t.responseIds.length).fill(1)),
+            Math.max(0, t.policyVersion), temperature, reason ? 'none' : 'pending', reason, Date.now());
+          if (!reason) samples++;
+        }
+      }
+    });
+    eps.forEach((e) => {
+      const i = ok.indexOf(e);
+      tally.add(e, i >= 0 ? rewards[i] : null);
+      episodesLog.append({
+        event: 'episode', run: o.runId, group: g, task: task.key, status: e.status, error: e.error ?? null, ended: e.ended,
+        outcome: e.evaluation?.score ?? null, success: e.evaluation?.success ?? null, stepScores: i >= 0 ? stepScores[i] : [], reward: i >= 0 ? rewards[i] : null,
+        advantage: adv && i >= 0 ? adv[i] : null, toolCalls: e.toolCalls, turns: e.turns.map((t) => t.turnId), versions: e.turns.map((t) => t.policyVersion),
+        tokens: e.sampledTokens, durationMs: Math.round(e.durationMs),
+      });
+    });
+    tally.groups++;
+    const p = progress();
+    curve.push({ episodes: p.episodes, accuracy: p.recentAccuracy, version: p.policyVersion });
+    o.onProgress?.(p);
+  };
+
+  const groups = Math.ceil(o.episodes / o.groupSize);
+  const pending: Promise<void>[] = [];
+  for (let g = 0; g < groups; g++) {
+    const task = tasks[g % tasks.length];
+    const episodes: Promise<EpisodeResult>[] = [];
+    for (let k = 0; k < o.groupSize; k++) {
+      // backpressure: do not sample far ahead of what the trainer can take
+      while (trainer.pendingCount() > o.maxQueuedSamples) await new Promise((r) => setTimeout(r, 100));
+      await slots.take();
+      episodes.push(runEpisode(engine, store, pool, task, {
+        maxTokensPerTurn: o.maxTokensPerTurn, temperature: o.temperature, topP: o.topP, sessionId: `${o.runId}-g${g}-e${k}`, source: 'agent',
+        allocateTimeoutMs: o.allocateTimeoutMs, seed: o.seed === undefined ? undefined : o.seed * 1_000_003 + g * 101 + k,
+      }).finally(() => slots.give()));
+    }
+    pending.push(Promise.all(episodes).then((eps) => finishGroup(g, task, eps)));
+  }
+  await Promise.all(pending);
+  // let the trainer take what is left in whole batches, then stop it (it checkpoints)
+  const deadline = Date.now() + 300_000;
+  while (trainer.pendingCount() >= trainer.o.batchSize && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  await trainer.stop();
+  return { ...progress(), samples, skippedGroups, curve };
+}

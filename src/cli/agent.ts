@@ -1,0 +1,210 @@
+// `openclaw-rl agent train` and `agent eval`: the general-agent rollout loop over the tool-call and
+// terminal environments (src/agent/, src/env/), with the embedded engine and the same store and
+// trainer as `serve`.
+import { resolve, join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { defineCommand, opt, UsageError } from './command.ts';
+import { modelDir, modelOption, kernelOption, threadsOption, jsonOption } from './args.ts';
+import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
+import type { EnvPool } from '../env/types.ts';
+
+const envOption = opt.choice(['toolcall', 'terminal'] as const, 'which environment', { default: 'toolcall' });
+const count = (help: string, d: number) => opt.int(help, { min: 1, default: d });
+const urls = opt.custom('env servers to lease environments from (comma-separated URLs); default: an in-process pool', 'URL,URL', (raw, source) => {
+  const list = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  if (list.length === 0 || list.some((u) => !/^https?:\/\/[^/\s]+/.test(u))) throw new UsageError(`${source} expects comma-separated http(s) URLs, got '${raw}'`);
+  return list;
+});
+
+const ROLLOUT_OPTIONS = {
+  model: modelOption, kernel: kernelOption, threads: threadsOption,
+  env: envOption,
+  workers: count('episodes run at once', 4),
+  'max-tokens': count('tokens per policy turn', 64),
+  'top-p': opt.number('nucleus sampling', { gt: 0, max: 1, default: 1 }),
+  'env-servers': urls,
+  seed: opt.int('sampling seed', { min: 0, default: 1 }),
+  json: jsonOption,
+};
+
+async function openPool(env: string, servers: string[] | undefined, capacity: number): Promise<{ pool: EnvPool; close: () => Promise<void> }> {
+  if (servers) {
+    const { EnvRouter } = await import('../env/client.ts');
+    return { pool: EnvRouter.over(servers), close: async () => {} };
+  }
+  const { LocalPool } = await import('../env/pool.ts');
+  const { envFactory } = await import('../env/tasks.ts');
+  const { sandboxSupport } = await import('../env/sandbox.ts');
+  const sb = sandboxSupport();
+  if (!sb.ok && env === 'terminal') throw new Error(`the terminal environment needs the sandbox: ${sb.reason}`);
+  const pool = new LocalPool(envFactory(env), { capacity, log: (l) => process.stderr.write(l + '\n') });
+  return { pool, close: () => pool.shutdown() };
+}
+
+const pct = (x: number) => `${(100 * x).toFixed(1)}%`;
+
+export const agentTrainCommand = defineCommand({
+  name: 'agent train',
+  summary: 'train the policy on agent environments (tool-call, terminal): parallel episodes, GRPO groups',
+  description: `Runs --workers episodes at once against the policy, --group-size episodes per task; each group's
+rewards (the environment's outcome, plus --prm-coef × the mean PRM step score with --prm) are normalised
+within the group (GRPO), and every policy turn becomes a training sample with its exact sampled ids and
+log-probs (tool observations are never trained on). The trainer publishes new versions while rollouts
+continue. Tasks: a JSONL file, or builtin:train:N. With --eval-tasks, held-out accuracy is measured before
+and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoints, the final adapter).`,
+  examples: [
+    'openclaw-rl agent train --env toolcall --model ~/.cache/openclaw-rl/models/stories260k-chat --workers 8 --group-size 8 --episodes 512 --eval-tasks builtin:heldout:64',
+    'openclaw-rl agent train --env terminal --env-servers http://10.0.0.5:18081,http://10.0.0.6:18081 --tasks tasks.jsonl',
+  ],
+  options: {
+    ...ROLLOUT_OPTIONS,
+    tasks: opt.string('training tasks: a JSONL file or builtin:train:N', { default: 'builtin:train:256', placeholder: 'FILE' }),
+    'eval-tasks': opt.string('held-out tasks evaluated before and after (JSONL file or builtin:heldout:N)', { placeholder: 'FILE' }),
+    'eval-samples': count('episodes per held-out task', 1),
+    'eval-temperature': opt.number('sampling temperature of the evaluation (0 = greedy)', { min: 0, max: 2, default: 0 }),
+    'group-size': opt.int('episodes per task (GRPO group)', { min: 2, default: 4 }),
+    episodes: count('training episodes in all (whole groups)', 64),
+    temperature: opt.number('sampling temperature of the rollouts', { gt: 0, max: 2, default: 1 }),
+    'data-dir': opt.path('store, episodes.jsonl, checkpoints and the final adapter', { default: '.openclaw-rl-agent', placeholder: 'DIR' }),
+    'batch-size': count('samples (policy turns) per optimizer step', 16),
+    'learning-rate': opt.number('optimizer learning rate', { gt: 0, default: TRAINER_DEFAULTS.learningRate }),
+    'max-staleness': opt.int('drop samples this many versions older than the policy', { min: 0, default: TRAINER_DEFAULTS.maxStaleness }),
+    'lora-rank': count('LoRA rank', 16),
+    'lora-alpha': count('LoRA alpha', 32),
+    prm: opt.choice(['none', 'self', 'llm'] as const, 'process reward: judge each tool step (self = the base model, llm = --prm-url)', { default: 'none' }),
+    'prm-coef': opt.number('λ in reward = outcome + λ · mean step score', { min: 0, default: 0.5 }),
+    'prm-votes': count('judge votes per step', 3),
+    'prm-url': opt.string('OpenAI-compatible base URL of the PRM judge', { env: 'OPENCLAW_RL_JUDGE_URL', placeholder: 'URL', nonEmpty: true }),
+    'prm-model': opt.string('model id of the PRM judge', { env: 'OPENCLAW_RL_JUDGE_MODEL', placeholder: 'ID', nonEmpty: true }),
+    'prm-api-key': opt.string('API key of the PRM judge', { env: 'OPENCLAW_RL_JUDGE_API_KEY', placeholder: 'KEY' }),
+  },
+  check: (o) => {
+    if (o.prm === 'llm' && (!o['prm-url'] || !o['prm-model'])) throw new UsageError('--prm llm needs --prm-url and --prm-model');
+  },
+  run: async (o) => {
+    const { EmbeddedEngine } = await import('../engine/embedded/engine.ts');
+    const { Store } = await import('../store/store.ts');
+    const { loadTasks } = await import('../env/tasks.ts');
+    const { agentTrain } = await import('../agent/train.ts');
+    const { agentEval } = await import('../agent/eval.ts');
+    const tasks = (() => { try { return loadTasks(o.env, o.tasks); } catch (e) { throw new UsageError(`--tasks: ${(e as Error).message}`); } })();
+    const evalTasks = o['eval-tasks'] ? (() => { try { return loadTasks(o.env, o['eval-tasks']!); } catch (e) { throw new UsageError(`--eval-tasks: ${(e as Error).message}`); } })() : null;
+    const dataDir = resolve(o['data-dir']);
+    const engine = await EmbeddedEngine.load(await modelDir(o.model), { kernel: o.kernel, threads: o.threads });
+    const store = new Store(dataDir);
+    const { pool, close } = await openPool(o.env, o['env-servers'], o.workers);
+    const log = (l: string) => process.stderr.write(l + '\n');
+    const runId = `agent-${new Date().toISOString().replace(/[:.]/g, '-')}-${randomUUID().slice(0, 6)}`;
+    try {
+      const evaluate = async (label: string) => {
+        if (!evalTasks) return null;
+        const r = await agentEval(engine, null, pool, evalTasks, {
+          workers: o.workers, samples: o['eval-samples'], ks: [1, ...(o['eval-samples'] > 1 ? [o['eval-samples']] : [])], maxTokensPerTurn: o['max-tokens'],
+          temperature: o['eval-temperature'], topP: o['top-p'], seed: o.seed, runId: `${runId}-${label}`, allocateTimeoutMs: 600_000,
+        });
+        log(`agent eval (${label}): accuracy ${pct(r.accuracy)} on ${r.tasks} held-out tasks (${r.failed} failed episodes), tool use ${pct(r.toolUse)}, mean reward ${r.meanReward.toFixed(2)}`);
+        return r;
+      };
+      const before = await evaluate('before');
+      let prm = null;
+      if (o.prm !== 'none') {
+        const { LlmBackend, SelfBackend } = await import('../judge/backends.ts');
+        const backend = o.prm === 'llm' ? new LlmBackend({ baseUrl: o['prm-url']!, model: o['prm-model']!, apiKey: o['prm-api-key'] }) : new SelfBackend(engine);
+        prm = { backend, coef: o['prm-coef'], judge: { votes: o['prm-votes'], temperature: 0.6, maxTokens: 64 } };
+      }
+      log(`agent train: ${o.env}, ${tasks.length} tasks, ${o.episodes} episodes in groups of ${o['group-size']}, ${o.workers} workers — data in ${dataDir}`);
+      const summary = await agentTrain(engine, store, pool, tasks, {
+        workers: o.workers, groupSize: o['group-size'], episodes: o.episodes, maxTokensPerTurn: o['max-tokens'], temperature: o.temperature, topP: o['top-p'], prm,
+        trainer: {
+          checkpointDir: join(dataDir, 'checkpoints'), batchSize: o['batch-size'], learningRate: o['learning-rate'], maxStaleness: o['max-staleness'],
+          lora: { rank: o['lora-rank'], alpha: o['lora-alpha'] },
+        },
+        maxQueuedSamples: o['batch-size'] * 4, allocateTimeoutMs: 600_000, runId, seed: o.seed, log,
+        onProgress: (p) => log(`[agent] ${p.episodes} episodes (${p.failed} failed) · accuracy ${pct(p.recentAccuracy)} recent, ${pct(p.accuracy)} overall · reward ${p.meanReward.toFixed(2)} · version ${p.policyVersion} (step ${p.steps}) · ${p.envStepsPerSecond.toFixed(1)} env steps/s · ${p.tokensPerSecond.toFixed(0)} tok/s · ${(p.elapsedMs / 1000).toFixed(0)} s`),
+      });
+      await engine.saveAdapter(join(dataDir, 'adapter'), 'published').catch((e) => log(`agent train: adapter not saved: ${(e as Error).message}`));
+      const after = await evaluate('after');
+      const out = { env: o.env, runId, ...summary, evalBefore: before, evalAfter: after, dataDir };
+      if (o.json) process.stdout.write(JSON.stringify(out) + '\n');
+      else process.stdout.write(`trained ${summary.episodes} episodes (${summary.failed} failed), ${summary.samples} samples, ${summary.steps} steps → version ${summary.policyVersion}; training accuracy ${pct(summary.accuracy)}${before && after ? `; held-out accuracy ${pct(before.accuracy)} → ${pct(after.accuracy)}` : ''}\n`);
+    } finally {
+      await close();
+      await engine.close();
+      store.close();
+    }
+  },
+});
+
+export const agentEvalCommand = defineCommand({
+  name: 'agent eval',
+  summary: 'evaluate the policy on held-out agent tasks: accuracy and pass@k',
+  description: `Runs --samples episodes per task (--workers at once) and reports the share of successful episodes and
+unbiased pass@k. --adapter evaluates a trained LoRA adapter (e.g. DATA_DIR/adapter from agent train).`,
+  options: {
+    ...ROLLOUT_OPTIONS,
+    tasks: opt.string('tasks: a JSONL file or builtin:heldout:N', { default: 'builtin:heldout:64', placeholder: 'FILE' }),
+    adapter: opt.dir('a PEFT LoRA adapter folder to evaluate on top of the model', { contains: 'adapter_config.json' }),
+    samples: count('episodes per task', 1),
+    k: opt.custom('pass@k values (comma-separated, each ≤ --samples)', 'K,K', (raw, source) => {
+      const ks = raw.split(',').map(Number);
+      if (ks.some((k) => !Number.isInteger(k) || k < 1)) throw new UsageError(`${source} expects comma-separated positive integers, got '${raw}'`);
+      return ks;
+    }),
+    temperature: opt.number('sampling temperature (0 = greedy)', { min: 0, max: 2, default: 0 }),
+  },
+  check: (o) => {
+    if (o.k && o.k.some((k) => k > o.samples)) throw new UsageError(`--k values must be ≤ --samples (${o.samples})`);
+  },
+  run: async (o) => {
+    const { EmbeddedEngine } = await import('../engine/embedded/engine.ts');
+    const { loadTasks } = await import('../env/tasks.ts');
+    const { agentEval } = await import('../agent/eval.ts');
+    const tasks = (() => { try { return loadTasks(o.env, o.tasks); } catch (e) { throw new UsageError(`--tasks: ${(e as Error).message}`); } })();
+    const engine = await EmbeddedEngine.load(await modelDir(o.model), { kernel: o.kernel, threads: o.threads });
+    const { pool, close } = await openPool(o.env, o['env-servers'], o.workers);
+    try {
+      if (o.adapter) await engine.publish(await engine.loadAdapter(o.adapter));
+      const r = await agentEval(engine, null, pool, tasks, {
+        workers: o.workers, samples: o.samples, ks: o.k ?? [1], maxTokensPerTurn: o['max-tokens'], temperature: o.temperature, topP: o['top-p'],
+        seed: o.seed, runId: `eval-${randomUUID().slice(0, 8)}`, allocateTimeoutMs: 600_000,
+        onEpisode: (done, total) => { if (!o.json && (done % 10 === 0 || done === total)) process.stderr.write(`\r[agent eval] ${done}/${total} episodes`); },
+      });
+      if (!o.json) process.stderr.write('\n');
+      if (o.json) process.stdout.write(JSON.stringify({ env: o.env, ...r }) + '\n');
+      else process.stdout.write(`${o.env}: accuracy ${pct(r.accuracy)} over ${r.episodes - r.failed} episodes of ${r.tasks} tasks (${r.failed} failed); ${Object.entries(r.passAtK).map(([k, v]) => `${k} ${pct(v)}`).join(', ')}; tool use ${pct(r.toolUse)}, ${r.meanToolCalls.toFixed(2)} calls/episode; ${r.envStepsPerSecond.toFixed(1)} env steps/s, ${r.tokensPerSecond.toFixed(0)} tok/s\n`);
+    } finally {
+      await close();
+      await engine.close();
+    }
+  },
+});
+
+export const benchAgentsCommand = defineCommand({
+  name: 'bench agents',
+  summary: 'agent rollout throughput: env steps/s and tokens/s with N workers, in-process pool vs env server',
+  options: {
+    model: modelOption, kernel: kernelOption, threads: threadsOption, env: envOption,
+    workers: opt.custom('worker counts to measure (comma-separated)', 'N,N', (raw, source) => {
+      const ns = raw.split(',').map(Number);
+      if (ns.length === 0 || ns.some((n) => !Number.isInteger(n) || n < 1 || n > 64)) throw new UsageError(`${source} expects comma-separated integers from 1 to 64, got '${raw}'`);
+      return ns;
+    }, { default: [1, 4, 16] }),
+    episodes: count('episodes per measurement', 32),
+    'max-tokens': count('tokens per policy turn', 32),
+    pool: opt.choice(['local', 'http', 'both'] as const, 'which pools to measure', { default: 'both' }),
+    repeats: count('measurements per setting (the median is reported)', 3),
+    json: jsonOption,
+  },
+  run: async (o) => {
+    const { EmbeddedEngine } = await import('../engine/embedded/engine.ts');
+    const { benchAgents } = await import('../bench/agents.ts');
+    const engine = await EmbeddedEngine.load(await modelDir(o.model), { kernel: o.kernel, threads: o.threads });
+    try {
+      const rows = await benchAgents(engine, {
+        env: o.env, workers: o.workers, episodes: o.episodes, maxTokens: o['max-tokens'], repeats: o.repeats,
+        pools: o.pool === 'both' ? ['local', 'http'] : [o.pool], log: (l) => process.stderr.write(l + '\n'),
+      });
+      if (o.json) process.stdout.write(JSON.stringify({ model: engine.info.modelId, threads: engine.info.threads, rows }) + '\n');
+    } finally { await engine.close(); }
+  },
+});

@@ -1,0 +1,245 @@
+// The conversations stories260k-chat is taught with (and, from the held-out phrasings, tested on).
+// Every kind is generated from the phrasing sets and the base model's story pool with a seeded
+// generator, so the same seed gives the same file:
+// - requests: topic, name, topic+name, short, happy and plain requests answered by stories that
+//   satisfy them;
+// - hints: a plain request carrying a hindsight hint in the OPD teacher form, answered as the hint says;
+// - feedback: a correction ("No, I wanted a dog.") answered by a story that complies, or praise
+//   followed by another story;
+// - judging: the self judge's compact PRM and hint prompts ending in the right verdict;
+// - tools: arithmetic through a calculator tool call, its result, then the answer — and, on purpose,
+//   some direct (wrong) answers, so agent RL has room to improve the habit.
+import type { ChatMessage, ToolSpec } from '../../engine/types.ts';
+import { Rng } from '../../engine/embedded/rng.ts';
+import { userTextWithHint } from '../../learn/hint-prompt.ts';
+import { compactPrmPrompt, compactHintPrompt, looksLikeError, type JudgeInput } from '../../judge/prompts.ts';
+import { TOPICS, NAMES, JUDGE_HINT, TOOL_ERRORS, fill, phrasingSets, type PhrasingSets } from './phrasings.ts';
+import { mentionsTopic, mentionsName, cutAtSentence, isHappy, SHORT_WORDS, type StoryPool } from './stories.ts';
+
+export const CALCULATOR_TOOL: ToolSpec = {
+  type: 'function',
+  function: {
+    name: 'calculator',
+    description: 'Evaluate an arithmetic expression.',
+    parameters: { type: 'object', properties: { expression: { type: 'string', description: 'e.g. 12 + 7' } }, required: ['expression'] },
+  },
+};
+
+export type Kind = 'topic' | 'name' | 'topicName' | 'short' | 'happy' | 'plain' | 'hint' | 'feedback' | 'praise' | 'prm' | 'hintJudge' | 'tool' | 'noTool';
+export const KINDS: Kind[] = ['topic', 'name', 'topicName', 'short', 'happy', 'plain', 'hint', 'feedback', 'praise', 'prm', 'hintJudge', 'tool', 'noTool'];
+
+export interface Conversation { kind: Kind; messages: ChatMessage[]; tools?: ToolSpec[] }
+export type Mix = Record<Kind, number>;
+
+/** The full recipe's mix (conversations per kind). */
+export const FULL_MIX: Mix = {
+  topic: 900, name: 160, topicName: 120, short: 120, happy: 120, plain: 180, hint: 850, feedback: 480, praise: 150,
+  prm: 900, hintJudge: 900, tool: 750, noTool: 180,
+};
+
+/** Share of tool conversations answered directly, without the tool (the answer is then wrong). */
+export const DIRECT_ANSWER_SHARE = 0.2;
+
+export interface Arithmetic { a: number; b: number; op: '+' | '-' | '*'; expression: string; result: number }
+
+export function randomArithmetic(rng: Rng): Arithmetic {
+  const int = (lo: number, hi: number) => lo + Math.floor(rng.next() * (hi - lo + 1));
+  const op = (['+', '-', '*'] as const)[int(0, 2)];
+  let a = int(2, 99), b = op === '*' ? int(2, 12) : int(2, 99);
+  if (op === '-' && b > a) [a, b] = [b, a];
+  const result = op === '+' ? a + b : op === '-' ? a - b : a * b;
+  return { a, b, op, expression: `${a} ${op} ${b}`, result };
+}
+
+/** A wrong answer near the right one (what a model that guesses tends to write). */
+export function nearMiss(rng: Rng, result: number): number {
+  const off = 1 + Math.floor(rng.next() * 9);
+  return rng.next() < 0.5 && result - off >= 0 ? result - off : result + off;
+}
+
+/** The assistant's answer as the judge loop writes it for the judge (content, then tool calls). */
+export function judgeResponseText(content: string, toolCalls: { name: string; arguments: string }[] = []): string {
+  return [content, ...toolCalls.map((c) => `[tool call] ${c.name}(${c.arguments})`)].filter(Boolean).join('\n');
+}
+
+export class ConversationGenerator {
+  private readonly rng: Rng;
+  private readonly sets: PhrasingSets;
+  private readonly pool: StoryPool;
+  private readonly split: 'train' | 'heldOut';
+  private callId = 0;
+
+  constructor(pool: StoryPool, seed: number, split: 'train' | 'heldOut' = 'train', sets: PhrasingSets = phrasingSets()) {
+    this.rng = new Rng(seed);
+    this.pool = pool;
+    this.split = split;
+    this.sets = sets;
+  }
+
+  pick<T>(xs: readonly T[]): T {
+    if (xs.length === 0) throw new Error('the recipe ran out of material to pick from (a pool or phrasing set is empty)');
+    return xs[Math.floor(this.rng.next() * xs.length)];
+  }
+  chance(p: number): boolean { return this.rng.next() < p; }
+  private phrase(set: keyof PhrasingSets): string { return this.pick(this.sets[set][this.split]); }
+
+  topicStory(t: string): string { return this.pick(this.pool.byTopic[t]); }
+  storyWithout(t: string): string {
+    for (let i = 0; i < 50; i++) { const s = this.pick(this.pool.free); if (!mentionsTopic(s, t)) return s; }
+    throw new Error(`no free story without '${t}'`);
+  }
+  storyWithoutName(n: string): string {
+    for (let i = 0; i < 50; i++) { const s = this.pick(this.pool.free); if (!mentionsName(s, n)) return s; }
+    throw new Error(`no free story without '${n}'`);
+  }
+  shortStory(): string {
+    for (let i = 0; i < 50; i++) { const s = cutAtSentence(this.pick(this.pool.free), SHORT_WORDS); if (s) return s; }
+    throw new Error('no short story in the pool');
+  }
+  happyStory(): string {
+    for (let i = 0; i < 50; i++) { const s = this.pick(this.pool.free); if (isHappy(s)) return s; }
+    throw new Error('no happy story in the pool');
+  }
+
+  private user(content: string): ChatMessage { return { role: 'user', content }; }
+  private assistant(content: string): ChatMessage { return { role: 'assistant', content }; }
+
+  request(kind: 'topic' | 'name' | 'topicName' | 'short' | 'happy' | 'plain'): { conversation: Conversation; topic?: string; name?: string } {
+    let prompt: string, answer: string, topic: string | undefined, name: string | undefined;
+    switch (kind) {
+      case 'topic': topic = this.pick(TOPICS); prompt = fill(this.phrase('topicRequests'), { t: topic }); answer = this.topicStory(topic); break;
+      case 'name': name = this.pick(NAMES); prompt = fill(this.phrase('nameRequests'), { n: name }); answer = this.pick(this.pool.byName[name]); break;
+      case 'topicName': {
+        const s = this.pick(this.pool.byTopicName);
+        topic = s.topic; name = s.name;
+        prompt = fill(this.phrase('topicNameRequests'), { t: topic, n: name }); answer = s.text; break;
+      }
+      case 'short': prompt = this.phrase('shortRequests'); answer = this.shortStory(); break;
+      case 'happy': prompt = this.phrase('happyRequests'); answer = this.happyStory(); break;
+      case 'plain': prompt = this.phrase('plainRequests'); answer = this.pick(this.pool.free); break;
+    }
+    return { conversation: { kind, messages: [this.user(prompt), this.assistant(answer)] }, topic, name };
+  }
+
+  /** A plain request with a hindsight hint (the OPD teacher's prompt), answered as the hint says. */
+  hint(): Conversation {
+    const plain = this.phrase('plainRequests');
+    if (this.chance(0.8)) {
+      const t = this.pick(TOPICS);
+      return { kind: 'hint', messages: [this.user(userTextWithHint(plain, fill(this.phrase('topicHints'), { t }))), this.assistant(this.topicStory(t))] };
+    }
+    const n = this.pick(NAMES);
+    return { kind: 'hint', messages: [this.user(userTextWithHint(plain, fill(this.phrase('nameHints'), { n }))), this.assistant(this.pick(this.pool.byName[n]))] };
+  }
+
+  /** A correction after a story that missed, then a story that complies. */
+  feedback(): Conversation {
+    const plain = this.phrase('plainRequests');
+    if (this.chance(0.8)) {
+      const t = this.pick(TOPICS);
+      return { kind: 'feedback', messages: [this.user(plain), this.assistant(this.storyWithout(t)), this.user(fill(this.phrase('topicCorrections'), { t })), this.assistant(this.topicStory(t))] };
+    }
+    const n = this.pick(NAMES);
+    return { kind: 'feedback', messages: [this.user(plain), this.assistant(this.storyWithoutName(n)), this.user(fill(this.phrase('nameCorrections'), { n })), this.assistant(this.pick(this.pool.byName[n]))] };
+  }
+
+  /** Praise, and another story. */
+  praise(): Conversation {
+    return { kind: 'praise', messages: [this.user(this.phrase('plainRequests')), this.assistant(this.pick(this.pool.free)), this.user(this.phrase('positive')), this.assistant(this.pick(this.pool.free))] };
+  }
+
+  /** A judge case: an answer, what came next, the true PRM score and the true hint (or null). */
+  judgeCase(): { input: JudgeInput; score: 1 | 0 | -1; hint: string | null; label: string } {
+    const r = this.rng.next();
+    const userState = (text: string) => ({ role: 'user' as const, text, looksLikeError: false });
+    if (r < 0.3) {
+      const t = this.pick(TOPICS);
+      return { input: { response: this.storyWithout(t), nextState: userState(fill(this.phrase('topicCorrections'), { t })) }, score: -1, hint: fill(JUDGE_HINT.topic, { t }), label: 'correction' };
+    }
+    if (r < 0.4) {
+      const n = this.pick(NAMES);
+      return { input: { response: this.storyWithoutName(n), nextState: userState(fill(this.phrase('nameCorrections'), { n })) }, score: -1, hint: fill(JUDGE_HINT.name, { n }), label: 'name correction' };
+    }
+    if (r < 0.62) return { input: { response: this.pick(this.pool.free), nextState: userState(this.phrase('positive')) }, score: 1, hint: null, label: 'praise' };
+    if (r < 0.7) {
+      const t = this.pick(TOPICS);
+      return { input: { response: this.topicStory(t), nextState: userState(fill(this.phrase('positiveTopic'), { t })) }, score: 1, hint: fill(JUDGE_HINT.likes, { t }), label: 'praise with topic' };
+    }
+    if (r < 0.85) return { input: { response: this.pick(this.pool.free), nextState: userState(this.phrase('neutral')) }, score: 0, hint: null, label: 'neutral' };
+    // a tool call and the tool's result
+    const q = randomArithmetic(this.rng);
+    const args = JSON.stringify({ expression: q.expression });
+    const failed = this.chance(0.4);
+    const text = failed ? this.pick(TOOL_ERRORS) : String(q.result);
+    return {
+      input: { response: judgeResponseText('', [{ name: 'calculator', arguments: args }]), nextState: { role: 'tool', text, looksLikeError: looksLikeError(text) } },
+      score: failed ? -1 : 1, hint: null, label: failed ? 'tool error' : 'tool result',
+    };
+  }
+
+  prm(): Conversation {
+    const c = this.judgeCase();
+    return { kind: 'prm', messages: [...compactPrmPrompt(c.input), this.assistant(`\\boxed{${c.score}}`)] };
+  }
+
+  hintJudge(): Conversation {
+    const c = this.judgeCase();
+    const verdict = c.hint ? `\\boxed{1}\n[HINT_START]${c.hint}[HINT_END]` : '\\boxed{-1}';
+    return { kind: 'hintJudge', messages: [...compactHintPrompt(c.input), this.assistant(verdict)] };
+  }
+
+  /** Arithmetic with the calculator offered: usually a tool call, its result and the answer; sometimes a direct, wrong answer. */
+  tool(): Conversation {
+    const q = randomArithmetic(this.rng);
+    const question = fill(this.phrase('arithmetic'), { e: q.expression });
+    const answer = (r: number) => fill(this.pick(['{e} = {r}.', 'The answer is {r}.', 'It is {r}.']), { e: q.expression, r: String(r) });
+    if (this.chance(DIRECT_ANSWER_SHARE)) {
+      return { kind: 'tool', tools: [CALCULATOR_TOOL], messages: [this.user(question), this.assistant(answer(nearMiss(this.rng, q.result)))] };
+    }
+    const id = `call_${++this.callId}`;
+    return {
+      kind: 'tool', tools: [CALCULATOR_TOOL],
+      messages: [
+        this.user(question),
+        { role: 'assistant', content: '', tool_calls: [{ id, type: 'function', function: { name: 'calculator', arguments: JSON.stringify({ expression: q.expression }) } }] },
+        { role: 'tool', tool_call_id: id, content: String(q.result) },
+        this.assistant(answer(q.result)),
+      ],
+    };
+  }
+
+  /** Arithmetic with no tool offered: the right answer (which a model this small mostly cannot reproduce). */
+  noTool(): Conversation {
+    const q = randomArithmetic(this.rng);
+    return { kind: 'noTool', messages: [this.user(fill(this.phrase('arithmetic'), { e: q.expression })), this.assistant(`${q.expression} = ${q.result}.`)] };
+  }
+
+  one(kind: Kind): Conversation {
+    switch (kind) {
+      case 'topic': case 'name': case 'topicName': case 'short': case 'happy': case 'plain': return this.request(kind).conversation;
+      case 'hint': return this.hint();
+      case 'feedback': return this.feedback();
+      case 'praise': return this.praise();
+      case 'prm': return this.prm();
+      case 'hintJudge': return this.hintJudge();
+      case 'tool': return this.tool();
+      case 'noTool': return this.noTool();
+    }
+  }
+
+  /** `mix[kind]` conversations of every kind, shuffled (deterministically). */
+  conversations(mix: Mix): Conversation[] {
+    const out: Conversation[] = [];
+    for (const kind of KINDS) for (let i = 0; i < (mix[kind] ?? 0); i++) out.push(this.one(kind));
+    for (let i = out.length - 1; i > 0; i--) {
+      const j = Math.floor(this.rng.next() * (i + 1));
+      [out[i], out[j]] = [out[j], out[i]];
+    }
+    return out;
+  }
+}
+
+/** A conversation as one line of OpenAI chat JSONL (what `openclaw-rl sft --data` reads). */
+export function toJsonl(c: Conversation): string {
+  return JSON.stringify(c.tools ? { messages: c.messages, tools: c.tools } : { messages: c.messages });
+}

@@ -1,0 +1,148 @@
+// The chat-model recipe's data: phrasing splits, the generators' determinism, answers that satisfy
+// their requests, judge verdicts that parse, tool calls that are valid JSON, held-out phrasings that
+// never reach the training data, and conversations that render within the model's 512 tokens.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { combine, phrasingSets, fill, TOPICS, NAMES } from '../../src/recipes/chat-model/phrasings.ts';
+import { ConversationGenerator, FULL_MIX, KINDS, toJsonl, type Mix } from '../../src/recipes/chat-model/data.ts';
+import { cutAtSentence, mentionsTopic, mentionsName, isShort, isHappy, type StoryPool } from '../../src/recipes/chat-model/stories.ts';
+import { addChatVocabulary } from '../../src/recipes/chat-model/vocab.ts';
+import { ChatTokenizer } from '../../src/engine/embedded/tokenizer.ts';
+import { parseBoxed, parseHintVote } from '../../src/learn/votes.ts';
+import { HINT_MARKER } from '../../src/learn/hint-prompt.ts';
+import { STORIES, tempDir } from '../helpers/models.ts';
+
+/** A small pool of hand-written stories in the base model's style (the generators only pick from it). */
+function handPool(): StoryPool {
+  const free = ['Once upon a time, there was a little girl. She liked to play in the sun. She was very happy.',
+    'One day, a boy went to the park. He saw a big red slide. He had fun all day.',
+    'Tim had a toy. He played with it every day. The toy was his best friend.',
+    'The sun was hot. A girl sat under a hat and smiled. Then she went home to eat.',
+    'Lily lost her shoe. She was sad and cried. Her mom found it under the bed.'];
+  return {
+    free,
+    byTopic: Object.fromEntries(TOPICS.map((t) => [t, [`Once upon a time, there was a ${t}. The ${t} liked to play. It was a good day.`]])),
+    byName: Object.fromEntries(NAMES.map((n) => [n, [`There was a kid named ${n}. ${n} liked to run and jump. ${n} was happy.`]])),
+    byTopicName: [{ topic: 'dog', name: 'Max', text: 'Once upon a time, there was a dog named Max. Max liked to run.' }],
+    stats: { samples: 0, tokens: 0, seconds: 0, rejectedNoSentence: 0, freeWithTopic: {} },
+  };
+}
+
+const SMALL_MIX: Mix = Object.fromEntries(KINDS.map((k) => [k, 40])) as Mix;
+
+test('combine: a phrasing is held out when any of its parts is, and the two sets never share a phrasing', () => {
+  const out = combine([{ train: ['A', 'B'], heldOut: ['C'] }, { train: ['x'], heldOut: ['y'] }], (p) => p.join(''));
+  assert.deepEqual(out.train.sort(), ['Ax', 'Bx']);
+  assert.deepEqual(out.heldOut.sort(), ['Ay', 'By', 'Cx', 'Cy']);
+  for (const [name, set] of Object.entries(phrasingSets())) {
+    assert.ok(set.train.length > 0 && set.heldOut.length > 0, `${name} has both training and held-out phrasings`);
+    for (const h of set.heldOut) assert.ok(!set.train.includes(h), `${name}: "${h}" is in both sets`);
+  }
+});
+
+test('cutAtSentence keeps whole sentences within the word limit and drops unbalanced quotes', () => {
+  const table: [string, number, string | null][] = [
+    ['One day, a dog ran. It was fast. Then it slept', 100, 'One day, a dog ran. It was fast.'],
+    ['One day, a dog ran. It was very fast indeed.', 5, 'One day, a dog ran.'],
+    ['A dog ran and ran and ran', 100, null],
+    ['Tom said, "Hi there!" Then he left.', 100, 'Tom said, "Hi there!" Then he left.'],
+    ['The big dog sat down. Tom said, "Hi. Then', 100, 'The big dog sat down.'],
+    ['Hi. Yo.', 100, null],
+  ];
+  for (const [text, max, expected] of table) assert.equal(cutAtSentence(text, max), expected, text);
+});
+
+test('the same seed gives the same conversations and another seed different ones', () => {
+  const a = new ConversationGenerator(handPool(), 7).conversations(SMALL_MIX).map(toJsonl);
+  const b = new ConversationGenerator(handPool(), 7).conversations(SMALL_MIX).map(toJsonl);
+  const c = new ConversationGenerator(handPool(), 8).conversations(SMALL_MIX).map(toJsonl);
+  assert.deepEqual(a, b);
+  assert.notDeepEqual(a, c);
+  assert.equal(a.length, 40 * KINDS.length);
+});
+
+test('held-out phrasings never appear in the training conversations', () => {
+  const sets = phrasingSets();
+  const heldOut = new Set<string>();
+  for (const set of Object.values(sets)) {
+    for (const h of set.heldOut) {
+      if (!/\{[tne]\}/.test(h)) { heldOut.add(h); continue; }
+      for (const t of TOPICS) for (const n of NAMES) heldOut.add(fill(h, { t, n }));
+    }
+  }
+  const userTexts: string[] = [];
+  for (const c of new ConversationGenerator(handPool(), 1).conversations({ ...FULL_MIX })) {
+    for (const m of c.messages) {
+      if (m.role !== 'user' || typeof m.content !== 'string') continue;
+      // a hint prompt holds two phrasings (the request, the hint); a judge prompt quotes the next state
+      const parts = m.content.split(`\n\n${HINT_MARKER}\n`);
+      const next = m.content.match(/\nNext \(user\): (.*)$/);
+      userTexts.push(...(next ? [next[1]] : parts));
+    }
+  }
+  assert.ok(userTexts.length > 5000);
+  const arithmetic = sets.arithmetic.heldOut.map((h) => new RegExp(`^${h.replace(/[.?]/g, '\\$&').replace('{e}', '\\d+ [-+*] \\d+')}$`));
+  for (const text of userTexts) {
+    assert.ok(!heldOut.has(text), `held-out phrasing in the training data: "${text}"`);
+    assert.ok(!arithmetic.some((r) => r.test(text)), `held-out arithmetic phrasing in the training data: "${text}"`);
+  }
+});
+
+test('answers satisfy their requests, judge verdicts parse to the right score, tool calls are valid JSON with the right result', () => {
+  const gen = new ConversationGenerator(handPool(), 3);
+  for (let i = 0; i < 200; i++) {
+    const r = gen.request('topic');
+    assert.ok(mentionsTopic(r.conversation.messages[1].content as string, r.topic!));
+    const n = gen.request('name');
+    assert.ok(mentionsName(n.conversation.messages[1].content as string, n.name!));
+    assert.ok(isShort(gen.request('short').conversation.messages[1].content as string));
+    assert.ok(isHappy(gen.request('happy').conversation.messages[1].content as string));
+
+    const hint = gen.hint();
+    const hintText = (hint.messages[0].content as string).split(`${HINT_MARKER}\n`)[1];
+    const topic = TOPICS.find((t) => new RegExp(`\\b${t}\\b`).test(hintText));
+    const name = NAMES.find((x) => new RegExp(`\\b${x}\\b`).test(hintText));
+    assert.ok(topic || name, hintText);
+    const answer = hint.messages[1].content as string;
+    assert.ok(topic ? mentionsTopic(answer, topic) : mentionsName(answer, name!));
+
+    const fb = gen.feedback();
+    assert.equal(fb.messages.length, 4);
+
+    const c = gen.judgeCase();
+    const prm = gen.prm(), hj = gen.hintJudge();
+    assert.notEqual(parseBoxed(prm.messages.at(-1)!.content as string), null);
+    const vote = parseHintVote(hj.messages.at(-1)!.content as string);
+    assert.ok(vote.score === 1 ? (vote.hint?.length ?? 0) > 10 : vote.score === -1 && vote.hint === null);
+    assert.ok(c.hint === null || c.hint.length > 10);
+
+    const tool = gen.tool();
+    const call = tool.messages[1].tool_calls?.[0];
+    const question = tool.messages[0].content as string;
+    const [, a, op, b] = question.match(/(\d+) ([-+*]) (\d+)/)!;
+    const expected = op === '+' ? +a + +b : op === '-' ? +a - +b : +a * +b;
+    if (call) {
+      const args = JSON.parse(call.function.arguments as string);
+      assert.equal(args.expression, `${a} ${op} ${b}`);
+      assert.equal(tool.messages[2].content, String(expected));
+      assert.ok((tool.messages[3].content as string).includes(String(expected)));
+    } else {
+      assert.ok(!(tool.messages[1].content as string).match(new RegExp(`\\b${expected}\\.$`)), 'a direct answer is wrong on purpose');
+    }
+  }
+});
+
+test('every conversation renders through the chat template within the 512-token context', () => {
+  const { dir, cleanup } = tempDir();
+  try {
+    addChatVocabulary(STORIES, join(dir, 'chat'), 1);
+    const tok = ChatTokenizer.load(join(dir, 'chat'));
+    let longest = 0;
+    for (const c of new ConversationGenerator(handPool(), 5).conversations(SMALL_MIX)) {
+      const ids = tok.encodeChat(c.messages, { tools: c.tools, addGenerationPrompt: false });
+      longest = Math.max(longest, ids.length);
+    }
+    assert.ok(longest < 512, `longest conversation ${longest} tokens`);
+  } finally { cleanup(); }
+});
