@@ -107,7 +107,7 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
   const turnType = classifyTurn(headers, r.raw as never);
   const done = sessionDone(headers, r.raw as never);
   const maxTokens = Math.min(r.maxTokens ?? ctx.defaultMaxTokens, contextLength - promptIds.length);
-  const constraint = constraintFor(parseToolChoice(r.raw, r.tools), r.tools, ctx.format, maxTokens);
+  const constraint = constraintFor(parseToolChoice(r.raw, r.tools), r.tools, ctx.format, maxTokens, ctx.engine.tokenizer.chatTemplate);
   const params: SampleParams = {
     maxTokens, ...(constraint ? { constraint } : {}),
     temperature: r.temperature ?? 1, topP: r.topP ?? 1, topK: r.topK ?? 0, seed: r.seed, stop: r.stop,

@@ -27,7 +27,8 @@ export function parseToolChoice(body: Record<string, unknown>, tools: { function
 }
 
 /** The engine constraint for a choice, or undefined for "auto". */
-export function constraintFor(choice: ToolChoice, tools: { function: { name: string } }[] | undefined, format: OutputFormat, maxTokens: number): OutputConstraint | undefined {
+export function constraintFor(choice: ToolChoice, tools: { function: { name: string } }[] | undefined, format: OutputFormat, maxTokens: number,
+  chatTemplate: string | null = null): OutputConstraint | undefined {
   if (choice === 'auto') return undefined;
   if (!format.toolCalls) {
     if (choice === 'none') return undefined; // the model has no tool-call format: it cannot call one anyway
@@ -35,7 +36,9 @@ export function constraintFor(choice: ToolChoice, tools: { function: { name: str
   }
   if (choice === 'none') return { type: 'forbid', text: '<tool_call>' };
   const names = choice === 'required' ? tools!.map((t) => t.function.name) : [choice.name];
-  const constraint: OutputConstraint = { type: 'tool_call', names, open: '<tool_call>', close: '</tool_call>' };
+  // the block as the model's template writes it: Qwen's puts the JSON on its own line, others do not
+  const nl = !chatTemplate || /<tool_call>\\n|<tool_call>\n/.test(chatTemplate) ? '\n' : '';
+  const constraint: OutputConstraint = { type: 'tool_call', names, open: `<tool_call>${nl}`, close: `${nl}</tool_call>` };
   const need = minimalLength(constraint);
   if (maxTokens < need) throw badRequest(`max_tokens ${maxTokens} is too small for a forced tool call: give at least ${need}`, 'max_tokens');
   return constraint;

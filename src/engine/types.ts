@@ -71,7 +71,7 @@ export interface SampleParams {
 
 /**
  * A shape the output must keep to, enforced token by token: the engine masks every token that would leave
- * it. 'tool_call': exactly `<open>\n{"name": "<one of names>", "arguments": {…valid JSON…}}\n<close>`, then
+ * it. 'tool_call': exactly `<open>{"name": "<one of names>", "arguments": {…valid JSON…}}<close>`, then
  * end of sequence (tool_choice "required" or a named function); 'forbid': the output never contains `text`
  * (tool_choice "none"). Engines that cannot enforce one refuse the request with EngineError 'unsupported'.
  */

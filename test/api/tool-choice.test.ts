@@ -96,3 +96,32 @@ test('a model without a tool-call format refuses to force a call (400) and ignor
     await s.close();
   }
 });
+
+test('on stories260k-chat (the recipe, built small here): "required" gives a call in the format the model was taught', async () => {
+  const { buildChatModel, QUICK_RECIPE } = await import('../../src/recipes/chat-model/build.ts');
+  const { KINDS, CALCULATOR_TOOL } = await import('../../src/recipes/chat-model/data.ts');
+  const { STORIES } = await import('../helpers/models.ts');
+  const dir = join(t.dir, 'stories260k-chat');
+  await buildChatModel({ base: STORIES, out: dir, seed: 1, recipe: {
+    pool: { ...QUICK_RECIPE.pool, free: 48, perTopic: 2, perName: 2, topicNames: 6, maxTokens: 60 },
+    mix: Object.fromEntries(KINDS.map((k) => [k, 3])) as never, train: { ...QUICK_RECIPE.train, batchTokens: 2048, loraRank: 4 },
+  } });
+  const chatEngine = await EmbeddedEngine.load(dir);
+  const chatStore = new Store(join(t.dir, 'chat-data'));
+  const chatServer = await startServer({ engine: chatEngine, store: chatStore, modelId: 'stories260k-chat', port: 0 });
+  try {
+    const chatTools = [CALCULATOR_TOOL, { type: 'function', function: { name: 'tell_story', parameters: { type: 'object', properties: { topic: { type: 'string' } } } } }];
+    for (let seed = 1; seed <= 4; seed++) {
+      const r = await post(`${chatServer.url}/v1/chat/completions`, { model: 'stories260k-chat', messages: [{ role: 'user', content: 'What is 12 plus 30?' }], tools: chatTools,
+        tool_choice: 'required', max_tokens: 96, seed }, { 'x-session-id': `chat-${seed}` });
+      assert.equal(r.status, 200, r.text);
+      const call = r.json.choices[0].message.tool_calls?.[0]?.function;
+      assert.ok(call && ['calculator', 'tell_story', CALCULATOR_TOOL.function.name].includes(call.name), JSON.stringify(r.json.choices[0]));
+      assert.equal(typeof JSON.parse(call.arguments), 'object');
+      const ids = JSON.parse(chatStore.turns(`chat-${seed}`)[0].response_ids) as number[];
+      assert.match(chatEngine.tokenizer.decode(ids, false), /^<tool_call>\{"name": "[a-z_]+", "arguments": \s*\{[\s\S]*\}\}<\/tool_call>/, 'no newlines: the template\'s own format');
+    }
+  } finally {
+    await chatServer.close(); await chatEngine.close(); chatStore.close();
+  }
+});

@@ -40,14 +40,14 @@ test('the shortest completion of any prefix makes it valid JSON', () => {
 
 test('the tool-call machine: the block, a listed name, object arguments, the closing tag; nothing after', () => {
   const ok = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tool_call>';
-  const m = new ToolCallMachine(['get_weather', 'search'], '<tool_call>', '</tool_call>');
+  const m = new ToolCallMachine(['get_weather', 'search'], '<tool_call>\n', '\n</tool_call>');
   assert.ok(feed(m, ok));
   assert.ok(m.done);
   assert.equal(m.push('x'), false);
   for (const bad of ['Sure! <tool_call>', '<tool_call>\n{"name": "get_time"', '<tool_call>\n{"name": "search", "arguments": [1]', '<tool_call>\n{"name": "search", "arguments": {}}\n</tool-call>']) {
-    assert.equal(feed(new ToolCallMachine(['get_weather', 'search'], '<tool_call>', '</tool_call>'), bad), false, bad);
+    assert.equal(feed(new ToolCallMachine(['get_weather', 'search'], '<tool_call>\n', '\n</tool_call>'), bad), false, bad);
   }
-  const fresh = new ToolCallMachine(['get_weather', 'search'], '<tool_call>', '</tool_call>');
+  const fresh = new ToolCallMachine(['get_weather', 'search'], '<tool_call>\n', '\n</tool_call>');
   assert.equal(fresh.completion(), '<tool_call>\n{"name": "search", "arguments": {}}\n</tool_call>');
 });
 
@@ -59,7 +59,7 @@ test('random walks through allowed tokens always end in a complete call with val
   for (let seed = 1; seed <= 60; seed++) {
     const rng = new Rng(seed);
     const maxTokens = 55 + Math.floor(rng.next() * 120); // the shortest call is 54 characters
-    let m = new ToolCallMachine(['get_weather', 'search'], '<tool_call>', '</tool_call>') as ToolCallMachine;
+    let m = new ToolCallMachine(['get_weather', 'search'], '<tool_call>\n', '\n</tool_call>') as ToolCallMachine;
     let out = '';
     let ended = false;
     for (let n = 0; n < maxTokens; n++) {

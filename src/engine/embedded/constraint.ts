@@ -156,7 +156,7 @@ export class JsonMachine implements CharMachine {
   }
 }
 
-/** `<open>\n{"name": "<name>", "arguments": <object>}\n<close>`, the Qwen/Hermes tool-call block. */
+/** `<open>{"name": "<name>", "arguments": <object>}<close>`: the Qwen/Hermes tool-call block (open and close carry the newlines a template puts around the JSON). */
 export class ToolCallMachine implements CharMachine {
   private phase = 0;
   private pos = 0;
@@ -167,7 +167,7 @@ export class ToolCallMachine implements CharMachine {
 
   constructor(names: readonly string[], open: string, close: string) {
     this.names = names;
-    this.literals = [`${open}\n{"name": "`, '", "arguments": ', `}\n${close}`];
+    this.literals = [`${open}{"name": "`, '", "arguments": ', `}${close}`];
   }
 
   clone(): ToolCallMachine {
