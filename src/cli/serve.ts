@@ -2,7 +2,6 @@
 import { resolve } from 'node:path';
 import { defineCommand, opt, UsageError, type Values } from './command.ts';
 import { parseOrigins } from '../api/cors.ts';
-import { createLogger, LOG_LEVELS, LOG_FORMATS } from '../util/log.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId } from './args.ts';
 import { JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
@@ -53,8 +52,8 @@ const SERVE_OPTIONS = {
   'lora-alpha': count('LoRA alpha', 32),
   'checkpoint-every': count('save a checkpoint every N steps', TRAINER_DEFAULTS.checkpointEvery),
   overlong: opt.custom('overlong-response penalty: max length and soft margin in tokens', 'L_MAX,L_CACHE', parseOverlong),
-  'log-level': opt.choice(LOG_LEVELS, 'the least severe log lines printed', { default: 'info', env: 'OPENCLAW_RL_LOG_LEVEL' }),
-  'log-format': opt.choice(LOG_FORMATS, 'text lines for people, or JSON lines for log collectors', { default: 'text', env: 'OPENCLAW_RL_LOG_FORMAT' }),
+  'log-level': opt.choice(['debug', 'info', 'warn', 'error'], 'the least severe log lines printed', { default: 'info', env: 'OPENCLAW_RL_LOG_LEVEL' }),
+  'log-format': opt.choice(['text', 'json'], 'text lines for people, or JSON lines for log collectors', { default: 'text', env: 'OPENCLAW_RL_LOG_FORMAT' }),
   'context-overflow': opt.choice(['error', 'truncate'], 'a prompt longer than the context', { default: 'error' }),
   'eval-file': opt.file('held-out prompts (JSON Lines: {"prompt"|"messages", "criteria"?, "satisfied"?}) evaluated while serving'),
   'eval-every': count('evaluate the held-out prompts after every N published steps', 10),
@@ -122,6 +121,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   const { Tracking } = await import('../dashboard/tracking.ts');
   let evalItems = null;
   try { evalItems = o['eval-file'] ? loadEvalFile(o['eval-file']) : null; } catch (e) { throw e instanceof EvalFileError ? new UsageError(`--eval-file: ${e.message}`) : e; }
+  const { createLogger } = await import('../util/log.ts');
   const logger = createLogger({ level: o['log-level'], format: o['log-format'] });
   const info = (l: string) => logger.info(l);
   const dir = await modelDir(o.model);

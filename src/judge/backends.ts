@@ -4,7 +4,7 @@
 // with adapters off (the frozen base) and at low priority, so serving keeps its latency.
 import type { Engine, SampleParams } from '../engine/types.ts';
 import { collect } from '../engine/types.ts';
-import OpenAI, { APIError, APIConnectionError, APIConnectionTimeoutError } from 'openai';
+import type OpenAI from 'openai';
 import { COMPACT_CONTEXT_LIMIT, type PromptStyle } from './prompts.ts';
 
 export interface ChatBackend {
@@ -47,18 +47,16 @@ export interface LlmBackendOptions {
 
 export class LlmBackend implements ChatBackend {
   readonly name = 'llm';
-  private readonly client: OpenAI;
+  private readonly options: LlmBackendOptions;
   private readonly o: { baseUrl: string; model: string; timeoutMs: number };
   private readonly gate: Semaphore;
+  /** the SDK, loaded on first use (it is large, and most commands never judge) */
+  private sdk: Promise<typeof import('openai')> | null = null;
+  private client: OpenAI | null = null;
 
   constructor(o: LlmBackendOptions) {
+    this.options = o;
     this.o = { baseUrl: o.baseUrl.replace(/\/+$/, ''), model: o.model, timeoutMs: o.timeoutMs ?? 60_000 };
-    // the SDK's client does the timeouts and the retries (exponential backoff with jitter, Retry-After honoured)
-    // of 408/409/429/5xx answers, timeouts and network errors
-    this.client = new OpenAI({
-      baseURL: this.o.baseUrl, apiKey: o.apiKey ?? 'none', timeout: this.o.timeoutMs, maxRetries: o.retries ?? 3,
-      ...(o.fetch ? { fetch: o.fetch } : {}),
-    });
     this.gate = new Semaphore(o.maxConcurrent ?? 4);
   }
 
@@ -67,6 +65,14 @@ export class LlmBackend implements ChatBackend {
   }
 
   private async ask(messages: { role: string; content: string }[], p: { temperature: number; maxTokens: number }): Promise<string> {
+    const sdk = await (this.sdk ??= import('openai'));
+    const { APIError, APIConnectionError, APIConnectionTimeoutError } = sdk;
+    // the SDK's client does the timeouts and the retries (exponential backoff with jitter, Retry-After honoured)
+    // of 408/409/429/5xx answers, timeouts and network errors
+    this.client ??= new sdk.default({
+      baseURL: this.o.baseUrl, apiKey: this.options.apiKey ?? 'none', timeout: this.o.timeoutMs, maxRetries: this.options.retries ?? 3,
+      ...(this.options.fetch ? { fetch: this.options.fetch } : {}),
+    });
     let body;
     try {
       body = await this.client.chat.completions.create({
