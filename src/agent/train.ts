@@ -52,7 +52,7 @@ export interface AgentProgress {
   elapsedMs: number;
 }
 
-export interface AgentTrainSummary extends AgentProgress { samples: number; skippedGroups: number; curve: { episodes: number; accuracy: number; version: number }[] }
+export interface AgentTrainSummary extends AgentProgress { samples: number; skippedGroups: number; curve: { episodes: number; accuracy: number; reward: number; version: number }[] }
 
 /** Run-wide counters; the pure part of progress reporting. */
 class Tally {
@@ -139,7 +139,7 @@ export async function agentTrain(engine: TrainingEngine, store: Store, pool: Env
     });
     tally.groups++;
     const p = progress();
-    curve.push({ episodes: p.episodes, accuracy: p.recentAccuracy, version: p.policyVersion });
+    curve.push({ episodes: p.episodes, accuracy: p.recentAccuracy, reward: p.meanReward, version: p.policyVersion });
     o.onProgress?.(p);
   };
 

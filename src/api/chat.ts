@@ -11,12 +11,13 @@ import type { SessionTracker } from '../conversation/tracker.ts';
 import { resolveSession, classifyTurn, sessionDone, type Headers } from '../conversation/identity.ts';
 import { pairNextState, type OurAnswer } from '../conversation/next-state.ts';
 import { contentText, type WireMessage } from '../conversation/messages.ts';
-import { ApiError, badRequest, ClientGone } from './errors.ts';
+import { ApiError, badRequest, ClientGone, storageError } from './errors.ts';
 import { validateChatRequest, type ChatRequest } from './validate.ts';
 import { OutputParser, type OutputFormat, type ParsedToolCall, type Delta } from './output.ts';
 import type { Metrics } from './metrics.ts';
 import { parseToolChoice, constraintFor } from './tool-choice.ts';
 import type { Admission } from './admission.ts';
+import type { PromptTokenizer } from './tokenize-worker.ts';
 
 /**
  * No tokenizer turns more than this many characters into one token (byte-level BPE vocabularies
@@ -46,6 +47,8 @@ export interface ChatContext {
   maxConcurrent: number;
   /** the admission queue in front of the engine (see admission.ts) */
   admission: Admission;
+  /** tokenizes long prompts off the event loop (see tokenize-worker.ts) */
+  prompts: PromptTokenizer;
   defaultMaxTokens: number;
   /**
    * 'error' (default): a prompt longer than the context is refused. 'truncate': keep its first token
@@ -66,9 +69,9 @@ function toChatMessages(messages: WireMessage[]): ChatMessage[] {
   }));
 }
 
-function promptIdsFor(ctx: ChatContext, r: ChatRequest): number[] {
+async function promptIdsFor(ctx: ChatContext, r: ChatRequest, chars: number): Promise<number[]> {
   try {
-    return ctx.engine.tokenizer.encodeChat(toChatMessages(r.messages), { tools: r.tools as never, templateKwargs: r.templateKwargs });
+    return await ctx.prompts.encodeChat(toChatMessages(r.messages), { tools: r.tools as never, templateKwargs: r.templateKwargs }, chars);
   } catch (e) {
     throw badRequest(`the chat template could not render these messages: ${(e as Error).message}`, 'messages');
   }
@@ -80,7 +83,8 @@ function recordNextState(store: Store, sessionId: string, messages: WireMessage[
   if (!prev || prev.next_state_status !== 'pending' || !prev.answer_json) return;
   const previous = JSON.parse(prev.request_json) as { messages: WireMessage[] };
   const answer = JSON.parse(prev.answer_json) as OurAnswer;
-  const p = pairNextState(previous.messages, answer, messages);
+  // compared as stored: under --redact all both sides are redacted alike
+  const p = pairNextState(previous.messages, answer, store.stored(messages));
   if (p.status === 'paired') store.setNextState(prev.id, 'paired', { role: p.role, messages: p.nextState }, null);
   else store.setNextState(prev.id, 'unpaired', null, p.reason);
 }
@@ -94,7 +98,7 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
   if (chars > contextLength * MAX_CHARS_PER_TOKEN) {
     throw badRequest(`this model's maximum context length is ${contextLength} tokens, but the messages hold ${chars} characters (more than ${MAX_CHARS_PER_TOKEN} per token)`, 'messages', 'context_length_exceeded');
   }
-  let promptIds = promptIdsFor(ctx, r);
+  let promptIds = await promptIdsFor(ctx, r, chars);
   if (promptIds.length >= contextLength && ctx.contextOverflow === 'truncate') {
     const keep = contextLength - Math.min(r.maxTokens ?? ctx.defaultMaxTokens, Math.floor(contextLength / 4)) - 1;
     promptIds = [promptIds[0], ...promptIds.slice(promptIds.length - keep)];
@@ -237,7 +241,7 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
     abort.abort();
     if (!res.headersSent) throw e instanceof EngineError && e.code !== 'internal' ? badRequest(e.message, 'messages', e.code) : e;
     // mid-stream failure: tell the client in the stream's own format, then close
-    const err = e instanceof ApiError ? e : new ApiError(500, (e as Error).message);
+    const err = e instanceof ApiError ? e : storageError(e) ?? new ApiError(500, (e as Error).message);
     if (!res.writableEnded) res.end(`data: ${JSON.stringify(err.toJSON())}\n\n`);
   } finally {
     metrics.active -= n;

@@ -23,3 +23,14 @@ export class ClientGone extends Error {
   override name = 'ClientGone';
   constructor() { super('the client disconnected'); }
 }
+
+/**
+ * A full disk (ENOSPC from the file system, SQLITE_FULL from the database) as the answer a client
+ * can act on: 507 Insufficient Storage, saying what is wrong. Anything else: null.
+ */
+export function storageError(e: unknown): ApiError | null {
+  const err = e as { code?: string; errcode?: number; message?: string };
+  const full = err?.code === 'ENOSPC' || err?.code === 'EDQUOT' || (err?.errcode !== undefined && (err.errcode & 0xff) === 13) || /database or disk is full|SQLITE_FULL/i.test(err?.message ?? '');
+  if (!full) return null;
+  return new ApiError(507, `the server cannot record this request: its disk is full (${err.message}); free space where the data folder is, then retry`, { code: 'insufficient_storage' });
+}

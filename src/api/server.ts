@@ -7,8 +7,9 @@ import type { AddressInfo } from 'node:net';
 import type { Engine } from '../engine/types.ts';
 import type { Store } from '../store/store.ts';
 import { SessionTracker } from '../conversation/tracker.ts';
-import { ApiError, badRequest, ClientGone } from './errors.ts';
+import { ApiError, badRequest, ClientGone, storageError } from './errors.ts';
 import { Admission } from './admission.ts';
+import { PromptTokenizer } from './tokenize-worker.ts';
 import { handleChat, type ChatContext } from './chat.ts';
 import { handleCompletion } from './completions.ts';
 import { corsHeaders, preflightHeaders } from './cors.ts';
@@ -118,7 +119,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   const tracker = new SessionTracker(o.store, { idleMs: o.sessionIdleMs ?? 30 * 60_000 });
   const ctx: ChatContext = {
     engine: o.engine, modelId: o.modelId, store: o.store, tracker, metrics, format: outputFormatOf(o.engine.tokenizer.chatTemplate),
-    maxConcurrent: o.maxConcurrent ?? 16, admission: new Admission(o.maxConcurrent ?? 16, { waitMs: o.queueWaitMs }), defaultMaxTokens: o.defaultMaxTokens ?? 1024, contextOverflow: o.contextOverflow ?? 'error',
+    maxConcurrent: o.maxConcurrent ?? 16, admission: new Admission(o.maxConcurrent ?? 16, { waitMs: o.queueWaitMs }), prompts: new PromptTokenizer(o.engine.tokenizer), defaultMaxTokens: o.defaultMaxTokens ?? 1024, contextOverflow: o.contextOverflow ?? 'error',
   };
   const maxBody = o.maxBodyBytes ?? 8 * 2 ** 20;
 
@@ -176,9 +177,10 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
       throw new ApiError(404, `no route for ${req.method} ${path}`);
     } catch (e) {
       if (e instanceof ClientGone) { status = 499; if (!res.headersSent) res.destroy(); return; } // nobody to answer
-      const err = e instanceof ApiError ? e : new ApiError(500, `internal error: ${(e as Error).message}`);
+      const err = e instanceof ApiError ? e : storageError(e) ?? new ApiError(500, `internal error: ${(e as Error).message}`);
       status = err.status;
-      if (err.status >= 500) process.stderr.write(`openclaw-rl: ${(e as Error).stack ?? e}\n`);
+      if (err.status === 507) process.stderr.write(`openclaw-rl: ${err.message}\n`);
+      else if (err.status >= 500) process.stderr.write(`openclaw-rl: ${(e as Error).stack ?? e}\n`);
       sendJson(res, err.status, err.toJSON());
     } finally {
       if (path === '/v1/chat/completions' || path === '/v1/completions') metrics.countRequest(status === 499 ? 499 : res.statusCode || status);
@@ -193,6 +195,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     close: async () => {
       await new Promise<void>((resolve) => { server.close(() => resolve()); server.closeIdleConnections(); setTimeout(() => server.closeAllConnections(), 5000).unref(); });
       tracker.shutdown();
+      await ctx.prompts.close();
     },
   };
 }

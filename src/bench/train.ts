@@ -1,11 +1,13 @@
-// `openclaw-rl bench train`: LoRA training throughput — forwardBackward (PPO loss) + optimStep over
-// a batch of sequences — with the time split between matrix multiplies, attention and the rest.
+// `openclaw-rl bench train`: training throughput — forwardBackward (PPO or cross-entropy loss) +
+// optimStep over a batch of sequences, for a LoRA adapter or (--full) every weight — with the time
+// split between matrix multiplies, attention and the rest.
 import { availableParallelism } from 'node:os';
 import { Arena } from '../engine/embedded/arena.ts';
 import { Transformer, createKernel } from '../engine/embedded/model.ts';
 import { loadConfig } from '../engine/embedded/config.ts';
 import { loadWeights } from '../engine/embedded/weights.ts';
 import { LoraTrainer } from '../engine/embedded/trainer.ts';
+import { FullTrainer } from '../engine/embedded/full-trainer.ts';
 import type { Kernel, KernelName } from '../engine/embedded/kernels/kernel.ts';
 import type { Datum } from '../engine/types.ts';
 import { SHAPES, randomModelInMemory } from './shapes.ts';
@@ -14,10 +16,15 @@ import { median, peakRssBytes } from './stats.ts';
 export interface TrainBenchOptions {
   model?: string; shape?: string; kernel?: KernelName; threads?: number;
   rank?: number; seq?: number; batch?: number; steps?: number; log?: (l: string) => void;
+  /** train every weight instead of a LoRA adapter */
+  full?: boolean;
+  loss?: 'ppo' | 'cross_entropy';
 }
 
 export interface TrainBenchResult {
-  model: string; kernel: string; threads: number; rank: number; seq: number; batch: number;
+  model: string; kernel: string; threads: number; mode: 'lora' | 'full'; loss: 'ppo' | 'cross_entropy'; rank: number; seq: number; batch: number;
+  /** parameters trained: the adapter's, or every weight's */
+  trainedParameters: number;
   loraParameters: number; stepMs: number; tokensPerSec: number;
   /** share of a step's time in each part (instrumented step) */
   breakdown: { matmul: number; attention: number; other: number };
@@ -70,7 +77,8 @@ export async function benchTrain(opts: TrainBenchOptions): Promise<TrainBenchRes
   }
   const V = model.cfg.vocabSize;
   if (seq > model.maxContext) throw new Error(`--seq ${seq} exceeds the model's context of ${model.maxContext}`);
-  const trainer = new LoraTrainer(model, { rank, alpha: 2 * rank, seed: 1 });
+  const trainer = opts.full ? new FullTrainer(model) : new LoraTrainer(model, { rank, alpha: 2 * rank, seed: 1 });
+  const loss = opts.loss ?? 'ppo';
   // a quarter prompt, three quarters response; the loss covers every response token
   const promptLen = Math.max(1, Math.floor(seq / 4));
   const data: Datum[] = Array.from({ length: batch }, (_, b) => {
@@ -83,7 +91,7 @@ export async function benchTrain(opts: TrainBenchOptions): Promise<TrainBenchRes
   for (let s = 0; s <= steps; s++) {
     kernel.matmulMs = 0; kernel.attentionMs = 0;
     const t0 = performance.now();
-    trainer.forwardBackward(data, { kind: 'ppo' });
+    trainer.forwardBackward(data, { kind: loss });
     trainer.optimStep({ learningRate: 1e-5 });
     const ms = performance.now() - t0;
     if (s === 0) { log(`warm-up step: ${ms.toFixed(0)} ms`); continue; } // first step allocates
@@ -93,8 +101,8 @@ export async function benchTrain(opts: TrainBenchOptions): Promise<TrainBenchRes
   }
   const stepMs = median(times);
   const result: TrainBenchResult = {
-    model: name, kernel: kernel.name, threads: kernel.threads, rank, seq, batch,
-    loraParameters: trainer.adapter.parameterCount, stepMs: +stepMs.toFixed(1), tokensPerSec: +((batch * seq) / stepMs * 1000).toFixed(1),
+    model: name, kernel: kernel.name, threads: kernel.threads, mode: opts.full ? 'full' : 'lora', loss, rank, seq, batch,
+    trainedParameters: trainer.parameterCount, loraParameters: trainer instanceof LoraTrainer ? trainer.adapter.parameterCount : 0, stepMs: +stepMs.toFixed(1), tokensPerSec: +((batch * seq) / stepMs * 1000).toFixed(1),
     breakdown: { matmul: +breakdown.matmul.toFixed(3), attention: +breakdown.attention.toFixed(3), other: +breakdown.other.toFixed(3) },
     peakRssBytes: peakRssBytes(),
   };

@@ -23,11 +23,12 @@ const ROLLOUT_OPTIONS = {
   'max-tokens': count('tokens per policy turn', 64),
   'top-p': opt.number('nucleus sampling', { gt: 0, max: 1, default: 1 }),
   'env-servers': urls,
+  'no-python': opt.flag('toolcall: offer only the calculator tool, not the sandboxed python interpreter'),
   seed: opt.int('sampling seed', { min: 0, default: 1 }),
   json: jsonOption,
 };
 
-async function openPool(env: string, servers: string[] | undefined, capacity: number): Promise<{ pool: EnvPool; close: () => Promise<void> }> {
+async function openPool(env: string, servers: string[] | undefined, capacity: number, python = true): Promise<{ pool: EnvPool; close: () => Promise<void> }> {
   if (servers) {
     const { EnvRouter } = await import('../env/client.ts');
     return { pool: EnvRouter.over(servers), close: async () => {} };
@@ -37,7 +38,7 @@ async function openPool(env: string, servers: string[] | undefined, capacity: nu
   const { sandboxSupport } = await import('../env/sandbox.ts');
   const sb = sandboxSupport();
   if (!sb.ok && env === 'terminal') throw new Error(`the terminal environment needs the sandbox: ${sb.reason}`);
-  const pool = new LocalPool(envFactory(env), { capacity, log: (l) => process.stderr.write(l + '\n') });
+  const pool = new LocalPool(envFactory(env, { python }), { capacity, log: (l) => process.stderr.write(l + '\n') });
   return { pool, close: () => pool.shutdown() };
 }
 
@@ -58,8 +59,8 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
   ],
   options: {
     ...ROLLOUT_OPTIONS,
-    tasks: opt.string('training tasks: a JSONL file or builtin:train:N', { default: 'builtin:train:256', placeholder: 'FILE' }),
-    'eval-tasks': opt.string('held-out tasks evaluated before and after (JSONL file or builtin:heldout:N)', { placeholder: 'FILE' }),
+    tasks: opt.string('training tasks: a JSONL file, builtin:train:N, or (toolcall) expressions:train:N', { default: 'builtin:train:256', placeholder: 'FILE' }),
+    'eval-tasks': opt.string('held-out tasks evaluated before and after (JSONL file, builtin:heldout:N, expressions:heldout:N)', { placeholder: 'FILE' }),
     'eval-samples': count('episodes per held-out task', 1),
     'eval-temperature': opt.number('sampling temperature of the evaluation (0 = greedy)', { min: 0, max: 2, default: 0 }),
     'group-size': opt.int('episodes per task (GRPO group)', { min: 2, default: 4 }),
@@ -92,7 +93,7 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
     const dataDir = resolve(o['data-dir']);
     const engine = await EmbeddedEngine.load(await modelDir(o.model), { kernel: o.kernel, threads: o.threads });
     const store = new Store(dataDir);
-    const { pool, close } = await openPool(o.env, o['env-servers'], o.workers);
+    const { pool, close } = await openPool(o.env, o['env-servers'], o.workers, !o['no-python']);
     const log = (l: string) => process.stderr.write(l + '\n');
     const runId = `agent-${new Date().toISOString().replace(/[:.]/g, '-')}-${randomUUID().slice(0, 6)}`;
     try {
@@ -161,7 +162,7 @@ unbiased pass@k. --adapter evaluates a trained LoRA adapter (e.g. DATA_DIR/adapt
     const { agentEval } = await import('../agent/eval.ts');
     const tasks = (() => { try { return loadTasks(o.env, o.tasks); } catch (e) { throw new UsageError(`--tasks: ${(e as Error).message}`); } })();
     const engine = await EmbeddedEngine.load(await modelDir(o.model), { kernel: o.kernel, threads: o.threads });
-    const { pool, close } = await openPool(o.env, o['env-servers'], o.workers);
+    const { pool, close } = await openPool(o.env, o['env-servers'], o.workers, !o['no-python']);
     try {
       if (o.adapter) await engine.publish(await engine.loadAdapter(o.adapter));
       const r = await agentEval(engine, null, pool, tasks, {

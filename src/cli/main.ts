@@ -17,13 +17,13 @@ import { sftCommand, mergeCommand } from './sft.ts';
 import { envServerCommand } from './env-server.ts';
 import { benchChatModelCommand } from './bench-chat-model.ts';
 import { agentTrainCommand, agentEvalCommand, benchAgentsCommand } from './agent.ts';
-import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, benchDashboardCommand, benchTinkerCommand } from './bench.ts';
+import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, benchDashboardCommand, benchTinkerCommand, benchOpenclawCommand, benchLoadCommand } from './bench.ts';
 
 /** Every command, in the order `openclaw-rl --help` lists them. A name with a space is a member of a group. */
 export const COMMANDS: readonly Command[] = [
   serveCommand, serveTinkerCommand, demoCommand, statusCommand, turnsCommand, rollbackCommand, reportCommand, openclawConfigCommand, exportCommand, generateCommand, scoreCommand,
   sftCommand, mergeCommand,
-  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchDashboardCommand, benchPersonalizeCommand, benchChatModelCommand, benchAgentsCommand, benchTinkerCommand,
+  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchDashboardCommand, benchPersonalizeCommand, benchChatModelCommand, benchAgentsCommand, benchTinkerCommand, benchOpenclawCommand, benchLoadCommand,
   agentTrainCommand, agentEvalCommand, envServerCommand,
 ];
 

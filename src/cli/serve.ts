@@ -1,5 +1,6 @@
 // `openclaw-rl serve`: the embedded engine behind the OpenAI-compatible API, recording every turn.
 import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { defineCommand, opt, UsageError, type Values } from './command.ts';
 import { parseOrigins } from '../api/cors.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId } from './args.ts';
@@ -13,19 +14,25 @@ const count = (help: string, d: number) => opt.int(help, { min: 1, default: d })
 
 const SERVE_OPTIONS = {
   model: modelOption,
-  host: opt.string('address to listen on (a non-loopback address needs --api-key or --allow-insecure-bind)', { default: '127.0.0.1', env: 'HOST', placeholder: 'ADDR', nonEmpty: true }),
+  host: opt.string('address to listen on (a non-loopback address needs an API key or --allow-insecure-bind)', { default: '127.0.0.1', env: 'HOST', placeholder: 'ADDR', nonEmpty: true }),
   port: opt.port('port to listen on', { default: 30000, env: 'PORT', allowZero: true }),
-  'api-key': opt.string('bearer key clients must send (prefer the environment: flags show in ps)', { env: ['OPENCLAW_RL_API_KEY', 'SGLANG_API_KEY'], placeholder: 'KEY', nonEmpty: true }),
+  'api-key-file': opt.path('file whose first line is the bearer key clients must send (or set OPENCLAW_RL_API_KEY / SGLANG_API_KEY; a key on the command line is refused: ps shows it)', { env: 'OPENCLAW_RL_API_KEY_FILE', placeholder: 'FILE' }),
+  'api-key': opt.custom('not accepted: other local users can read command lines (ps); use OPENCLAW_RL_API_KEY or --api-key-file', 'KEY', () => {
+    throw new UsageError('--api-key is not accepted: other local users can read command lines (ps). Put the key in OPENCLAW_RL_API_KEY, or in a file given with --api-key-file');
+  }, { hidden: true }),
   'data-dir': opt.path('where turns, the store and checkpoints live', { default: '.openclaw-rl', env: 'OPENCLAW_RL_DATA_DIR', placeholder: 'DIR' }),
   'served-model-name': opt.string('the model id clients ask for', { defaultText: "the model folder's name, or the Hugging Face id", placeholder: 'ID', nonEmpty: true }),
-  'max-concurrent': count('requests served at once before 429', 16),
+  'max-concurrent': count('requests served at once; more wait in the admission queue', 16),
+  'queue-wait-seconds': opt.number('how long a request beyond --max-concurrent may wait for a slot before a 429 (0: no queue)', { min: 0, max: 600, default: 10 }),
   'max-body-bytes': count('largest request body', 8 * 2 ** 20),
   'session-idle-seconds': count('a session without requests this long is closed', 1800),
   'default-max-tokens': count('max_tokens when a request gives none', 1024),
   'cors-origin': opt.custom('browser origins allowed to call the API, comma-separated (* for any); CORS is off without it', 'ORIGINS', corsOrigins,
     { env: 'OPENCLAW_RL_CORS_ORIGIN' }),
   'allow-insecure-bind': opt.flag('allow a non-loopback --host without an API key'),
-  'no-redact': opt.flag('keep secrets in the JSONL log (redacted by default)'),
+  redact: opt.choice(['off', 'logs', 'all'], 'what is redacted: all = logs, exports and the store (token ids encrypted with --key-file); logs = logs and exports only', { default: 'all', env: 'OPENCLAW_RL_REDACT' }),
+  'key-file': opt.path('key for the token ids stored encrypted (--redact all); keep it outside the data folder', { defaultText: '<data-dir>.key', env: 'OPENCLAW_RL_KEY_FILE', placeholder: 'FILE' }),
+  'no-redact': opt.flag('the same as --redact off'),
   'retention-days': opt.int('delete turns older than this many days', { min: 1 }),
   kernel: kernelOption,
   threads: threadsOption,
@@ -50,11 +57,15 @@ const SERVE_OPTIONS = {
   'reward-baseline': opt.choice(['batch', 'group', 'none'], 'advantage baseline', { default: TRAINER_DEFAULTS.rewardBaseline }),
   'lora-rank': count('LoRA rank', 16),
   'lora-alpha': count('LoRA alpha', 32),
+  full: opt.flag('train every weight (full-parameter) instead of a LoRA adapter; checkpoints are then Hugging Face model folders'),
   'checkpoint-every': count('save a checkpoint every N steps', TRAINER_DEFAULTS.checkpointEvery),
   overlong: opt.custom('overlong-response penalty: max length and soft margin in tokens', 'L_MAX,L_CACHE', parseOverlong),
   'log-level': opt.choice(['debug', 'info', 'warn', 'error'], 'the least severe log lines printed', { default: 'info', env: 'OPENCLAW_RL_LOG_LEVEL' }),
   'log-format': opt.choice(['text', 'json'], 'text lines for people, or JSON lines for log collectors', { default: 'text', env: 'OPENCLAW_RL_LOG_FORMAT' }),
   'context-overflow': opt.choice(['error', 'truncate'], 'a prompt longer than the context', { default: 'error' }),
+  'prefix-cache-mib': opt.int('memory for cached prompt prefixes (KV reused by later turns, sessions and scoring); 0 turns it off', { min: 0, defaultText: '1024' }),
+  'prefill-chunk': opt.int('largest number of prompt tokens fed per step (decodes of other requests run between chunks)', { min: 1, defaultText: '256' }),
+  'kv-memory-mib': opt.int('cap on memory for KV caches; the context shrinks to what fits', { min: 1, defaultText: 'what fits beside the weights in 4 GiB' }),
   'eval-file': opt.file('held-out prompts (JSON Lines: {"prompt"|"messages", "criteria"?, "satisfied"?}) evaluated while serving'),
   'eval-every': count('evaluate the held-out prompts after every N published steps', 10),
   'eval-samples': count('answers per held-out prompt', 2),
@@ -110,7 +121,7 @@ function parseOverlong(raw: string, source: string): { lMax: number; lCache: num
 }
 
 async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
-  const { EmbeddedEngine } = await import('../engine/embedded/engine.ts');
+  const { EmbeddedEngine, engineStatsMetrics } = await import('../engine/embedded/engine.ts');
   const { Store } = await import('../store/store.ts');
   const { startServer } = await import('../api/server.ts');
   const { createJudge } = await import('../judge/config.ts');
@@ -126,7 +137,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   const info = (l: string) => logger.info(l);
   const dir = await modelDir(o.model);
   const { port, host } = o;
-  const apiKey = o['api-key'];
+  const apiKey = readApiKey(o['api-key-file']);
   const dataDir = resolve(o['data-dir']);
   const judgeConfig: JudgeConfig = {
     ...JUDGE_DEFAULTS, kind: o.judge, url: o['judge-url'], model: o['judge-model'], apiKey: o['judge-api-key'],
@@ -137,7 +148,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   // the store first: a data folder that cannot be created or opened fails before the model loads
   let store: StoreType;
   try {
-    store = new Store(dataDir, { redact: !o['no-redact'], retentionDays: o['retention-days'] });
+    store = new Store(dataDir, { redact: o['no-redact'] ? 'off' : o.redact, keyFile: o['key-file'], retentionDays: o['retention-days'] });
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     throw new Error(`cannot use the data folder ${dataDir}: ${err.code ? `${err.code} (${err.message})` : err.message}`);
@@ -155,7 +166,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
       baseUrl: o['tinker-url']!, apiKey: o['tinker-api-key'], tokenizerDir: dir, baseModel: o['tinker-base-model'], wire: o['tinker-wire'], ppoAs: o['tinker-loss'],
       log: info,
     })
-    : await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads });
+    : await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads, prefixCacheMiB: o['prefix-cache-mib'], prefillChunk: o['prefill-chunk'], kvMemoryMiB: o['kv-memory-mib'] });
   let engine: Awaited<ReturnType<typeof loadEngine>>;
   try {
     engine = await loadEngine();
@@ -163,6 +174,12 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     store.close();
     throw e;
   }
+  // /metrics is answered synchronously: keep the embedded engine's figures fresh in the background
+  let engineMetrics = '';
+  const refreshMetrics = () => { if (engine instanceof EmbeddedEngine) engine.stats().then((st) => { engineMetrics = engineStatsMetrics(st); }, () => {}); };
+  refreshMetrics();
+  const metricsTimer = setInterval(refreshMetrics, 2000);
+  metricsTimer.unref();
   const modelId = o['served-model-name'] ?? defaultModelId(o.model ?? dir);
   // metrics.jsonl (+ TensorBoard), the version archive, held-out evaluation and the dashboard
   const tracking = new Tracking({ store, engine, dataDir, modelId, judgeKind: judgeConfig.kind, learning: !o['no-train'], tensorboard: o.tensorboard, keepVersions: o['keep-versions'], engineName: o.engine });
@@ -181,7 +198,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   try {
     server = await startServer({
       engine, store, modelId, host, port, apiKey, allowInsecureBind: o['allow-insecure-bind'], corsOrigins: o['cors-origin'],
-      maxConcurrent: o['max-concurrent'], maxBodyBytes: o['max-body-bytes'],
+      maxConcurrent: o['max-concurrent'], queueWaitMs: o['queue-wait-seconds'] * 1000, maxBodyBytes: o['max-body-bytes'],
       sessionIdleMs: o['session-idle-seconds'] * 1000, defaultMaxTokens: o['default-max-tokens'],
       contextOverflow,
       status: () => ({
@@ -189,7 +206,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
         // how sessions were identified: "header" means the OpenClaw plugin is doing its job
         sessionSources: Object.fromEntries((store.sql('SELECT id_source, COUNT(*) AS n FROM sessions GROUP BY id_source').all() as { id_source: string; n: number }[]).map((r) => [r.id_source, r.n])),
         turnTypes: Object.fromEntries((store.sql('SELECT turn_type || \'/\' || type_source AS k, COUNT(*) AS n FROM turns GROUP BY k').all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
-      }), extraMetrics: () => (trainer?.metrics() ?? '') + (judgeLoop?.metrics() ?? ''), ready, dashboard: tracking.dashboard, publishedVersion: () => tracking.publishedVersion(),
+      }), extraMetrics: () => engineMetrics + (trainer?.metrics() ?? '') + (judgeLoop?.metrics() ?? ''), ready, dashboard: tracking.dashboard, publishedVersion: () => tracking.publishedVersion(),
     });
   } catch (e) {
     await engine.close(); store.close();
@@ -199,7 +216,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method, opdTeacher: o['opd-teacher'], rewardBaseline: o['reward-baseline'], overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
     batchSize: o['batch-size'], maxStaleness: o['max-staleness'], learningRate: o['learning-rate'], klCoef: o['kl-coef'],
-    lora: { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'],
+    lora: o.full ? null : { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'],
     log: (l) => (/WARNING|REJECTED/.test(l) ? logger.warn(l, { component: 'trainer' }) : logger.info(l, { component: 'trainer' })),
     error: (l) => logger.error(l, { component: 'trainer' }),
     onStep: tracking.onStep,
@@ -239,6 +256,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
       await evaluator?.close();
       await judgeLoop?.stop();
       await trainer?.stop();
+      clearInterval(metricsTimer);
       await engine.close();
       tracking.close();
       store.close();
@@ -247,4 +265,16 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     process.once('SIGINT', () => void stop('SIGINT'));
     process.once('SIGTERM', () => void stop('SIGTERM'));
   });
+}
+
+/** The server's key: the first line of --api-key-file, else OPENCLAW_RL_API_KEY, else SGLANG_API_KEY. */
+function readApiKey(file: string | undefined): string | undefined {
+  if (file) {
+    let text: string;
+    try { text = readFileSync(file, 'utf8'); } catch (e) { throw new UsageError(`--api-key-file: cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`); }
+    const key = text.split(/\r?\n/)[0].trim();
+    if (!key) throw new UsageError(`--api-key-file: ${file} is empty (its first line must be the key)`);
+    return key;
+  }
+  return process.env.OPENCLAW_RL_API_KEY || process.env.SGLANG_API_KEY || undefined;
 }

@@ -153,10 +153,14 @@ export function versionSamples(store: StoreReader, version: number): { turnId: n
 
 export interface JudgeHealth { judged: number; deferred: number; retries: number; voteErrors: number; lastError: string | null }
 
-/** The judge's health from the store: judged turns, turns waiting for a retry, retries so far, failed votes, the last error. */
+/**
+ * The judge's health from the store: judged turns, turns waiting for a retry, retries so far, failed votes, the
+ * last error. Polled every 2 s: only rows whose votes mention an error are parsed.
+ */
 export function judgeHealth(store: StoreReader): JudgeHealth {
   const row = store.db.prepare(`SELECT SUM(status = 'done') AS judged, SUM(status = 'deferred') AS deferred, SUM(MAX(attempts - 1, 0)) AS retries,
-      SUM((SELECT COUNT(*) FROM json_each(votes_json) WHERE json_extract(value, '$.error') IS NOT NULL)) AS vote_errors FROM judgements`).get() as Record<string, number | null>;
+      SUM(CASE WHEN votes_json LIKE '%"error":%' THEN (SELECT COUNT(*) FROM json_each(votes_json) WHERE json_extract(value, '$.error') IS NOT NULL) ELSE 0 END) AS vote_errors
+    FROM judgements`).get() as Record<string, number | null>;
   const last = store.db.prepare(`SELECT last_error FROM judgements WHERE last_error IS NOT NULL ORDER BY updated_at DESC LIMIT 1`).get() as { last_error: string } | undefined;
   return redacted({ judged: Number(row.judged ?? 0), deferred: Number(row.deferred ?? 0), retries: Number(row.retries ?? 0), voteErrors: Number(row.vote_errors ?? 0), lastError: last?.last_error ?? null });
 }

@@ -70,21 +70,25 @@ function evaluate(a: number, op: Op, b: number): number {
 
 const OP_TEXT: Record<Op, string> = { '+': '+', '-': '-', '*': '*', '/': '/' };
 
-export function makeTask(split: Split, seed: number): ArithmeticTask {
+/** 'mixed': half bare expressions, half word problems; 'expressions': bare expressions only. */
+export type TaskStyle = 'mixed' | 'expressions';
+
+export function makeTask(split: Split, seed: number, style: TaskStyle = 'mixed'): ArithmeticTask {
   const r = rng(seed * 2 + (split === 'heldout' ? 1 : 0));
   const op = pick(r, ['+', '-', '*', '/'] as const);
   const [a, b] = operands(r, op);
   const expression = `${a} ${OP_TEXT[op]} ${b}`;
   const answer = evaluate(a, op, b);
-  const question = r() < 0.5
+  const bare = r() < 0.5;
+  const question = bare || style === 'expressions'
     ? pick(r, EXPRESSION_WORDINGS[split]).replaceAll('{e}', expression)
     : pick(r, WORD_PROBLEMS[split][op]).replaceAll('{n}', pick(r, NAMES)).replaceAll('{i}', pick(r, ITEMS)).replaceAll('{a}', String(a)).replaceAll('{b}', String(b));
-  return { key: `arith-${split}-${seed}`, kind: 'arithmetic', split, question, expression, answer };
+  return { key: `arith-${style === 'expressions' ? 'expr-' : ''}${split}-${seed}`, kind: 'arithmetic', split, question, expression, answer };
 }
 
 /** `count` tasks of a split, seeds start, start+1, … */
-export function makeTasks(split: Split, count: number, start = 0): ArithmeticTask[] {
-  return Array.from({ length: count }, (_, i) => makeTask(split, start + i));
+export function makeTasks(split: Split, count: number, start = 0, style: TaskStyle = 'mixed'): ArithmeticTask[] {
+  return Array.from({ length: count }, (_, i) => makeTask(split, start + i, style));
 }
 
 /**

@@ -9,8 +9,10 @@ import { EnvRequestError, type EnvFactory, type Task } from './types.ts';
 export const ENV_NAMES = ['toolcall', 'terminal'] as const;
 export type EnvName = (typeof ENV_NAMES)[number];
 
-export function envFactory(name: string): EnvFactory {
-  if (name === 'toolcall') return toolCallFactory();
+export interface EnvFactoryOptions { /** toolcall: offer the sandboxed python tool besides the calculator (default true) */ python?: boolean }
+
+export function envFactory(name: string, o: EnvFactoryOptions = {}): EnvFactory {
+  if (name === 'toolcall') return toolCallFactory(o.python === false ? { python: false } : {});
   if (name === 'terminal') return terminalFactory();
   throw new EnvRequestError(`unknown environment '${name}' (known: ${ENV_NAMES.join(', ')})`);
 }
@@ -43,20 +45,22 @@ export function makeTerminalTasks(split: Split, count: number, start = 0): Termi
   return out;
 }
 
-/** Built-in tasks of an environment. */
-export function builtinTasks(env: string, split: Split, count: number, start = 0): Task[] {
-  if (env === 'toolcall') return makeTasks(split, count, start) as unknown as Task[];
+/** Built-in tasks of an environment ('expressions': the tool-call tasks without word problems). */
+export function builtinTasks(env: string, split: Split, count: number, start = 0, style: 'mixed' | 'expressions' = 'mixed'): Task[] {
+  if (env === 'toolcall') return makeTasks(split, count, start, style) as unknown as Task[];
   if (env === 'terminal') return makeTerminalTasks(split, count, start);
   throw new EnvRequestError(`unknown environment '${env}'`);
 }
 
 /**
  * Tasks from a JSONL file (one task object per line, each with a string `key`), or a built-in set:
- * `builtin:train:200` / `builtin:heldout:50` (split and count).
+ * `builtin:train:200` / `builtin:heldout:50` (split, count, optional first seed), and for the
+ * tool-call environment `expressions:train:200` (bare expressions, no word problems).
  */
 export function loadTasks(env: string, spec: string): Task[] {
-  const m = /^builtin:(train|heldout)(?::(\d+))?(?::(\d+))?$/.exec(spec);
-  if (m) return builtinTasks(env, m[1] as Split, Number(m[2] ?? 64), Number(m[3] ?? 0));
+  const m = /^(builtin|expressions):(train|heldout)(?::(\d+))?(?::(\d+))?$/.exec(spec);
+  if (m && m[1] === 'expressions' && env !== 'toolcall') throw new EnvRequestError(`expressions:… task sets are for the toolcall environment`);
+  if (m) return builtinTasks(env, m[2] as Split, Number(m[3] ?? 64), Number(m[4] ?? 0), m[1] === 'expressions' ? 'expressions' : 'mixed');
   if (!existsSync(spec)) throw new EnvRequestError(`task file not found: ${spec} (or use builtin:train:N / builtin:heldout:N)`);
   const tasks: Task[] = [];
   readFileSync(spec, 'utf8').split('\n').forEach((line, i) => {

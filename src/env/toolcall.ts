@@ -21,16 +21,17 @@ export interface ToolCallEnvOptions {
 
 export const TOOLCALL_DEFAULTS: ToolCallEnvOptions = {
   maxToolCalls: 16, python: true, maxObservationChars: 1024, sandbox: { wallMs: 10_000, cpuSeconds: 5 },
-  system: 'Use the tools for arithmetic. End with: The answer is N.',
+  // no system prompt: the chat template lists the tools, and small models see no unfamiliar text
+  system: '',
 };
 
 export const CALCULATOR_TOOL: ToolSpec = {
   type: 'function',
-  function: { name: 'calculator', description: 'evaluate an arithmetic expression', parameters: { type: 'object', properties: { expression: { type: 'string' } }, required: ['expression'] } },
+  function: { name: 'calculator', description: 'Evaluate an arithmetic expression.', parameters: { type: 'object', properties: { expression: { type: 'string', description: 'e.g. 12 + 7' } }, required: ['expression'] } },
 };
 export const PYTHON_TOOL: ToolSpec = {
   type: 'function',
-  function: { name: 'python', description: 'run Python code, get its output', parameters: { type: 'object', properties: { code: { type: 'string' } }, required: ['code'] } },
+  function: { name: 'python', description: 'Run Python code and get what it prints.', parameters: { type: 'object', properties: { code: { type: 'string' } }, required: ['code'] } },
 };
 
 export class ToolCallEnv implements Environment {

@@ -3,11 +3,12 @@
 // completed in one transaction when it ends; a turn found in_progress at startup belonged to a
 // process that died mid-request and is marked aborted, so it is never trained on.
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { MIGRATIONS } from './schema.ts';
 import { JsonlLog } from './jsonl.ts';
-import { redactSecrets } from './redact.ts';
+import { redactDeep } from './redact.ts';
+import { EncryptedIds, PLAIN_IDS, loadOrCreateKey, type IdsCodec } from './ids-cipher.ts';
 
 export type TurnStatus = 'in_progress' | 'complete' | 'aborted' | 'error';
 export type NextStateStatus = 'pending' | 'paired' | 'unpaired' | 'none';
@@ -43,7 +44,20 @@ export interface TurnRow {
   next_state_json: string | null; next_state_status: NextStateStatus; next_state_reason: string | null; created_at: number;
 }
 
-export interface StoreOptions { redact?: boolean; retentionDays?: number }
+/**
+ * What is redacted (see docs/security.md): 'off' nothing; 'logs' the JSONL logs and exports (their
+ * text redacted, token ids left out); 'all' also the store's text columns, with the token ids the
+ * trainer needs encrypted at rest under a key file kept outside the data folder.
+ */
+export type RedactMode = 'off' | 'logs' | 'all';
+
+export interface StoreOptions {
+  /** default 'logs' (the CLI's serve defaults to 'all'); true = 'logs', false = 'off' */
+  redact?: boolean | RedactMode;
+  /** the key for token ids at rest (default: `<data folder>.key`, beside the folder, created on first use) */
+  keyFile?: string;
+  retentionDays?: number;
+}
 
 export class Store {
   readonly dir: string;
@@ -52,6 +66,9 @@ export class Store {
   readonly judgementsLog: JsonlLog;
   /** turns found in progress at startup and marked aborted */
   readonly recoveredAborted: number;
+  readonly redaction: RedactMode;
+  /** how token ids are written and read (encrypted under --redact all) */
+  private readonly ids: IdsCodec;
 
   constructor(dir: string, opts: StoreOptions = {}) {
     this.dir = dir;
@@ -59,13 +76,31 @@ export class Store {
     this.db = new DatabaseSync(join(dir, 'openclaw-rl.sqlite'));
     this.db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;');
     this.migrate();
-    this.conversations = new JsonlLog(join(dir, 'conversations.jsonl'), opts.redact === false ? null : redactSecrets);
-    this.judgementsLog = new JsonlLog(join(dir, 'judgements.jsonl'), opts.redact === false ? null : redactSecrets);
+    this.redaction = opts.redact === false ? 'off' : opts.redact === true || opts.redact === undefined ? 'logs' : opts.redact;
+    const keyFile = opts.keyFile ?? `${dir.replace(/\/+$/, '')}.key`;
+    if (this.redaction === 'all') this.ids = new EncryptedIds(loadOrCreateKey(keyFile));
+    else if (existsSync(keyFile)) { const enc = new EncryptedIds(loadOrCreateKey(keyFile)); this.ids = { encode: PLAIN_IDS.encode, decode: (t) => enc.decode(t) }; }
+    else this.ids = PLAIN_IDS;
+    // records are redacted as objects before they are written (see logged())
+    this.conversations = new JsonlLog(join(dir, 'conversations.jsonl'));
+    this.judgementsLog = new JsonlLog(join(dir, 'judgements.jsonl'));
     this.recoveredAborted = Number(this.db.prepare(`UPDATE turns SET status = 'aborted', finish_reason = 'abort' WHERE status = 'in_progress'`).run().changes);
     if (opts.retentionDays && opts.retentionDays > 0) this.deleteOlderThan(Date.now() - opts.retentionDays * 86_400_000);
   }
 
   private readonly statements = new Map<string, StatementSync>();
+
+  /** A value as the store's text columns keep it: redacted under --redact all. */
+  stored<T>(value: T): T { return this.redaction === 'all' ? redactDeep(value) : value; }
+
+  /** A record as the JSONL logs and exports keep it: redacted unless --redact off. */
+  logged<T>(value: T): T { return this.redaction === 'off' ? value : redactDeep(value); }
+
+  /** Token ids from a turn's prompt_ids / response_ids column (decrypted when stored encrypted). */
+  decodeIds(text: string): number[] { return this.ids.decode(text); }
+
+  /** Whether logs and exports may carry token ids (they decode to the text, secrets included). */
+  get idsInLogs(): boolean { return this.redaction === 'off'; }
 
   /** A prepared statement, prepared once per store (callers outside the store use it too). */
   sql(text: string): StatementSync {
@@ -92,7 +127,9 @@ export class Store {
       this.db.exec('COMMIT');
       return r;
     } catch (e) {
-      this.db.exec('ROLLBACK');
+      // SQLite may already have rolled back (a full disk does that): a second ROLLBACK's own error
+      // ("no transaction is active") must not hide the real one
+      try { this.db.exec('ROLLBACK'); } catch { /* already rolled back */ }
       throw e;
     }
   }
@@ -110,7 +147,7 @@ export class Store {
       const r = this.sql(`INSERT INTO turns (session_id, idx, turn_type, type_source, status, request_json, prompt_ids, response_ids,
           response_logprobs, response_text, finish_reason, policy_version, prompt_tokens, completion_tokens, next_state_status, created_at)
           VALUES (?, ?, ?, ?, 'in_progress', ?, ?, '[]', '[]', '', '', ?, ?, 0, ?, ?)`)
-        .run(t.sessionId, idx, t.turnType, t.typeSource, JSON.stringify(t.request), JSON.stringify(t.promptIds), t.policyVersion, t.promptIds.length,
+        .run(t.sessionId, idx, t.turnType, t.typeSource, JSON.stringify(this.stored(t.request)), this.ids.encode(t.promptIds), t.policyVersion, t.promptIds.length,
           t.turnType === 'main' ? 'pending' : 'none', now);
       return Number(r.lastInsertRowid);
     });
@@ -127,23 +164,24 @@ export class Store {
           next_state_status = CASE WHEN turn_type = 'main' AND ? = 'complete' THEN next_state_status ELSE 'none' END,
           next_state_reason = CASE WHEN turn_type = 'main' AND ? != 'complete' THEN 'turn ' || ? ELSE next_state_reason END
           WHERE id = ?`)
-        .run(e.status, JSON.stringify(e.responseIds), JSON.stringify(e.responseLogprobs), e.responseText, JSON.stringify(e.answer), e.finishReason, e.policyVersion,
+        .run(e.status, this.ids.encode(e.responseIds), JSON.stringify(e.responseLogprobs), this.stored(e.responseText), JSON.stringify(this.stored(e.answer)), e.finishReason, e.policyVersion,
           e.responseIds.length, e.queuedMs ?? null, e.firstTokenMs ?? null, e.totalMs ?? null, e.status, e.status, e.status, id);
     });
     if (log) this.logTurn(id, e, start);
   }
 
-  /** Append a finished turn to conversations.jsonl. */
+  /** Append a finished turn to conversations.jsonl (redacted, and without token ids, unless --redact off). */
   logTurn(id: number, e: TurnEnd, start?: TurnStart): void {
     if (start) {
-      this.conversations.append({
+      this.appendLog(this.conversations, this.logged({
         event: 'turn', id, sessionId: start.sessionId, turnType: start.turnType, typeSource: start.typeSource, status: e.status,
-        request: start.request, promptIds: start.promptIds, responseIds: e.responseIds, responseLogprobs: e.responseLogprobs,
+        request: start.request, ...(this.idsInLogs ? { promptIds: start.promptIds, responseIds: e.responseIds } : {}),
+        promptTokens: start.promptIds.length, completionTokens: e.responseIds.length, responseLogprobs: e.responseLogprobs,
         responseText: e.responseText, answer: e.answer, finishReason: e.finishReason, policyVersion: e.policyVersion, createdAt: new Date().toISOString(),
-      });
+      }));
     } else {
       const row = this.turn(id);
-      if (row) this.conversations.append({ event: 'turn', ...rowForLog(row) });
+      if (row) this.appendLog(this.conversations, this.logged({ event: 'turn', ...rowForLog(row, this.idsInLogs ? this : null) }));
     }
   }
 
@@ -158,8 +196,8 @@ export class Store {
 
   setNextState(turnId: number, status: NextStateStatus, nextState: unknown, reason: string | null): void {
     this.sql('UPDATE turns SET next_state_status = ?, next_state_json = ?, next_state_reason = ? WHERE id = ?')
-      .run(status, nextState === null ? null : JSON.stringify(nextState), reason, turnId);
-    this.conversations.append({ event: 'next_state', turnId, status, reason, nextState });
+      .run(status, nextState === null ? null : JSON.stringify(this.stored(nextState)), this.stored(reason), turnId);
+    this.appendLog(this.conversations, this.logged({ event: 'next_state', turnId, status, reason, nextState }));
   }
 
   /** End every session still open (at shutdown): no turn is left waiting for a next state. */
@@ -180,7 +218,7 @@ export class Store {
       this.sql(`UPDATE turns SET next_state_status = 'none', next_state_reason = ? WHERE session_id = ? AND next_state_status = 'pending'`)
         .run(`session ended (${reason})`, sessionId);
     });
-    this.conversations.append({ event: 'session_end', sessionId, reason });
+    this.appendLog(this.conversations, this.logged({ event: 'session_end', sessionId, reason }));
   }
 
   /** The highest weights version ever recorded (0 when none): a new version must be numbered above it. */
@@ -210,9 +248,9 @@ export class Store {
         VALUES (?, 'done', ?, ?, ?, ?, ?, NULL, NULL, ?)
         ON CONFLICT(turn_id) DO UPDATE SET status = 'done', score = excluded.score, hint = excluded.hint, votes_json = excluded.votes_json,
           backend = excluded.backend, attempts = excluded.attempts, next_attempt_at = NULL, last_error = NULL, updated_at = excluded.updated_at`)
-        .run(turnId, j.score, j.hint, JSON.stringify(j.votes), j.backend, (prev?.attempts ?? 0) + 1, Date.now());
+        .run(turnId, j.score, this.stored(j.hint), JSON.stringify(this.stored(j.votes)), j.backend, (prev?.attempts ?? 0) + 1, Date.now());
     });
-    this.judgementsLog.append({ event: 'judgement', turnId, score: j.score, hint: j.hint, backend: j.backend, votes: j.votes });
+    this.appendLog(this.judgementsLog, this.logged({ event: 'judgement', turnId, score: j.score, hint: j.hint, backend: j.backend, votes: j.votes }));
   }
 
   /** The judge could not run (outage): keep the turn, try again at `nextAttemptAt`. */
@@ -224,7 +262,7 @@ export class Store {
         VALUES (?, 'deferred', '[]', ?, ?, ?, ?, ?)
         ON CONFLICT(turn_id) DO UPDATE SET status = 'deferred', attempts = excluded.attempts, next_attempt_at = excluded.next_attempt_at,
           last_error = excluded.last_error, updated_at = excluded.updated_at`)
-        .run(turnId, backend, attempts, nextAttemptAt, error, Date.now());
+        .run(turnId, backend, attempts, nextAttemptAt, this.stored(error), Date.now());
       return attempts;
     });
   }
@@ -256,17 +294,41 @@ export class Store {
   }
 
   close(): void {
-    this.conversations.sync();
-    this.judgementsLog.sync();
+    // a turn still in progress now (its end could not be written, e.g. on a full disk) is over
+    try { this.db.exec(`UPDATE turns SET status = 'aborted', finish_reason = 'abort' WHERE status = 'in_progress'`); } catch { /* the next start does it */ }
+    for (const log of [this.conversations, this.judgementsLog]) try { log.sync(); } catch { /* nothing more to do */ }
     this.db.close();
   }
+
+  /** JSONL appends that failed (a full disk): the database stays the record; the logs are a copy. */
+  logFailures = 0;
+
+  /** Append to a JSONL log; a failure is counted and reported (once a minute), never thrown. */
+  private appendLog(log: JsonlLog, record: object): void {
+    try {
+      log.append(record);
+    } catch (e) {
+      this.logFailures++;
+      const now = Date.now();
+      if (now - this.lastLogWarning > 60_000) {
+        this.lastLogWarning = now;
+        process.stderr.write(`openclaw-rl: cannot append to ${log.file}: ${(e as Error).message} (${this.logFailures} record(s) not logged so far; the database has them)\n`);
+      }
+    }
+  }
+
+  private lastLogWarning = 0;
 }
 
-/** A turn as a log/export record (ids and log-probs as arrays). */
-export function rowForLog(r: TurnRow): Record<string, unknown> {
+/**
+ * A turn as a log/export record. Token ids are included only when `ids` (the store, to decode them)
+ * is given: they decode to the text, secrets included, so redacted logs and exports leave them out.
+ */
+export function rowForLog(r: TurnRow, ids: Pick<Store, 'decodeIds'> | null = null): Record<string, unknown> {
   return {
     id: r.id, sessionId: r.session_id, index: r.idx, turnType: r.turn_type, typeSource: r.type_source, status: r.status,
-    request: JSON.parse(r.request_json), promptIds: JSON.parse(r.prompt_ids), responseIds: JSON.parse(r.response_ids),
+    request: JSON.parse(r.request_json), ...(ids ? { promptIds: ids.decodeIds(r.prompt_ids), responseIds: ids.decodeIds(r.response_ids) } : {}),
+    promptTokens: r.prompt_tokens, completionTokens: r.completion_tokens,
     responseLogprobs: JSON.parse(r.response_logprobs), responseText: r.response_text, answer: r.answer_json ? JSON.parse(r.answer_json) : null, finishReason: r.finish_reason,
     policyVersion: r.policy_version, nextState: r.next_state_json ? JSON.parse(r.next_state_json) : null,
     nextStateStatus: r.next_state_status, nextStateReason: r.next_state_reason, createdAt: new Date(r.created_at).toISOString(),

@@ -47,7 +47,8 @@ export interface TrainerOptions {
    * 'none' uses A = r as specified.
    */
   rewardBaseline: 'none' | 'batch' | 'group';
-  lora: LoraSettings;
+  /** the LoRA adapter to train, or null to train every weight (full-parameter) */
+  lora: LoraSettings | null;
   checkpointEvery: number;
   checkpointDir: string;
   /** largest fall of the mean log-prob per canary token from one published version to the next (nats) */
@@ -208,7 +209,7 @@ export class TrainerLoop {
     let built = 0;
     for (const turn of this.judgedTurns()) {
       const request = JSON.parse(turn.request_json) as { messages: WireMessage[]; tools: unknown; params: { temperature: number }; templateKwargs: Record<string, unknown> };
-      const responseIds = JSON.parse(turn.response_ids) as number[];
+      const responseIds = this.store.decodeIds(turn.response_ids);
       const behaviour = JSON.parse(turn.response_logprobs) as number[];
       const temperature = request.params.temperature > 0 ? request.params.temperature : 1;
       let reward: number | null = turn.score;
@@ -239,6 +240,8 @@ export class TrainerLoop {
     const t0 = performance.now();
     const rows = this.store.sql(`SELECT s.*, t.prompt_ids, t.response_ids, t.response_logprobs FROM samples s JOIN turns t ON t.id = s.turn_id
       WHERE s.status = 'pending' ORDER BY s.turn_id LIMIT ?`).all(this.o.batchSize) as { turn_id: number; kind: string; reward: number | null; advantages: string; loss_mask: string; teacher_logprobs: string | null; behaviour_version: number; temperature: number; prompt_ids: string; response_ids: string; response_logprobs: string }[];
+    // the exact ids (stored encrypted under --redact all)
+    const promptIdsOf = new Map(rows.map((r) => [r.turn_id, this.store.decodeIds(r.prompt_ids)]));
     const fresh = rows.filter((r) => this.version - r.behaviour_version <= this.o.maxStaleness);
     const stale = rows.filter((r) => this.version - r.behaviour_version > this.o.maxStaleness);
     if (stale.length) {
@@ -255,11 +258,11 @@ export class TrainerLoop {
       for (const r of rewarded) shifted.set(r.turn_id, r.reward! - mean);
     } else if (this.o.rewardBaseline === 'group') {
       const groups = new Map<string, typeof rewarded>();
-      for (const r of rewarded) groups.set(r.prompt_ids, [...(groups.get(r.prompt_ids) ?? []), r]);
+      for (const r of rewarded) { const key = promptIdsOf.get(r.turn_id)!.join(','); groups.set(key, [...(groups.get(key) ?? []), r]); }
       for (const g of groups.values()) if (g.length > 1) groupNormalise(g.map((r) => r.reward!)).forEach((v, i) => shifted.set(g[i].turn_id, v));
     }
     const data: Datum[] = fresh.map((r) => ({
-      promptIds: JSON.parse(r.prompt_ids), responseIds: JSON.parse(r.response_ids), behaviourLogprobs: JSON.parse(r.response_logprobs),
+      promptIds: promptIdsOf.get(r.turn_id)!, responseIds: this.store.decodeIds(r.response_ids), behaviourLogprobs: JSON.parse(r.response_logprobs),
       advantages: (JSON.parse(r.advantages) as number[]).map((a) => (shifted.has(r.turn_id) ? a + this.o.weights.rl * (shifted.get(r.turn_id)! - r.reward!) : a)), lossMask: JSON.parse(r.loss_mask), teacherLogprobs: r.teacher_logprobs ? JSON.parse(r.teacher_logprobs) : undefined, temperature: r.temperature,
     }));
     const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.o.klCoef });

@@ -9,6 +9,7 @@ import { LocalPool } from '../../src/env/pool.ts';
 import { toolCallFactory, ToolCallEnv } from '../../src/env/toolcall.ts';
 import { makeTasks } from '../../src/env/arithmetic.ts';
 import { runEpisode } from '../../src/agent/episode.ts';
+import { headMessages } from '../../src/agent/protocol.ts';
 import { agentTrain } from '../../src/agent/train.ts';
 import { agentEval } from '../../src/agent/eval.ts';
 import type { EnvFactory, Environment } from '../../src/env/types.ts';
@@ -52,7 +53,7 @@ test('an episode records each policy turn with its exact prompt ids, sampled ids
     assert.equal(rows.length, ep.turns.length);
     const row = rows[0];
     const reset = await new ToolCallEnv({ python: false }).reset(task as never);
-    assert.deepEqual(JSON.parse(row.prompt_ids), engine.tokenizer.encodeChat([{ role: 'system', content: reset.system }, { role: 'user', content: task.question }], { tools: reset.tools }));
+    assert.deepEqual(JSON.parse(row.prompt_ids), engine.tokenizer.encodeChat(headMessages(reset.system, task.question), { tools: reset.tools }));
     assert.deepEqual(JSON.parse(row.response_ids), ep.turns[0].responseIds);
     // the recorded log-probs are those of the sampling distribution: scoring the same ids agrees
     const [scored] = await engine.score([{ promptIds: JSON.parse(row.prompt_ids), responseIds: JSON.parse(row.response_ids) }]);

@@ -101,6 +101,33 @@ test('the merged folder loads in generate and in the server', async () => {
   }
 });
 
+test('sft --full: every weight trained, a complete Hugging Face folder written that generate and the server load', async () => {
+  const out = join(tmp.dir, 'full-model');
+  const r = await cli('sft', '--model', STORIES, '--data', data, '--out', out, '--full', '--epochs', '2', '--batch-tokens', '256', '--eval-fraction', '0.2', '--learning-rate', '2e-3', '--threads', '1');
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /training every weight \(full-parameter\)/);
+  const summary = /eval loss (\d+\.\d+) → (\d+\.\d+) on 5 held-out examples/.exec(r.stderr);
+  assert.ok(summary, r.stderr);
+  assert.ok(Number(summary[2]) < 0.5 * Number(summary[1]), summary[0]);
+  for (const f of ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json', 'generation_config.json', 'special_tokens_map.json']) assert.ok(existsSync(join(out, f)), f);
+  const g = await cli('generate', '--model', out, '--messages', '[{"role":"user","content":"Tell me about a fish named Max."}]', '--temperature', '0', '--max-tokens', '12');
+  assert.equal(g.code, 0, g.stderr);
+  assert.match(g.stdout, /Max/);
+  const engine = await EmbeddedEngine.load(out, { threads: 1 });
+  const t = tempDir('ocrl-sft-full-server-');
+  const store = new Store(t.dir);
+  const server = await startServer({ engine, store, modelId: 'full', port: 0 });
+  try {
+    const res = await post(`${server.url}/v1/chat/completions`, { model: 'full', messages: [{ role: 'user', content: 'Tell me about a bird named Sue.' }], max_tokens: 8, temperature: 0 });
+    assert.equal(res.status, 200, res.text);
+  } finally {
+    await server.close(); await engine.close(); store.close(); t.cleanup();
+  }
+  const both = await cli('sft', '--model', STORIES, '--data', data, '--out', out, '--full', '--lora-rank', '4');
+  assert.equal(both.code, 2);
+  assert.match(both.stderr, /--full trains every weight/);
+});
+
 test('sft refuses a malformed record naming the file and line, before loading the model', async () => {
   const bad = join(tmp.dir, 'bad.jsonl');
   writeFileSync(bad, `${readFileSync(data, 'utf8').split('\n')[0]}\n\n{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "tool_calls": "x"}]}\n`);

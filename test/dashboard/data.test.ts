@@ -16,3 +16,23 @@ test('redacted: each string of a nested view is redacted as written; numbers, nu
   ];
   for (const [input, want] of cases) assert.deepEqual(redacted(input), want, JSON.stringify(input));
 });
+
+test('judge health: judged and waiting turns, retries, failed votes and the last error (redacted), from the store', async () => {
+  const { Store } = await import('../../src/store/store.ts');
+  const { judgeHealth } = await import('../../src/dashboard/data.ts');
+  const { tempDir } = await import('../helpers/models.ts');
+  const t = tempDir('ocrl-judge-health-');
+  const store = new Store(t.dir);
+  try {
+    const turn = (session: string) => store.beginTurn({ sessionId: session, idSource: 'header', turnType: 'main', typeSource: 'header', request: { messages: [] }, promptIds: [1], policyVersion: 0 });
+    const a = turn('a'), b = turn('b');
+    assert.deepEqual(judgeHealth(store), { judged: 0, deferred: 0, retries: 0, voteErrors: 0, lastError: null });
+    store.saveJudgement(a, { score: 1, hint: null, backend: 'llm', votes: [{ kind: 'prm', score: 1 }, { kind: 'prm', score: null, error: 'TimeoutError: judge took too long' }, { kind: 'prm', score: 1 }] });
+    store.deferJudgement(b, 'llm', 'BackendUnavailable: 503', Date.now() + 1000);
+    store.deferJudgement(b, 'llm', 'BackendUnavailable: 401 for key sk-abcdefghijklmnop1234', Date.now() + 2000);
+    assert.deepEqual(judgeHealth(store), { judged: 1, deferred: 1, retries: 1, voteErrors: 1, lastError: 'BackendUnavailable: 401 for key [REDACTED]' });
+  } finally {
+    store.close();
+    t.cleanup();
+  }
+});

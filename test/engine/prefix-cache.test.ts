@@ -209,3 +209,26 @@ test('fifty sessions with different system prompts keep the prefix cache within 
     await rt.close();
   }
 });
+
+test('through the engine thread: a scoring job reuses the sampled turn, and stats() and the /metrics lines report the cache', async () => {
+  const { EmbeddedEngine, engineStatsMetrics } = await import('../../src/engine/embedded/engine.ts');
+  const engine = await EmbeddedEngine.load(STORIES, { prefillChunk: 8 });
+  try {
+    const prompt = engine.tokenizer.encode('Once upon a time there was a big red dog who liked to run in the garden.');
+    const ids: number[] = [];
+    const logprobs: number[] = [];
+    for await (const ev of engine.sample(prompt, params(4, 10))) if (ev.type === 'token') { ids.push(ev.token.id); logprobs.push(ev.token.logprob); }
+    const [scored] = await engine.score([{ promptIds: prompt, responseIds: ids }]);
+    assert.deepEqual(Array.from(scored), bits(logprobs));
+    const st = await engine.stats();
+    assert.equal(st.prefixCache.hits, 1);
+    assert.equal(st.prefixCache.reusedTokens, prompt.length - 1);
+    assert.ok(st.prefixCache.bytes > 0 && st.prefixCache.bytes <= st.prefixCache.budgetBytes);
+    const text = engineStatsMetrics(st);
+    assert.match(text, /^openclaw_rl_prefix_cache_hits_total 1$/m);
+    assert.match(text, new RegExp(`^openclaw_rl_prefix_cache_reused_tokens_total ${prompt.length - 1}$`, 'm'));
+    assert.match(text, /^# TYPE openclaw_rl_prefix_cache_bytes gauge$/m);
+  } finally {
+    await engine.close();
+  }
+});

@@ -127,4 +127,7 @@ test('task files: JSONL tasks load with clear errors for bad lines; builtin:SPLI
   assert.throws(() => loadTasks('toolcall', join(dir, 'missing.jsonl')), /not found/);
   assert.equal(loadTasks('terminal', 'builtin:heldout:5').length, 5);
   assert.equal(loadTasks('toolcall', 'builtin:train:7:100')[0].key, 'arith-train-100');
+  const bare = loadTasks('toolcall', 'expressions:heldout:30');
+  assert.ok(bare.every((t) => (t.question as string).includes(t.expression as string)), 'expressions:… tasks are bare expressions');
+  assert.throws(() => loadTasks('terminal', 'expressions:train:3'), /toolcall/);
 });

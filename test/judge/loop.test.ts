@@ -76,7 +76,9 @@ test('self judge: runs on the served model with adapters off, at low priority; c
     await background;
     console.log(`# chat p50 latency: ${idle.toFixed(1)} ms idle, ${busy.toFixed(1)} ms while the self judge ran (${judged} judgements)`);
     assert.ok(judged >= 1);
-    assert.ok(busy < idle * 4 + 30, `chat p50 ${busy} ms while judging vs ${idle} ms idle`);
+    // with the prefix cache an idle chat of this repeated prompt can take a few ms, and then the
+    // judge rows sharing its steps dominate: the bound keeps a floor of a few shared steps
+    assert.ok(busy < Math.max(idle * 4 + 30, 150), `chat p50 ${busy} ms while judging vs ${idle} ms idle`);
   } finally {
     await s.close();
   }

@@ -14,7 +14,7 @@ import { STORIES, tempDir } from '../helpers/models.ts';
 const TINY: RecipeConfig = {
   pool: { ...QUICK_RECIPE.pool, free: 48, perTopic: 2, perName: 2, topicNames: 6, maxTokens: 60 },
   mix: Object.fromEntries(KINDS.map((k) => [k, 3])) as Mix,
-  train: { ...QUICK_RECIPE.train, batchTokens: 2048, loraRank: 4 },
+  train: { ...QUICK_RECIPE.train, batchTokens: 2048 },
 };
 
 test('the recipe is deterministic: the same seed builds byte-identical weights, another seed different ones', async () => {

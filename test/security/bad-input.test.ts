@@ -132,3 +132,34 @@ test('a burst beyond --max-concurrent waits in the admission queue instead of ge
   const results = await Promise.all(Array.from({ length: 12 }, (_, i) => chat({ max_tokens: 8, seed: i, stream: i % 2 === 0 })));
   assert.deepEqual(results.map((r) => r.status), results.map(() => 200));
 });
+
+test('the API key comes from a file or the environment; --api-key on the command line is refused', { timeout: 60_000 }, async () => {
+  const { spawn, spawnSync } = await import('node:child_process');
+  const { writeFileSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const { fileURLToPath } = await import('node:url');
+  const { STORIES, tempDir } = await import('../helpers/models.ts');
+  const BIN = fileURLToPath(new URL('../../bin/openclaw-rl.js', import.meta.url));
+  const t = tempDir('ocrl-key-');
+  try {
+    const refused = spawnSync(process.execPath, [BIN, 'serve', '--model', STORIES, '--api-key', 'visible-in-ps'], { encoding: 'utf8' });
+    assert.equal(refused.status, 2);
+    assert.match(refused.stderr, /--api-key is not accepted: other local users can read command lines \(ps\)/);
+    writeFileSync(join(t.dir, 'key'), 'file-key-123\n');
+    const proc = spawn(process.execPath, [BIN, 'serve', '--model', STORIES, '--port', '0', '--data-dir', join(t.dir, 'd'), '--no-train', '--judge', 'none', '--api-key-file', join(t.dir, 'key')], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    const url = await new Promise<string>((resolve, reject) => {
+      proc.stderr!.on('data', (d) => { log += d; const m = /at (http:\/\/\S+)\/v1/.exec(log); if (m) resolve(m[1]); });
+      proc.on('exit', (code) => reject(new Error(`exited ${code}: ${log}`)));
+    });
+    try {
+      assert.equal((await fetch(`${url}/v1/models`)).status, 401);
+      assert.equal((await fetch(`${url}/v1/models`, { headers: { authorization: 'Bearer file-key-123' } })).status, 200);
+    } finally {
+      proc.kill('SIGTERM');
+      await new Promise((r) => proc.once('exit', r));
+    }
+  } finally {
+    t.cleanup();
+  }
+});

@@ -51,23 +51,24 @@ test('SFT with LoRA lowers the loss on held-out conversations, and reports progr
   }
 });
 
-test('SFT resumed from a checkpoint after an interruption ends with the same weights as an uninterrupted run', async () => {
+for (const [label, settings] of [['LoRA', { rank: 4, seed: 2 }], ['full-parameter', null]] as const) {
+test(`SFT (${label}) resumed from a checkpoint after an interruption ends with the same weights as an uninterrupted run`, async () => {
   const data = async (engine: EmbeddedEngine) => chatExamples(engine.tokenizer);
   const finalScores = async (engine: EmbeddedEngine, ex: EncodedExample[]) => engine.score(ex.slice(0, 5).map(exampleToDatum), { adapter: 'current' });
 
   const a = await EmbeddedEngine.load(STORIES, { threads: 1 });
   after(() => a.close());
   const exA = await data(a);
-  await a.configureTraining({ rank: 4, seed: 2 });
+  await a.configureTraining(settings);
   const ra = await runSft(a, exA, OPTS);
   const expected = await finalScores(a, exA);
   await a.close();
 
-  const dir = join(tmp.dir, 'ckpt');
+  const dir = join(tmp.dir, `ckpt-${label}`);
   const b = await EmbeddedEngine.load(STORIES, { threads: 1 });
   after(() => b.close());
   const exB = await data(b);
-  await b.configureTraining({ rank: 4, seed: 2 });
+  await b.configureTraining(settings);
   const stop = new AbortController();
   await assert.rejects(runSft(b, exB, { ...OPTS, checkpointDir: dir, checkpointEvery: 2, signal: stop.signal, onProgress: (p) => { if (p.step === 5) stop.abort(); } }), /stopped/);
   await b.close();
@@ -76,7 +77,7 @@ test('SFT resumed from a checkpoint after an interruption ends with the same wei
   const c = await EmbeddedEngine.load(STORIES, { threads: 1 });
   after(() => c.close());
   const exC = await data(c);
-  await c.configureTraining({ rank: 4, seed: 99 });
+  await c.configureTraining(settings && { ...settings, seed: 99 });
   const rc = await runSft(c, exC, { ...OPTS, checkpointDir: dir, resume: true });
   assert.equal(rc.resumedFromStep, 5);
   assert.equal(rc.steps, ra.steps);
@@ -86,3 +87,4 @@ test('SFT resumed from a checkpoint after an interruption ends with the same wei
   // a checkpoint of other settings is refused
   await assert.rejects(runSft(c, exC, { ...OPTS, seed: 6, checkpointDir: dir, resume: true }), /different run/);
 });
+}

@@ -71,7 +71,7 @@ function renderOverview(o) {
     card('turns', `${o.turns}`, `${o.main} main · ${o.side} side · ${o.sessions} sessions (${o.openSessions} open)`),
     card('requests', `${Object.values(o.requests).reduce((a, b) => a + b, 0)}`, `${o.requestsInFlight} in flight · ${Object.entries(o.requests).map(([k, v]) => `${k}: ${v}`).join(', ') || '–'}`),
     card('uptime', duration(o.uptimeSeconds), `context ${o.engine.contextLength} tokens`),
-    card('held-out eval', ev ? (ev.last ? `judge ${pct(ev.last.judgeSatisfaction)} · rule ${pct(ev.last.ruleSatisfaction)}` : 'pending') : 'off', ev ? `${ev.prompts} prompts every ${ev.every} steps · ${ev.runs} runs` : 'serve --eval-file F --eval-every N'),
+    card('held-out eval', ev ? (ev.last ? `judge ${pct(ev.last.judgeSatisfaction)} · rule ${pct(ev.last.ruleSatisfaction)}` : 'pending') : 'off', ev ? `${ev.prompts} prompts every ${ev.every === 1 ? "step" : `${ev.every} steps`} · ${ev.runs} runs` : 'serve --eval-file F --eval-every N'),
   );
 }
 

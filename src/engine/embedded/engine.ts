@@ -140,3 +140,23 @@ export class EmbeddedEngine implements TrainingEngine {
     });
   }
 }
+
+/** Prometheus lines for the engine's prefix cache and KV memory (for the server's /metrics). */
+export function engineStatsMetrics(s: RuntimeStats): string {
+  const pc = s.prefixCache;
+  const m = (name: string, type: 'gauge' | 'counter', help: string, v: number) => `# HELP openclaw_rl_${name} ${help}\n# TYPE openclaw_rl_${name} ${type}\nopenclaw_rl_${name} ${v}`;
+  return [
+    m('prefix_cache_bytes', 'gauge', 'Bytes of KV held by the prefix cache.', pc.bytes),
+    m('prefix_cache_budget_bytes', 'gauge', 'Byte budget of the prefix cache.', pc.budgetBytes),
+    m('prefix_cache_entries', 'gauge', 'Cached prefixes.', pc.entries),
+    m('prefix_cache_tokens', 'gauge', 'Token positions held by the prefix cache.', pc.cachedTokens),
+    m('prefix_cache_lookups_total', 'counter', 'Prompts looked up in the prefix cache.', pc.lookups),
+    m('prefix_cache_hits_total', 'counter', 'Lookups that reused a cached prefix.', pc.hits),
+    m('prefix_cache_reused_tokens_total', 'counter', 'Prompt positions served from the prefix cache.', pc.reusedTokens),
+    m('prefix_cache_looked_up_tokens_total', 'counter', 'Prompt positions looked up (the hit rate is reused / looked up).', pc.lookedUpTokens),
+    m('prefix_cache_evictions_total', 'counter', 'Prefixes evicted to stay within the budget or make room for requests.', pc.evictions),
+    m('kv_budget_bytes', 'gauge', 'Memory for KV caches beside the weights.', s.kvBudgetBytes),
+    m('kv_live_bytes', 'gauge', 'KV bytes planned by running requests and scoring passes.', s.liveKvBytes),
+    m('context_length', 'gauge', 'Longest context the engine admits (what fits in memory).', s.contextLength),
+  ].join('\n') + '\n';
+}

@@ -84,20 +84,30 @@ function fsyncPath(path: string, flags = 'r'): void {
 }
 
 /**
- * Write `tensors` as a Hugging Face folder at `dir`, with config.json and tokenizer files taken
- * from `sourceDir` (config.json's dtype set to float32; `configPatch` merged in).
+ * Fill the (empty, temporary) folder `tmp` with a Hugging Face model: `tensors`, and config.json and
+ * tokenizer files taken from `sourceDir` (config.json's dtype set to float32; `configPatch` merged in).
  */
-export function writeHfModel(dir: string, sourceDir: string, tensors: TensorToWrite[], meta: Record<string, string> = {}, configPatch: Record<string, unknown> = {}): void {
+export function fillHfFolder(tmp: string, sourceDir: string, tensors: TensorToWrite[], meta: Record<string, string> = {}, configPatch: Record<string, unknown> = {}): void {
   const config = JSON.parse(readFileSync(join(sourceDir, 'config.json'), 'utf8'));
+  writeFileSync(join(tmp, 'config.json'), JSON.stringify({ ...config, torch_dtype: 'float32', ...configPatch }, null, 2) + '\n');
+  writeSafetensors(join(tmp, 'model.safetensors'), tensors, { format: 'pt', ...meta });
+  for (const f of COPIED_MODEL_FILES) {
+    if (!existsSync(join(sourceDir, f))) continue;
+    copyFileSync(join(sourceDir, f), join(tmp, f));
+    chmodSync(join(tmp, f), 0o644); // the source may be read-only; the new folder is the user's
+  }
+}
+
+/** fsync every file of a folder, then the folder (before it is renamed into place). */
+export function syncFolder(dir: string): void {
+  for (const f of readdirSync(dir)) fsyncPath(join(dir, f));
+  fsyncPath(dir);
+}
+
+/** Write `tensors` as a Hugging Face folder at `dir` (see fillHfFolder), atomically. */
+export function writeHfModel(dir: string, sourceDir: string, tensors: TensorToWrite[], meta: Record<string, string> = {}, configPatch: Record<string, unknown> = {}): void {
   writeFolderAtomically(dir, (tmp) => {
-    writeFileSync(join(tmp, 'config.json'), JSON.stringify({ ...config, torch_dtype: 'float32', ...configPatch }, null, 2) + '\n');
-    writeSafetensors(join(tmp, 'model.safetensors'), tensors, { format: 'pt', ...meta });
-    for (const f of COPIED_MODEL_FILES) {
-      if (!existsSync(join(sourceDir, f))) continue;
-      copyFileSync(join(sourceDir, f), join(tmp, f));
-      chmodSync(join(tmp, f), 0o644); // the source may be read-only; the new folder is the user's
-    }
-    for (const f of readdirSync(tmp)) fsyncPath(join(tmp, f));
-    fsyncPath(tmp);
+    fillHfFolder(tmp, sourceDir, tensors, meta, configPatch);
+    syncFolder(tmp);
   });
 }

@@ -18,7 +18,8 @@ import type { LoraAdapter, LoraModule, LoraTarget } from './lora.ts';
 import { unpackRow } from './kernels/packed.ts';
 import { checkTokenIds } from '../types.ts';
 
-export interface BatchItem { tokens: ArrayLike<number>; cache: KvCache; adapter?: LoraAdapter | null }
+/** `weights`: a full set of weights (a full-parameter training version) instead of the model's own. */
+export interface BatchItem { tokens: ArrayLike<number>; cache: KvCache; adapter?: LoraAdapter | null; weights?: ModelWeights }
 
 export interface LoadOptions { kernel?: KernelName; threads?: number; maxContext?: number }
 
@@ -32,6 +33,8 @@ export interface Segment { row0: number; rows: number; adapter: LoraAdapter | nu
 /** Row bookkeeping of one forward pass. */
 export interface BatchContext {
   rows: number;
+  /** the weights every row of this pass runs with */
+  weights: ModelWeights;
   rowPos: Int32Array;
   rowCache: KvCache[];
   segments: Segment[];
@@ -59,6 +62,8 @@ export class Transformer {
   private capacity = 0;
   private rankCapacity = 0;
   private ws!: Workspace;
+  /** hidden rows of a pass that mixes weights versions (grown as needed) */
+  private mixed: Float32Array | null = null;
 
   constructor(cfg: ModelConfig, weights: ModelWeights, kernel: Kernel, arena: Arena, maxContext?: number) {
     this.cfg = cfg; this.weights = weights; this.kernel = kernel; this.arena = arena;
@@ -99,7 +104,9 @@ export class Transformer {
 
   /** Embed every item's new tokens into ws.x, reserve cache room, and describe the rows. */
   prepare(items: BatchItem[]): { ws: Workspace; ctx: BatchContext } {
-    const { cfg, weights: W } = this;
+    const { cfg } = this;
+    const W = items[0]?.weights ?? this.weights;
+    if (items.some((it) => (it.weights ?? this.weights) !== W)) throw new Error('one pass runs with one set of weights (forward groups them)');
     const H = cfg.hiddenSize;
     let R = 0, maxRank = 0;
     for (const it of items) {
@@ -125,7 +132,7 @@ export class Transformer {
         rowCache[r] = it.cache;
       }
     }
-    return { ws, ctx: { rows: R, rowPos, rowCache, segments } };
+    return { ws, ctx: { rows: R, weights: W, rowPos, rowCache, segments } };
   }
 
   /**
@@ -135,7 +142,29 @@ export class Transformer {
    * rows and `checkpoints[numLayers]` the last layer's output: what the backward pass recomputes from.
    */
   forward(items: BatchItem[], checkpoints?: Float32Array[]): Float32Array {
-    return this.forwardWithContext(items, checkpoints).hidden;
+    const first = items[0]?.weights ?? this.weights;
+    if (checkpoints || items.every((it) => (it.weights ?? this.weights) === first)) return this.forwardWithContext(items, checkpoints).hidden;
+    // sequences served by different full-weights versions: one pass per version, rows gathered in item order
+    const H = this.cfg.hiddenSize;
+    const offsets: number[] = [];
+    let R = 0;
+    for (const it of items) { offsets.push(R); R += it.tokens.length; }
+    if (!this.mixed || this.mixed.length < R * H) {
+      if (this.mixed) this.arena.free(this.mixed);
+      this.mixed = this.arena.alloc(2 ** Math.ceil(Math.log2(Math.max(R, 4))) * H);
+    }
+    const groups = new Map<ModelWeights, number[]>();
+    items.forEach((it, i) => { const w = it.weights ?? this.weights; groups.set(w, [...(groups.get(w) ?? []), i]); });
+    for (const members of groups.values()) {
+      const hidden = this.forwardWithContext(members.map((i) => items[i])).hidden;
+      let row = 0;
+      for (const i of members) {
+        const n = items[i].tokens.length;
+        this.mixed.set(hidden.subarray(row * H, (row + n) * H), offsets[i] * H);
+        row += n;
+      }
+    }
+    return this.mixed.subarray(0, R * H);
   }
 
   /** `forward`, also returning the rows' bookkeeping (the backward pass needs it); `tapes[l]` records layer l. */
@@ -149,7 +178,7 @@ export class Transformer {
     }
     if (checkpoints) checkpoints[cfg.numLayers].set(ws.x.subarray(0, R * H));
     for (const it of items) it.cache.length += it.tokens.length;
-    rmsnormForward(ws.xn, ws.x, this.weights.finalNorm, R, H, cfg.rmsNormEps);
+    rmsnormForward(ws.xn, ws.x, ctx.weights.finalNorm, R, H, cfg.rmsNormEps);
     return { hidden: ws.xn.subarray(0, R * H), ctx };
   }
 
@@ -170,7 +199,7 @@ export class Transformer {
   /** Layer l on ws.x (its input; its output on return). With a tape, the internals are copied there. */
   runLayer(l: number, ws: Workspace, ctx: BatchContext, tape: LayerTape | null): void {
     const { cfg, kernel, qDim, kvDim, ldqkv } = this;
-    const L = this.weights.layers[l];
+    const L = ctx.weights.layers[l];
     const R = ctx.rows, H = cfg.hiddenSize, I = cfg.intermediateSize, hd = cfg.headDim;
     const { rowPos, rowCache } = ctx;
     const qkv = tape?.qkv ?? ws.qkv, att = tape?.att ?? ws.att, gu = tape?.gu ?? ws.gu, act = tape?.act ?? ws.act;
@@ -238,9 +267,20 @@ export class Transformer {
     }
   }
 
-  /** logits [rows, vocab] of `rows` hidden states (into `out`, an arena array of ≥ rows·vocab). */
-  logits(out: Float32Array, hidden: Float32Array, rows: number): Float32Array {
-    this.kernel.matmulPacked(out, hidden, this.weights.lmHead, rows);
+  /**
+   * logits [rows, vocab] of `rows` hidden states (into `out`, an arena array of ≥ rows·vocab), with
+   * `weights` (default the model's own), or per row (runs of rows sharing weights share a product).
+   */
+  logits(out: Float32Array, hidden: Float32Array, rows: number, weights: ModelWeights | readonly (ModelWeights | undefined)[] = this.weights): Float32Array {
+    if (!Array.isArray(weights)) { this.kernel.matmulPacked(out, hidden, (weights as ModelWeights).lmHead, rows); return out; }
+    const H = this.cfg.hiddenSize, V = this.cfg.vocabSize;
+    for (let a = 0; a < rows;) {
+      const w = weights[a] ?? this.weights;
+      let b = a + 1;
+      while (b < rows && (weights[b] ?? this.weights) === w) b++;
+      this.kernel.matmulPacked(out.subarray(a * V), hidden.subarray(a * H), w.lmHead, b - a);
+      a = b;
+    }
     return out;
   }
 

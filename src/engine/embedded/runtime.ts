@@ -19,6 +19,10 @@ import { Rng, randomSeed } from './rng.ts';
 import { IncrementalDecoder, StopMatcher } from './detokenize.ts';
 import { scoreSteps, type CacheSource } from './score.ts';
 import { LoraTrainer } from './trainer.ts';
+import { FullTrainer } from './full-trainer.ts';
+import { cloneWeights, freeWeights } from './full-weights.ts';
+import { isFullTrainingState, saveFullTrainingState, loadFullTrainingState } from './full-state.ts';
+import type { ModelWeights } from './weights.ts';
 import type { LoraAdapter, LoraConfig } from './lora.ts';
 import { saveAdapter, loadAdapter, saveTrainingState, loadTrainingState } from './peft.ts';
 import { modelTensors, writeHfModel } from './hf-export.ts';
@@ -30,6 +34,8 @@ export interface Sequence {
   /** the weights version this sequence is served by, from admission to the end */
   readonly version: number;
   readonly adapter: LoraAdapter | null;
+  /** a full-parameter version's weights (undefined: the model's own) */
+  readonly weights?: ModelWeights;
   readonly promptIds: number[];
   readonly params: SampleParams;
   /** null until admitted */
@@ -86,7 +92,7 @@ export interface RuntimeStats {
   prefillChunk: number;
 }
 /** A saved set of weights: version 0 is the base model (no adapter). */
-interface WeightsVersion { adapter: LoraAdapter | null; refs: number }
+interface WeightsVersion { adapter: LoraAdapter | null; weights?: ModelWeights; refs: number }
 
 export class EmbeddedRuntime {
   readonly model: Transformer;
@@ -95,6 +101,8 @@ export class EmbeddedRuntime {
   /** the version new requests are served with */
   published = 0;
   trainer: LoraTrainer | null = null;
+  /** full-parameter training (configureTraining(null)); at most one of trainer and fullTrainer is set */
+  fullTrainer: FullTrainer | null = null;
   private readonly versions = new Map<number, WeightsVersion>([[0, { adapter: null, refs: 0 }]]);
   private latestVersion = 0;
   private readonly waiting: Sequence[] = [];
@@ -161,7 +169,7 @@ export class EmbeddedRuntime {
     const stopIds = new Set<number>(params.stopTokenIds ?? []);
     if (!params.ignoreEos) for (const id of this.model.cfg.eosTokenIds) stopIds.add(id);
     this.waiting.push({
-      key, version, adapter: pinned.adapter, promptIds, params, cache: null, plannedBytes: 0, ids: [], logprobs: [],
+      key, version, adapter: pinned.adapter, weights: pinned.weights, promptIds, params, cache: null, plannedBytes: 0, ids: [], logprobs: [],
       rng: new Rng(params.seed ?? randomSeed()), decoder: new IncrementalDecoder(this.tokenizer, promptIds),
       stops: new StopMatcher(params.stop ?? []), stopIds, prefilled: false, aborted: false, tail: '', result: null,
     });
@@ -238,10 +246,10 @@ export class EmbeddedRuntime {
     let prefillRows = 0;
     for (const s of this.running) {
       const cache = s.cache!;
-      if (s.prefilled) { items.push({ tokens: [s.ids[s.ids.length - 1]], cache, adapter: s.adapter }); fed.push(s); sampled.push(true); continue; }
+      if (s.prefilled) { items.push({ tokens: [s.ids[s.ids.length - 1]], cache, adapter: s.adapter, weights: s.weights }); fed.push(s); sampled.push(true); continue; }
       if (budget === 0) continue;
       const from = cache.length, to = Math.min(s.promptIds.length, from + budget);
-      items.push({ tokens: s.promptIds.slice(from, to), cache, adapter: s.adapter });
+      items.push({ tokens: s.promptIds.slice(from, to), cache, adapter: s.adapter, weights: s.weights });
       fed.push(s); sampled.push(to === s.promptIds.length);
       budget -= to - from; prefillRows += to - from;
     }
@@ -253,7 +261,7 @@ export class EmbeddedRuntime {
     let row = 0, k = 0;
     items.forEach((it, i) => { row += it.tokens.length; if (sampled[i]) last.set(hidden.subarray((row - 1) * H, row * H), k++ * H); });
     const logits = this.model.arena.alloc(Math.max(1, n) * V);
-    if (n > 0) this.model.logits(logits, last, n);
+    if (n > 0) this.model.logits(logits, last, n, fed.filter((_, j) => sampled[j]).map((s) => s.weights));
     this.observe(performance.now() - t0, decoders, prefillRows);
 
     k = 0;
@@ -372,8 +380,8 @@ export class EmbeddedRuntime {
       checkTokenIds(responseIds, V);
     }
     const sel = opts.adapter ?? 'published';
-    const adapter = this.adapterFor(sel);
-    // the adapter being trained changes every step: its KV is never cached
+    const { adapter, weights } = this.versionFor(sel);
+    // the weights being trained change every step: their KV is never cached
     const version = sel === 'current' ? null : sel === 'base' ? 0 : sel === 'published' ? this.published : sel;
     const caches: CacheSource = {
       open: (tokens, limit) => {
@@ -388,22 +396,26 @@ export class EmbeddedRuntime {
         else c.release();
       },
     };
-    return scoreSteps(this.model, requests, adapter, opts.temperature ?? 1, () => this.prefillChunkNow(this.running.length > 0), caches);
+    return scoreSteps(this.model, requests, adapter, opts.temperature ?? 1, () => this.prefillChunkNow(this.running.length > 0), caches, weights);
   }
 
   // ---- weights versions ----
 
-  adapterFor(sel: AdapterSelector): LoraAdapter | null {
-    if (sel === 'base') return null;
+  /** The adapter (LoRA versions) and full weights (full-parameter versions) a selector names. */
+  versionFor(sel: AdapterSelector): { adapter: LoraAdapter | null; weights?: ModelWeights } {
+    if (sel === 'base') return { adapter: null };
     if (sel === 'current') {
-      if (!this.trainer) throw new EngineError('bad_request', "no adapter is being trained: 'current' needs configureTraining first");
-      return this.trainer.adapter;
+      if (this.fullTrainer) return { adapter: null, weights: this.fullTrainer.weights };
+      if (!this.trainer) throw new EngineError('bad_request', "nothing is being trained: 'current' needs configureTraining first");
+      return { adapter: this.trainer.adapter };
     }
     const v = sel === 'published' ? this.published : sel;
     const found = this.versions.get(v);
     if (!found) throw new EngineError('bad_request', `weights version ${v} does not exist (or was freed: only published, newer and in-use versions are kept)`);
-    return found.adapter;
+    return found;
   }
+
+  adapterFor(sel: AdapterSelector): LoraAdapter | null { return this.versionFor(sel).adapter; }
 
   stats(): RuntimeStats {
     return {
@@ -418,18 +430,19 @@ export class EmbeddedRuntime {
   /** Versions whose adapter memory is held (for tests and /metrics). */
   get liveVersions(): number[] { return [...this.versions.keys()].sort((a, b) => a - b); }
 
-  /** Add an adapter as a new version (not yet published), numbered above every earlier one and ≥ atLeast. */
-  private addVersion(adapter: LoraAdapter | null, atLeast = 0): number {
+  /** Add an adapter (or full weights) as a new version (not yet published), numbered above every earlier one and ≥ atLeast. */
+  private addVersion(adapter: LoraAdapter | null, atLeast = 0, weights?: ModelWeights): number {
     const v = this.latestVersion = Math.max(this.latestVersion + 1, atLeast);
-    this.versions.set(v, { adapter, refs: 0 });
+    this.versions.set(v, { adapter, weights, refs: 0 });
     return v;
   }
 
   /** Snapshot the trained adapter as version v+1; requests keep using the published one until publish(v+1). */
   saveWeights(opts: { atLeast?: number } = {}): number {
-    if (!this.trainer) throw new EngineError('bad_request', 'nothing to save: configureTraining first');
     const atLeast = opts.atLeast ?? 0;
     if (!Number.isSafeInteger(atLeast) || atLeast < 0) throw new EngineError('bad_request', `atLeast must be a non-negative integer (got ${atLeast})`);
+    if (this.fullTrainer) return this.addVersion(null, atLeast, cloneWeights(this.fullTrainer.weights, this.model.arena));
+    if (!this.trainer) throw new EngineError('bad_request', 'nothing to save: configureTraining first');
     return this.addVersion(this.trainer.adapter.clone(), atLeast);
   }
 
@@ -443,22 +456,36 @@ export class EmbeddedRuntime {
   /** Free versions older than the published one that no request uses (the base stays). */
   private collectVersions(): void {
     for (const [v, w] of this.versions) {
-      if (v !== 0 && v < this.published && w.refs === 0) { w.adapter?.free(); this.versions.delete(v); this.prefixCache.dropVersion(v); }
+      if (v !== 0 && v < this.published && w.refs === 0) {
+        w.adapter?.free();
+        if (w.weights) freeWeights(w.weights, this.model.arena);
+        this.versions.delete(v); this.prefixCache.dropVersion(v);
+      }
     }
   }
 
   // ---- training ----
 
+  /** A fresh LoRA adapter, or with `null` full-parameter training from the base weights. */
   configureTraining(lora: Partial<LoraConfig> | null = {}): void {
-    if (lora === null) throw new EngineError('bad_request', 'full-parameter training is not available in this build yet');
-    this.trainer?.release();
-    this.trainer = new LoraTrainer(this.model, lora);
+    this.releaseTrainers();
+    if (lora === null) this.fullTrainer = new FullTrainer(this.model);
+    else this.trainer = new LoraTrainer(this.model, lora);
   }
 
-  private requireTrainer(): LoraTrainer {
-    if (!this.trainer) throw new EngineError('bad_request', 'training is not configured: call configureTraining first');
-    return this.trainer;
+  private releaseTrainers(): void {
+    this.trainer?.release(); this.trainer = null;
+    this.fullTrainer?.release(); this.fullTrainer = null;
   }
+
+  private requireTrainer(): LoraTrainer | FullTrainer {
+    const tr = this.trainer ?? this.fullTrainer;
+    if (!tr) throw new EngineError('bad_request', 'training is not configured: call configureTraining first');
+    return tr;
+  }
+
+  /** The optimizer step of whatever is being trained (null when nothing is). */
+  get optimizerStep(): number | null { return (this.trainer ?? this.fullTrainer)?.optimizer.step ?? null; }
 
   forwardBackwardSteps(data: Datum[], spec: LossSpec): Generator<void, ForwardBackwardMetrics> {
     return this.requireTrainer().forwardBackwardSteps(data, spec);
@@ -470,14 +497,16 @@ export class EmbeddedRuntime {
 
   /** Write an adapter (default: the published version) as a PEFT folder. */
   saveAdapter(dir: string, sel: AdapterSelector = 'published'): void {
-    const adapter = this.adapterFor(sel);
+    const { adapter, weights } = this.versionFor(sel);
+    if (weights) throw new EngineError('bad_request', 'these weights come from full-parameter training and have no adapter: write them with saveModel');
     if (!adapter) throw new EngineError('bad_request', 'the base model has no adapter to save');
     saveAdapter(dir, adapter, { baseModel: this.info.modelId, version: typeof sel === 'number' ? sel : sel === 'published' ? this.published : undefined });
   }
 
   /** Write the selected weights as a Hugging Face model folder (LoRA merged in). */
   saveModel(dir: string, sel: AdapterSelector = 'published'): void {
-    writeHfModel(dir, this.dir, modelTensors(this.model.cfg, this.model.weights, this.adapterFor(sel)));
+    const { adapter, weights } = this.versionFor(sel);
+    writeHfModel(dir, this.dir, modelTensors(this.model.cfg, weights ?? this.model.weights, adapter));
   }
 
   /** Load a PEFT adapter folder as a new version (returned; publish it to serve it). */
@@ -487,14 +516,25 @@ export class EmbeddedRuntime {
 
   /** Checkpoint the trained adapter with its optimizer state. */
   saveTrainingState(dir: string): void {
-    const tr = this.requireTrainer();
+    if (this.fullTrainer) { saveFullTrainingState(dir, this.dir, this.model.cfg, this.fullTrainer, this.latestVersion); return; }
+    const tr = this.requireTrainer() as LoraTrainer;
     saveTrainingState(dir, tr.adapter, tr.optimizer, { baseModel: this.info.modelId, version: this.latestVersion });
   }
 
   /** Resume training from a checkpoint; also adds its adapter as a new version (returned). */
   loadTrainingState(dir: string): number {
+    if (isFullTrainingState(dir)) {
+      const full = loadFullTrainingState(dir, this.model.cfg, this.model.arena);
+      this.releaseTrainers();
+      const tr = this.fullTrainer = new FullTrainer(this.model, full.weights);
+      full.optimizer.m.forEach((m, i) => tr.optimizer.m[i].set(m));
+      full.optimizer.v.forEach((v, i) => tr.optimizer.v[i].set(v));
+      tr.optimizer.step = full.optimizer.step;
+      if (full.version !== null) this.latestVersion = Math.max(this.latestVersion, full.version - 1);
+      return this.addVersion(null, 0, cloneWeights(tr.weights, this.model.arena));
+    }
     const state = loadTrainingState(dir, this.model.cfg, this.model.arena);
-    this.trainer?.release();
+    this.releaseTrainers();
     this.trainer = new LoraTrainer(this.model, state.adapter.config, state.adapter);
     state.m.forEach((m, i) => this.trainer!.optimizer.m[i].set(m));
     state.v.forEach((v, i) => this.trainer!.optimizer.v[i].set(v));

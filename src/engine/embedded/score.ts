@@ -3,6 +3,7 @@
 // rows get logits, SCORE_ROWS rows at a time, so no [tokens × vocab] matrix is ever held.
 import type { Transformer } from './model.ts';
 import type { LoraAdapter } from './lora.ts';
+import type { ModelWeights } from './weights.ts';
 import type { KvCache } from './kv-cache.ts';
 import { logSumExp } from './ops/logits.ts';
 
@@ -30,14 +31,14 @@ export function fedTokens(r: ResponseRequest): number[] {
   return [...r.promptIds, ...r.responseIds.slice(0, -1)];
 }
 
-export function scoreResponses(model: Transformer, requests: ResponseRequest[], adapter: LoraAdapter | null, temperature = 1): Float32Array[] {
+export function scoreResponses(model: Transformer, requests: ResponseRequest[], adapter: LoraAdapter | null, temperature = 1, weights?: ModelWeights): Float32Array[] {
   const { hiddenSize: H, vocabSize: V } = model.cfg;
   const invT = 1 / temperature;
   const out: Float32Array[] = [];
   const logits = model.arena.alloc(SCORE_ROWS * V);
   try {
     for (const group of packRows(requests)) {
-      const items = group.map((r) => ({ tokens: fedTokens(r), cache: model.newCache(), adapter }));
+      const items = group.map((r) => ({ tokens: fedTokens(r), cache: model.newCache(), adapter, weights }));
       try {
         const hidden = model.forward(items);
         let base = 0;
@@ -46,7 +47,7 @@ export function scoreResponses(model: Transformer, requests: ResponseRequest[], 
           const first = base + r.promptIds.length - 1; // the row whose output predicts responseIds[0]
           for (let t0 = 0; t0 < lp.length; t0 += SCORE_ROWS) {
             const rows = Math.min(SCORE_ROWS, lp.length - t0);
-            model.logits(logits, hidden.subarray((first + t0) * H, (first + t0 + rows) * H), rows);
+            model.logits(logits, hidden.subarray((first + t0) * H, (first + t0 + rows) * H), rows, weights);
             for (let i = 0; i < rows; i++) lp[t0 + i] = logits[i * V + r.responseIds[t0 + i]] * invT - logSumExp(logits, i * V, V, invT);
           }
           out.push(lp);
@@ -87,7 +88,7 @@ interface OpenRequest { index: number; fed: number[]; promptLength: number; resp
  */
 export function* scoreSteps(
   model: Transformer, requests: ResponseRequest[], adapter: LoraAdapter | null, temperature: number,
-  rowsPerPass: () => number, caches: CacheSource = freshCaches(model),
+  rowsPerPass: () => number, caches: CacheSource = freshCaches(model), weights?: ModelWeights,
 ): Generator<void, Float32Array[]> {
   const { hiddenSize: H, vocabSize: V } = model.cfg;
   const invT = 1 / temperature;
@@ -114,14 +115,14 @@ export function* scoreSteps(
         const from = req.cache.length, to = Math.min(fed.length, from + budget);
         slices.push({ req, from, to }); budget -= to - from;
       }
-      const hidden = model.forward(slices.map((s) => ({ tokens: s.req.fed.slice(s.from, s.to), cache: s.req.cache, adapter })));
+      const hidden = model.forward(slices.map((s) => ({ tokens: s.req.fed.slice(s.from, s.to), cache: s.req.cache, adapter, weights })));
       let row0 = 0;
       for (const { req, from, to } of slices) {
         // the row at position q predicts response token q − (promptLength − 1)
         const first = Math.max(from, req.promptLength - 1), last = Math.min(to, req.promptLength - 1 + req.responseIds.length);
         for (let q0 = first; q0 < last; q0 += SCORE_ROWS) {
           const rows = Math.min(SCORE_ROWS, last - q0);
-          model.logits(logits, hidden.subarray((row0 + q0 - from) * H, (row0 + q0 - from + rows) * H), rows);
+          model.logits(logits, hidden.subarray((row0 + q0 - from) * H, (row0 + q0 - from + rows) * H), rows, weights);
           for (let i = 0; i < rows; i++) {
             const t = q0 + i - (req.promptLength - 1);
             req.lp[t] = logits[i * V + req.responseIds[t]] * invT - logSumExp(logits, i * V, V, invT);

@@ -56,8 +56,13 @@ export class ChatTokenizer implements ChatTokenizerInterface {
     else if (Array.isArray(ct)) template = (ct.find((t) => t?.name === 'default') ?? ct[0])?.template ?? null;
     const jinjaFile = join(dir, 'chat_template.jinja');
     if (!template && existsSync(jinjaFile)) template = readFileSync(jinjaFile, 'utf8');
-    return new ChatTokenizer(readJson(tjPath), config, template);
+    const tokenizer = new ChatTokenizer(readJson(tjPath), config, template);
+    tokenizer.dir = dir;
+    return tokenizer;
   }
+
+  /** the model folder it was loaded from (lets another thread load the same tokenizer) */
+  dir: string | null = null;
 
   get vocabSize(): number { return this.tokenizer.get_vocab(true).size; }
 

@@ -6,37 +6,24 @@ import { LoraAdapter, validateLoraConfig, type LoraConfig } from './lora.ts';
 import { Backprop } from './backward.ts';
 import { AdamW, gradNorm } from './optimizer.ts';
 import { rmsnormBackward } from './ops/rmsnorm.ts';
-import { scoreResponses, packRows, fedTokens, type ResponseRequest } from './score.ts';
-import { ppoToken, k3Token, crossEntropyToken, PPO_DEFAULTS, type LossSpec } from '../../learn/losses.ts';
+import { scoreResponses, fedTokens, type ResponseRequest } from './score.ts';
+import { TrainerCore, WASM_MEMORY_BYTES, type TokenTerm } from './trainer-core.ts';
 import { accumulateUpdate, updateVerdict, GUARD_DEFAULTS, type GuardLimits } from '../../learn/weights-guard.ts';
-import { EngineError, checkTokenIds, type Datum, type ForwardBackwardMetrics, type OptimStepMetrics, type AdamParams } from '../types.ts';
+import { EngineError, type Datum, type OptimStepMetrics, type AdamParams } from '../types.ts';
 
-/** Rows of logits held at once in the loss head ([rows × vocab] floats). */
-const HEAD_ROWS = 128;
-/**
- * Keep every layer's tape from the forward pass (no recompute in the backward pass: a third less
- * work) when they fit in this many bytes and in what the 4 GiB WebAssembly memory has left.
- */
-export const TAPE_BUDGET_BYTES = 1.5 * 2 ** 30;
-const WASM_MEMORY_BYTES = 4 * 2 ** 30;
+export { TAPE_BUDGET_BYTES } from './trainer-core.ts';
 
-export class LoraTrainer {
-  readonly model: Transformer;
+export class LoraTrainer extends TrainerCore {
   readonly adapter: LoraAdapter;
   readonly grads: LoraAdapter;
   readonly optimizer: AdamW;
-  /** loss tokens accumulated since the last optimizer step */
-  pendingTokens = 0;
-  /** see TAPE_BUDGET_BYTES; 0 forces recomputation in the backward pass */
-  tapeBudgetBytes = TAPE_BUDGET_BYTES;
-  private nonFinite: string | null = null;
   /** limits of the weights guard (see learn/weights-guard.ts) */
   guard: Pick<GuardLimits, 'maxUpdateRatio' | 'normFloor'> = GUARD_DEFAULTS;
   private backup: { params: Float32Array[]; m: Float32Array[]; v: Float32Array[]; step: number } | null = null;
   private readonly backprop: Backprop;
 
   constructor(model: Transformer, config: Partial<LoraConfig> = {}, adapter?: LoraAdapter) {
-    this.model = model;
+    super(model);
     const cfg = validateLoraConfig(config);
     this.adapter = adapter ?? LoraAdapter.create(model.cfg, cfg, model.arena, 'peft');
     this.grads = LoraAdapter.create(model.cfg, this.adapter.config, model.arena, 'zeros');
@@ -44,119 +31,20 @@ export class LoraTrainer {
     this.backprop = new Backprop(model, this.adapter, this.grads);
   }
 
-  validate(d: Datum, spec: LossSpec): void {
-    const n = d.responseIds.length, V = this.model.cfg.vocabSize;
-    if (d.promptIds.length === 0) throw new EngineError('bad_request', 'a datum needs at least one prompt token');
-    if (n === 0) throw new EngineError('bad_request', 'a datum needs at least one response token');
-    if (d.promptIds.length + n - 1 > this.model.maxContext) throw new EngineError('context_length_exceeded', `a datum of ${d.promptIds.length + n} tokens exceeds the context of ${this.model.maxContext}`);
-    checkTokenIds(d.promptIds, V);
-    checkTokenIds(d.responseIds, V);
-    const perToken = (name: keyof Datum, required: boolean) => {
-      const v = d[name] as number[] | undefined;
-      if (v === undefined) { if (required) throw new EngineError('bad_request', `the ${spec.kind} loss needs ${name} for every response token`); return; }
-      if (v.length !== n) throw new EngineError('bad_request', `${name} has ${v.length} values for ${n} response tokens`);
-    };
-    perToken('advantages', spec.kind === 'ppo');
-    perToken('behaviourLogprobs', spec.kind === 'ppo');
-    perToken('lossMask', false);
-    perToken('teacherLogprobs', false);
-  }
-
   /** Log-probs of each response token under `adapter` (null = base), by the same arithmetic as the loss. */
   logprobs(data: ResponseRequest[], adapter: LoraAdapter | null, temperature = 1): Float32Array[] {
     return scoreResponses(this.model, data, adapter, temperature);
   }
 
-  /**
-   * Loss head over the response rows [first, first + n) of `hidden`, HEAD_ROWS rows at a time (no
-   * [tokens × vocab] matrix is ever held). `term(t, logp)` returns ∂loss/∂logp of token t; the
-   * gradient with respect to those hidden rows is added into `dHidden`.
-   */
-  private head(hidden: Float32Array, first: number, targets: number[], temperature: number, term: (t: number, logp: number) => number, dHidden: Float32Array): void {
-    const { cfg, arena, kernel } = this.model;
-    const H = cfg.hiddenSize, V = cfg.vocabSize, invT = 1 / temperature;
-    const logits = arena.alloc(HEAD_ROWS * V), lse = arena.alloc(HEAD_ROWS), coef = arena.alloc(HEAD_ROWS);
-    try {
-      for (let t0 = 0; t0 < targets.length; t0 += HEAD_ROWS) {
-        const rows = Math.min(HEAD_ROWS, targets.length - t0);
-        this.model.logits(logits, hidden.subarray((first + t0) * H, (first + t0 + rows) * H), rows);
-        kernel.rowsLogSumExp(logits, rows, V, invT, lse);
-        let anyGrad = false;
-        for (let i = 0; i < rows; i++) {
-          const g = term(t0 + i, logits[i * V + targets[t0 + i]] * invT - lse[i]);
-          coef[i] = g * invT;
-          if (g !== 0) anyGrad = true;
-        }
-        if (!anyGrad) continue;
-        // dlogits = (g/T)·(onehot − softmax(x/T)), then the hidden rows' gradient dlogits·E
-        kernel.rowsSoftmaxGrad(logits, rows, V, invT, lse, coef);
-        for (let i = 0; i < rows; i++) logits[i * V + targets[t0 + i]] += coef[i];
-        kernel.matmulPackedT(dHidden.subarray((first + t0) * H), logits, this.model.weights.lmHead, rows, { accumulate: true });
-      }
-    } finally {
-      arena.free(logits); arena.free(lse); arena.free(coef);
-    }
-  }
+  /** Parameters trained (the adapter's). */
+  get parameterCount(): number { return this.adapter.parameterCount; }
 
-  forwardBackward(data: Datum[], spec: LossSpec): ForwardBackwardMetrics {
-    const steps = this.forwardBackwardSteps(data, spec);
-    for (;;) { const r = steps.next(); if (r.done) return r.value; }
-  }
+  protected baseLogprobs(d: Datum, temperature: number): Float32Array { return this.logprobs([d], null, temperature)[0]; }
 
-  /**
-   * forwardBackward one packed group at a time: the generator yields between groups so a caller
-   * can serve requests in between; its return value is the call's metrics.
-   */
-  *forwardBackwardSteps(data: Datum[], spec: LossSpec): Generator<void, ForwardBackwardMetrics> {
-    if (data.length === 0) throw new EngineError('bad_request', 'forwardBackward needs at least one datum');
-    for (const d of data) this.validate(d, spec);
-    const temperatureOf = (d: Datum) => d.temperature ?? spec.temperature ?? 1;
-    const ppo = spec.kind === 'ppo' ? { ...PPO_DEFAULTS, ...spec } : null;
-    const base = ppo && ppo.klCoef > 0 ? data.map((d) => this.logprobs([d], null, temperatureOf(d))[0]) : null;
-    const metrics = { loss: 0, tokens: 0, clipped: 0, ratio: 0, kl: 0, gap: 0, gapTokens: 0 };
-    const logprobs: number[][] = [];
-    let index = 0;
-    for (const group of packRows(data)) {
-      const first = index;
-      index += group.length;
-      this.step(group, (k, t, logp) => {
-        const d = group[k], mask = d.lossMask?.[t] ?? 1;
-        (logprobs[first + k] ??= [])[t] = logp;
-        if (mask === 0) return 0;
-        let loss: number, dlogp: number;
-        if (ppo) {
-          const term = ppoToken(logp, d.behaviourLogprobs![t], d.advantages![t], ppo.clipLow, ppo.clipHigh);
-          loss = term.loss; dlogp = term.dlogp;
-          metrics.ratio += term.ratio;
-          if (term.clipped) metrics.clipped++;
-          if (base) {
-            const kl = k3Token(logp, base[first + k][t]);
-            loss += ppo.klCoef * kl.kl; dlogp += ppo.klCoef * kl.dlogp;
-            metrics.kl += kl.kl;
-          }
-          if (d.teacherLogprobs) { metrics.gap += Math.abs(d.teacherLogprobs[t] - d.behaviourLogprobs![t]); metrics.gapTokens++; }
-        } else {
-          ({ loss, dlogp } = crossEntropyToken(logp));
-        }
-        if (!Number.isFinite(loss) || !Number.isFinite(dlogp)) this.nonFinite ??= `non-finite loss at datum ${first + k}, token ${t}`;
-        metrics.loss += loss * mask;
-        metrics.tokens += mask;
-        return dlogp * mask;
-      }, temperatureOf);
-      if (index < data.length) yield;
-    }
-    this.pendingTokens += metrics.tokens;
-    const n = Math.max(metrics.tokens, 1e-12);
-    return {
-      loss: metrics.loss / n, tokens: metrics.tokens,
-      clipFraction: ppo ? metrics.clipped / n : 0, meanRatio: ppo ? metrics.ratio / n : 1,
-      kl: base ? metrics.kl / n : null, teacherBehaviourGap: metrics.gapTokens > 0 ? metrics.gap / metrics.gapTokens : null,
-      logprobs, gradNorm: gradNorm(this.grads, 1 / Math.max(this.pendingTokens, 1)),
-    };
-  }
+  protected pendingGradNorm(): number { return gradNorm(this.grads, 1 / Math.max(this.pendingTokens, 1)); }
 
   /** One packed forward + loss + backward over `group`, adding into the gradients. */
-  private step(group: Datum[], term: (datum: number, t: number, logp: number) => number, temperatureOf: (d: Datum) => number): void {
+  protected step(group: Datum[], term: TokenTerm, temperatureOf: (d: Datum) => number): void {
     const { model } = this;
     const { arena, cfg } = model;
     const H = cfg.hiddenSize, L = cfg.numLayers;
@@ -174,7 +62,7 @@ export class LoraTrainer {
       // loss head: dx collects ∂L/∂(final hidden) on response rows
       let row = 0;
       group.forEach((d, k) => {
-        this.head(hidden, row + d.promptIds.length - 1, d.responseIds, temperatureOf(d), (t, logp) => term(k, t, logp), dx);
+        this.head(hidden, row + d.promptIds.length - 1, d.responseIds, temperatureOf(d), (t, logp) => term(k, t, logp), dx, model.weights.lmHead);
         row += items[k].tokens.length;
       });
       const dFinal = arena.alloc(R * H);

@@ -48,7 +48,7 @@ function startJob(name: JobName, args: unknown[]): Work {
     case 'loadAdapter': return once(() => rt.loadAdapter(a[0]));
     case 'saveTrainingState': return once(() => rt.saveTrainingState(a[0]));
     case 'loadTrainingState': return once(() => rt.loadTrainingState(a[0]));
-    case 'versions': return once(() => ({ published: rt.published, live: rt.liveVersions, optimizerStep: rt.trainer?.optimizer.step ?? null }));
+    case 'versions': return once(() => ({ published: rt.published, live: rt.liveVersions, optimizerStep: rt.optimizerStep }));
     case 'stats': return once(() => rt.stats());
   }
 }

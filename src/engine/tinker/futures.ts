@@ -146,5 +146,6 @@ export class FutureStore {
   private sweep(): void {
     const cutoff = Date.now() - this.retainMs;
     for (const [id, f] of this.futures) if (f.finishedAt !== null && f.finishedAt < cutoff) this.futures.delete(id);
+    for (const [key, d] of this.dedupe) if (!this.futures.has(d.requestId)) this.dedupe.delete(key);
   }
 }

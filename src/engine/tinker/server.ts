@@ -10,8 +10,8 @@
 // codec, and because it is an engine adapter, not part of the OpenAI-compatible API in api/.
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { collect, DEFAULT_SAMPLE_PARAMS, type TrainingEngine, type SampleParams, type Datum } from '../types.ts';
 import { FutureStore, DuplicateConflict, UserError } from './futures.ts';
@@ -95,6 +95,12 @@ export class TinkerServer {
         if (path === '/api/v1/get_server_capabilities') return send(res, 200, { supported_models: [{ model_name: this.o.modelName, max_context_length: this.o.engine.info.contextLength }] });
         const m = /^\/api\/v1\/samplers\/([^/]+)$/.exec(path);
         if (m) return send(res, 200, this.samplerInfo(decodeURIComponent(m[1])));
+        if (path === '/api/v1/training_runs') return send(res, 200, this.trainingRuns(url.searchParams));
+        const run = /^\/api\/v1\/training_runs\/([^/]+)(\/checkpoints)?$/.exec(path);
+        if (run) {
+          const id = decodeURIComponent(run[1]);
+          return send(res, 200, run[2] ? { checkpoints: this.checkpoints(id) } : this.trainingRun(id));
+        }
         throw new HttpError(404, `no route GET ${path}`);
       }
       if (req.method !== 'POST') throw new HttpError(405, `method ${req.method} is not allowed`);
@@ -267,7 +273,7 @@ export class TinkerServer {
     const dir = this.checkpointDir(model.id, 'weights', name);
     return this.ordered('save_weights', model, optionalInt(b, 'seq_id'), { name }, async () => {
       if (existsSync(dir) && b.overwrite !== true) throw new UserError(`checkpoint '${name}' already exists (pass overwrite: true to replace it)`);
-      mkdirSync(dir, { recursive: true });
+      mkdirSync(dirname(dir), { recursive: true });
       await this.o.engine.saveTrainingState(dir);
       return { path: `tinker://${model.id}/weights/${name}`, type: 'save_weights' };
     });
@@ -306,7 +312,7 @@ export class TinkerServer {
       const v = await this.o.engine.saveWeights();
       this.retain(v);
       if (dir) {
-        mkdirSync(dir, { recursive: true });
+        mkdirSync(dirname(dir), { recursive: true });
         await this.o.engine.saveAdapter(dir, v);
         const path = `tinker://${model.id}/sampler_weights/${name}`;
         this.loadedPaths.set(path, v);
@@ -323,6 +329,50 @@ export class TinkerServer {
     const dir = this.checkpointDir(p.runId, p.kind ?? 'sampler_weights', p.name);
     if (!existsSync(dir)) throw new HttpError(404, `checkpoint '${String(b.tinker_path)}' does not exist on this server`);
     return { base_model: this.o.modelName, is_lora: true, lora_rank: this.model?.id === p.runId ? this.model.rank : null };
+  }
+
+  // ---- REST: training runs and their checkpoints (from the checkpoint folders) ----
+
+  private runIds(): string[] {
+    const root = join(this.o.dataDir, 'checkpoints');
+    const ids = existsSync(root) ? readdirSync(root).map((n) => decodeURIComponent(n)) : [];
+    if (this.model && !ids.includes(this.model.id)) ids.push(this.model.id);
+    return ids.sort();
+  }
+
+  private checkpoints(runId: string): object[] {
+    const out: object[] = [];
+    for (const kind of ['weights', 'sampler_weights'] as const) {
+      const dir = join(this.o.dataDir, 'checkpoints', encodeURIComponent(runId), kind);
+      if (!existsSync(dir)) continue;
+      // a checkpoint is a folder holding what its kind writes (not the engine's temporary or previous copies)
+      const marker = kind === 'weights' ? 'trainer_state.json' : 'adapter_config.json';
+      for (const name of readdirSync(dir).filter((n) => CHECKPOINT_NAME.test(n) && !n.startsWith('.') && !n.endsWith('.previous') && existsSync(join(dir, n, marker)))) {
+        const st = statSync(join(dir, name));
+        out.push({
+          checkpoint_id: `${kind}/${name}`, checkpoint_type: kind === 'weights' ? 'training' : 'sampler', time: st.mtime.toISOString(),
+          tinker_path: `tinker://${runId}/${kind}/${name}`, public: false,
+        });
+      }
+    }
+    return out;
+  }
+
+  private trainingRun(runId: string): object {
+    if (!this.runIds().includes(runId)) throw new HttpError(404, `unknown training run '${runId}'`);
+    const cks = this.checkpoints(runId) as { checkpoint_type: string }[];
+    return {
+      training_run_id: runId, base_model: this.o.modelName, model_owner: 'local', is_lora: true, corrupted: false,
+      lora_rank: this.model?.id === runId ? this.model.rank : null, last_request_time: new Date().toISOString(),
+      last_checkpoint: cks.filter((c) => c.checkpoint_type === 'training').at(-1) ?? null,
+      last_sampler_checkpoint: cks.filter((c) => c.checkpoint_type === 'sampler').at(-1) ?? null,
+    };
+  }
+
+  private trainingRuns(q: URLSearchParams): object {
+    const ids = this.runIds();
+    const limit = Math.max(1, Math.min(1000, Number(q.get('limit') ?? 20) || 20)), offset = Math.max(0, Number(q.get('offset') ?? 0) || 0);
+    return { training_runs: ids.slice(offset, offset + limit).map((id) => this.trainingRun(id)), cursor: { offset, limit, total_count: ids.length } };
   }
 
   // ---- sampling ----

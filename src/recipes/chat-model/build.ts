@@ -14,7 +14,7 @@ import { phrasingSets } from './phrasings.ts';
 import { trainOnConversations, type TrainSettings } from './train.ts';
 
 /** Bump when the recipe changes what it builds: a cached model of another version is rebuilt. */
-export const RECIPE_VERSION = 1;
+export const RECIPE_VERSION = 2;
 export const MODEL_NAME = 'stories260k-chat';
 
 /** The cache root: $OPENCLAW_RL_CACHE, else ~/.cache/openclaw-rl. */
@@ -32,14 +32,14 @@ export interface RecipeConfig {
 export const FULL_RECIPE: RecipeConfig = {
   pool: { free: 1000, perTopic: 40, perName: 20, topicNames: 120, maxTokens: 90, maxWords: 35, temperature: 0.8 },
   mix: FULL_MIX,
-  train: { epochs: 1, learningRate: 2e-3, batchTokens: 4096, loraRank: 32 },
+  train: { epochs: 1, learningRate: 1e-3, batchTokens: 4096, loraRank: 'full' },
 };
 
 /** A few percent of the full recipe: the same pipeline in about a minute (tests, determinism checks). */
 export const QUICK_RECIPE: RecipeConfig = {
   pool: { free: 120, perTopic: 4, perName: 3, topicNames: 12, maxTokens: 90, maxWords: 35, temperature: 0.8 },
   mix: Object.fromEntries(KINDS.map((k) => [k, Math.max(4, Math.round(FULL_MIX[k] / 50))])) as Mix,
-  train: { epochs: 1, learningRate: 2e-3, batchTokens: 2048, loraRank: 16 },
+  train: { epochs: 1, learningRate: 1e-3, batchTokens: 2048, loraRank: 'full' },
 };
 
 export interface BuildOptions {

@@ -33,8 +33,8 @@ export type Mix = Record<Kind, number>;
 
 /** The full recipe's mix (conversations per kind). */
 export const FULL_MIX: Mix = {
-  topic: 900, name: 160, topicName: 120, short: 120, happy: 120, plain: 180, hint: 850, feedback: 480, praise: 150,
-  prm: 900, hintJudge: 900, tool: 750, noTool: 180,
+  topic: 720, name: 130, topicName: 100, short: 100, happy: 100, plain: 150, hint: 700, feedback: 380, praise: 120,
+  prm: 750, hintJudge: 750, tool: 620, noTool: 150,
 };
 
 /** Share of tool conversations answered directly, without the tool (the answer is then wrong). */

@@ -160,6 +160,13 @@ test('sampling clients: ephemeral snapshots, named checkpoints on disk loaded ba
   const m2 = await result((await call('create_model', { session_id: session, model_seq_id: 1, base_model: 'stories', lora_config: { rank: 4 }, type: 'create_model' })).json.request_id);
   const load = await result((await call('load_weights', { model_id: m2.json.model_id, path: saved.json.path, seq_id: 1, optimizer: true, type: 'load_weights' })).json.request_id);
   assert.equal(load.json.type, 'load_weights');
+  // the REST view lists the run's checkpoints by URI
+  const listed = await call(`training_runs/${encodeURIComponent(model)}/checkpoints`);
+  const paths = (listed.json.checkpoints as { tinker_path: string; checkpoint_type: string }[]).map((c) => `${c.checkpoint_type} ${c.tinker_path}`).sort();
+  assert.deepEqual(paths, [`sampler tinker://${model}/sampler_weights/final`, `training tinker://${model}/weights/step_0001`]);
+  const runs = await call('training_runs?limit=100');
+  assert.ok(runs.json.training_runs.some((r: { training_run_id: string }) => r.training_run_id === model));
+  assert.equal((await call('training_runs/nobody')).status, 404);
 });
 
 test('a long poll answers try_again while the result is pending', async () => {

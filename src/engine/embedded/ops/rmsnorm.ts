@@ -1,5 +1,5 @@
 // RMSNorm: y = x / sqrt(mean(x²) + eps) · w, row by row (Llama/Qwen: no bias, no mean subtraction).
-// The backward pass (LoRA training) will sit beside it here.
+// The backward passes (input and weight gradients) sit beside it.
 
 /** rows × dim, rows at `stride` apart; y may alias x. */
 export function rmsnormForward(y: Float32Array, x: Float32Array, w: Float32Array, rows: number, dim: number, eps: number, strideX = dim, strideY = dim, offX = 0, offY = 0): void {
@@ -27,5 +27,19 @@ export function rmsnormBackward(dx: Float32Array, dy: Float32Array, x: Float32Ar
       const v = inv * w[i] * dy[go + i] - k * x[xo + i];
       if (accumulate) dx[dxo + i] += v; else dx[dxo + i] = v;
     }
+  }
+}
+
+/**
+ * dw (+)= ∂/∂w of RMSNorm (full-parameter training): dw[i] += Σ_rows dy[i]·x[i]·inv, with the same
+ * row layout arguments as rmsnormBackward.
+ */
+export function rmsnormWeightGrad(dw: Float32Array, dy: Float32Array, x: Float32Array, rows: number, dim: number, eps: number, strideX = dim, strideDy = dim, offX = 0, offDy = 0): void {
+  for (let r = 0; r < rows; r++) {
+    const xo = offX + r * strideX, go = offDy + r * strideDy;
+    let ss = 0;
+    for (let i = 0; i < dim; i++) ss += x[xo + i] * x[xo + i];
+    const inv = 1 / Math.sqrt(ss / dim + eps);
+    for (let i = 0; i < dim; i++) dw[i] += dy[go + i] * x[xo + i] * inv;
   }
 }

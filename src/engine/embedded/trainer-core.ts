@@ -1,0 +1,149 @@
+// What LoRA and full-parameter training share: datum validation, the loss head (log-softmax over
+// chunks of rows, never a [tokens × vocab] matrix), and forwardBackward's per-token loss terms
+// (PPO with optional k3 KL, or cross-entropy) with token-level aggregation. A subclass supplies the
+// packed forward + backward of one group of sequences and the norm of its accumulated gradients.
+import type { Transformer } from './model.ts';
+import type { PackedMatrix } from './kernels/packed.ts';
+import { packRows } from './score.ts';
+import { ppoToken, k3Token, crossEntropyToken, PPO_DEFAULTS, type LossSpec } from '../../learn/losses.ts';
+import { EngineError, checkTokenIds, type Datum, type ForwardBackwardMetrics } from '../types.ts';
+
+/** Rows of logits held at once in the loss head ([rows × vocab] floats). */
+const HEAD_ROWS = 128;
+/**
+ * Keep every layer's tape from the forward pass (no recompute in the backward pass: a third less
+ * work) when they fit in this many bytes and in what the 4 GiB WebAssembly memory has left.
+ */
+export const TAPE_BUDGET_BYTES = 1.5 * 2 ** 30;
+export const WASM_MEMORY_BYTES = 4 * 2 ** 30;
+
+/** ∂loss/∂logp of response token t of datum k (0 = no gradient). */
+export type TokenTerm = (datum: number, t: number, logp: number) => number;
+
+export abstract class TrainerCore {
+  readonly model: Transformer;
+  /** loss tokens accumulated since the last optimizer step */
+  pendingTokens = 0;
+  /** see TAPE_BUDGET_BYTES; 0 forces recomputation in the backward pass */
+  tapeBudgetBytes = TAPE_BUDGET_BYTES;
+  protected nonFinite: string | null = null;
+
+  constructor(model: Transformer) { this.model = model; }
+
+  /** One packed forward + loss + backward over `group`, adding into the gradients. */
+  protected abstract step(group: Datum[], term: TokenTerm, temperatureOf: (d: Datum) => number): void;
+  /** Log-probs of a datum's response under the base model (the KL term's reference). */
+  protected abstract baseLogprobs(d: Datum, temperature: number): Float32Array;
+  /** Norm of the accumulated gradients divided by the pending token count (what optimStep would clip). */
+  protected abstract pendingGradNorm(): number;
+
+  validate(d: Datum, spec: LossSpec): void {
+    const n = d.responseIds.length, V = this.model.cfg.vocabSize;
+    if (d.promptIds.length === 0) throw new EngineError('bad_request', 'a datum needs at least one prompt token');
+    if (n === 0) throw new EngineError('bad_request', 'a datum needs at least one response token');
+    if (d.promptIds.length + n - 1 > this.model.maxContext) throw new EngineError('context_length_exceeded', `a datum of ${d.promptIds.length + n} tokens exceeds the context of ${this.model.maxContext}`);
+    checkTokenIds(d.promptIds, V);
+    checkTokenIds(d.responseIds, V);
+    const perToken = (name: keyof Datum, required: boolean) => {
+      const v = d[name] as number[] | undefined;
+      if (v === undefined) { if (required) throw new EngineError('bad_request', `the ${spec.kind} loss needs ${name} for every response token`); return; }
+      if (v.length !== n) throw new EngineError('bad_request', `${name} has ${v.length} values for ${n} response tokens`);
+    };
+    perToken('advantages', spec.kind === 'ppo');
+    perToken('behaviourLogprobs', spec.kind === 'ppo');
+    perToken('lossMask', false);
+    perToken('teacherLogprobs', false);
+  }
+
+  /**
+   * Loss head over the response rows [first, first + n) of `hidden`, HEAD_ROWS rows at a time (no
+   * [tokens × vocab] matrix is ever held). `term(t, logp)` returns ∂loss/∂logp of token t; the
+   * gradient with respect to those hidden rows is added into `dHidden`, and with `dHead` (row-major
+   * [vocab × hidden]) the gradient of the LM head weights too.
+   */
+  protected head(hidden: Float32Array, first: number, targets: number[], temperature: number, term: (t: number, logp: number) => number,
+    dHidden: Float32Array, lmHead: PackedMatrix, dHead: Float32Array | null = null): void {
+    const { cfg, arena, kernel } = this.model;
+    const H = cfg.hiddenSize, V = cfg.vocabSize, invT = 1 / temperature;
+    const logits = arena.alloc(HEAD_ROWS * V), lse = arena.alloc(HEAD_ROWS), coef = arena.alloc(HEAD_ROWS);
+    try {
+      for (let t0 = 0; t0 < targets.length; t0 += HEAD_ROWS) {
+        const rows = Math.min(HEAD_ROWS, targets.length - t0);
+        const rowsHidden = hidden.subarray((first + t0) * H, (first + t0 + rows) * H);
+        kernel.matmulPacked(logits, rowsHidden, lmHead, rows);
+        kernel.rowsLogSumExp(logits, rows, V, invT, lse);
+        let anyGrad = false;
+        for (let i = 0; i < rows; i++) {
+          const g = term(t0 + i, logits[i * V + targets[t0 + i]] * invT - lse[i]);
+          coef[i] = g * invT;
+          if (g !== 0) anyGrad = true;
+        }
+        if (!anyGrad) continue;
+        // dlogits = (g/T)·(onehot − softmax(x/T)), then the hidden rows' gradient dlogits·E
+        kernel.rowsSoftmaxGrad(logits, rows, V, invT, lse, coef);
+        for (let i = 0; i < rows; i++) logits[i * V + targets[t0 + i]] += coef[i];
+        kernel.matmulPackedT(dHidden.subarray((first + t0) * H), logits, lmHead, rows, { accumulate: true });
+        if (dHead) kernel.matmulTN(dHead, logits, rowsHidden, V, H, rows, { accumulate: true });
+      }
+    } finally {
+      arena.free(logits); arena.free(lse); arena.free(coef);
+    }
+  }
+
+  forwardBackward(data: Datum[], spec: LossSpec): ForwardBackwardMetrics {
+    const steps = this.forwardBackwardSteps(data, spec);
+    for (;;) { const r = steps.next(); if (r.done) return r.value; }
+  }
+
+  /**
+   * forwardBackward one packed group at a time: the generator yields between groups so a caller
+   * can serve requests in between; its return value is the call's metrics.
+   */
+  *forwardBackwardSteps(data: Datum[], spec: LossSpec): Generator<void, ForwardBackwardMetrics> {
+    if (data.length === 0) throw new EngineError('bad_request', 'forwardBackward needs at least one datum');
+    for (const d of data) this.validate(d, spec);
+    const temperatureOf = (d: Datum) => d.temperature ?? spec.temperature ?? 1;
+    const ppo = spec.kind === 'ppo' ? { ...PPO_DEFAULTS, ...spec } : null;
+    const base = ppo && ppo.klCoef > 0 ? data.map((d) => this.baseLogprobs(d, temperatureOf(d))) : null;
+    const metrics = { loss: 0, tokens: 0, clipped: 0, ratio: 0, kl: 0, gap: 0, gapTokens: 0 };
+    const logprobs: number[][] = [];
+    let index = 0;
+    for (const group of packRows(data)) {
+      const first = index;
+      index += group.length;
+      this.step(group, (k, t, logp) => {
+        const d = group[k], mask = d.lossMask?.[t] ?? 1;
+        (logprobs[first + k] ??= [])[t] = logp;
+        if (mask === 0) return 0;
+        let loss: number, dlogp: number;
+        if (ppo) {
+          const term = ppoToken(logp, d.behaviourLogprobs![t], d.advantages![t], ppo.clipLow, ppo.clipHigh);
+          loss = term.loss; dlogp = term.dlogp;
+          metrics.ratio += term.ratio;
+          if (term.clipped) metrics.clipped++;
+          if (base) {
+            const kl = k3Token(logp, base[first + k][t]);
+            loss += ppo.klCoef * kl.kl; dlogp += ppo.klCoef * kl.dlogp;
+            metrics.kl += kl.kl;
+          }
+          if (d.teacherLogprobs) { metrics.gap += Math.abs(d.teacherLogprobs[t] - d.behaviourLogprobs![t]); metrics.gapTokens++; }
+        } else {
+          ({ loss, dlogp } = crossEntropyToken(logp));
+        }
+        if (!Number.isFinite(loss) || !Number.isFinite(dlogp)) this.nonFinite ??= `non-finite loss at datum ${first + k}, token ${t}`;
+        metrics.loss += loss * mask;
+        metrics.tokens += mask;
+        return dlogp * mask;
+      }, temperatureOf);
+      if (index < data.length) yield;
+    }
+    this.pendingTokens += metrics.tokens;
+    const n = Math.max(metrics.tokens, 1e-12);
+    return {
+      loss: metrics.loss / n, tokens: metrics.tokens,
+      clipFraction: ppo ? metrics.clipped / n : 0, meanRatio: ppo ? metrics.ratio / n : 1,
+      kl: base ? metrics.kl / n : null, teacherBehaviourGap: metrics.gapTokens > 0 ? metrics.gap / metrics.gapTokens : null,
+      logprobs, gradNorm: this.pendingGradNorm(),
+    };
+  }
+}
