@@ -1,7 +1,8 @@
 // `openclaw-rl sft` (supervised fine-tuning on a chat JSONL file) and `openclaw-rl merge` (a LoRA
 // adapter merged into full weights). Both write Hugging Face folders that `generate` and `serve` load.
 import { resolve } from 'node:path';
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { defineCommand, opt, UsageError } from './command.ts';
 import { modelDir, modelOption, threadsOption } from './args.ts';
 import { SFT_DEFAULTS, type SftProgress } from '../trainer/sft.ts';
@@ -101,6 +102,7 @@ export const sftCommand = defineCommand({
       process.stderr.write(`training ${lora ? `a LoRA adapter (rank ${lora.rank}, alpha ${lora.alpha})` : 'every weight (full-parameter)'} on ${engine.info.modelId}, ` +
         `${settings.epochs} epoch(s), learning rate ${settings.learningRate}, ~${settings.batchTokens} tokens per step\n`);
       await engine.configureTraining(lora);
+      if (o.resume && !existsSync(join(checkpointDir, 'sft_position.json'))) process.stderr.write(`--resume: no checkpoint in ${checkpointDir} yet; starting from the beginning\n`);
       const printer = progressPrinter();
       const stop = new AbortController();
       const onSignal = () => stop.abort();

@@ -128,25 +128,45 @@ function checkIds(v: unknown, line: number, field: string): number[] {
 
 /**
  * One JSON line: an OpenAI chat record {"messages": [...], "tools"?: [...]}, or a served turn as
- * `openclaw-rl export` writes it (its exact prompt and response ids are used; turns that did not
- * complete return null). Throws SftDataError naming the line and the problem.
+ * `openclaw-rl export` writes it — with `--no-redact` its exact prompt and response ids are used;
+ * a redacted export carries no ids, so its request's messages and tools plus the recorded answer are
+ * rendered as a chat. Turns that did not complete return null. Throws SftDataError naming the line
+ * and the problem.
  */
 export function parseSftRecord(text: string, line: number): SftRecord | null {
   let v: unknown;
   try { v = JSON.parse(text); } catch (e) { fail(line, `not valid JSON (${(e as Error).message})`); }
   if (!v || typeof v !== 'object' || Array.isArray(v)) fail(line, 'expected a JSON object such as {"messages": [...]}');
   const rec = v as Record<string, unknown>;
-  if (rec.messages === undefined && rec.request !== undefined && rec.responseIds !== undefined) {
+  if (rec.messages === undefined && rec.request !== undefined && (rec.responseIds !== undefined || rec.answer !== undefined)) {
     if (rec.status !== undefined && rec.status !== 'complete') return null;
-    const promptIds = checkIds(rec.promptIds, line, 'promptIds'), responseIds = checkIds(rec.responseIds, line, 'responseIds');
-    if (promptIds.length === 0 || responseIds.length === 0) fail(line, 'an exported turn needs prompt and response ids');
-    return { line, kind: 'ids', promptIds, responseIds };
+    if (rec.responseIds !== undefined) {
+      const promptIds = checkIds(rec.promptIds, line, 'promptIds'), responseIds = checkIds(rec.responseIds, line, 'responseIds');
+      if (promptIds.length === 0 || responseIds.length === 0) fail(line, 'an exported turn needs prompt and response ids');
+      return { line, kind: 'ids', promptIds, responseIds };
+    }
+    return exportedTurnAsChat(rec, line);
   }
   if (!Array.isArray(rec.messages)) fail(line, '"messages" is missing or not an array');
   if (rec.messages.length === 0) fail(line, '"messages" is empty');
   const messages = rec.messages.map((m, k) => checkMessage(m, line, k));
   if (!messages.some((m) => m.role === 'assistant')) fail(line, 'no assistant message (nothing to learn from)');
   return { line, kind: 'chat', example: { messages, tools: checkTools(rec.tools, line) } };
+}
+
+/** A redacted exported turn (no ids): the request's messages and tools, then the recorded answer. */
+function exportedTurnAsChat(rec: Record<string, unknown>, line: number): SftRecord {
+  const request = rec.request as { messages?: unknown; tools?: unknown } | null;
+  if (!request || !Array.isArray(request.messages)) fail(line, 'an exported turn needs request.messages');
+  const answer = rec.answer as { content?: unknown; reasoning?: unknown; toolCalls?: unknown } | null;
+  if (!answer || typeof answer !== 'object') fail(line, 'an exported turn needs its answer');
+  if (answer.content !== null && answer.content !== undefined && typeof answer.content !== 'string') fail(line, 'answer.content must be a string');
+  const calls = Array.isArray(answer.toolCalls) ? answer.toolCalls as { name?: unknown; arguments?: unknown }[] : [];
+  const assistant: Record<string, unknown> = { role: 'assistant', content: answer.content ?? '' };
+  if (typeof answer.reasoning === 'string' && answer.reasoning !== '') assistant.reasoning_content = answer.reasoning;
+  if (calls.length > 0) assistant.tool_calls = calls.map((c, i) => ({ id: `call_${i}`, type: 'function', function: { name: c.name, arguments: c.arguments ?? '{}' } }));
+  const messages = [...request.messages, assistant].map((m, k) => checkMessage(m, line, k));
+  return { line, kind: 'chat', example: { messages, tools: checkTools(request.tools, line) } };
 }
 
 /** Every record of a JSONL file (blank lines skipped); the first malformed line throws. */

@@ -130,6 +130,12 @@ test('a JSONL file: blank lines skipped, the first bad line named with the file;
   const enc = encodeRecords(stories, records, { maxTokens: 512, vocabSize: 512 });
   assert.deepEqual(enc[1].ids, [1, 5, 6, 7, 8, 2]);
   assert.deepEqual(enc[1].mask, [0, 0, 0, 1, 1, 1]);
+  // a redacted export has no ids: the request and the recorded answer are rendered as a chat
+  const redacted = JSON.stringify({ id: 5, status: 'complete', request: { messages: [{ role: 'user', content: 'Hi' }], tools: null }, answer: { content: 'Hello', reasoning: null, toolCalls: [] } });
+  writeFileSync(file, `${redacted}\n`);
+  const [chat] = readSftFile(file).records;
+  assert.equal(chat.kind, 'chat');
+  assert.deepEqual(encodeRecords(stories, [chat], { maxTokens: 512, vocabSize: 512 })[0].ids, stories.encode('Hi\nHello'));
   writeFileSync(file, `${good}\n{"messages": [{"role": "user"}]}\n`);
   assert.throws(() => readSftFile(file), (e: Error) => e.message.startsWith(`${file}:2: messages[0] (user) has no content`));
 });

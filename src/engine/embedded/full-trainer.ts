@@ -133,15 +133,14 @@ export class FullTrainer extends TrainerCore {
     if (reason) skipped = true;
     else if (tokens > 0) {
       const factor = scale * (clip > 0 && norm > clip ? clip / norm : 1);
-      for (const g of this.grads) for (let j = 0; j < g.length; j++) g[j] *= factor;
       const step = this.optimizer.step + 1;
       const stats = { finite: true, normSqBefore: 0, deltaNormSq: 0 };
-      this.params.forEach((param, i) => adamwFull(param, this.grads[i], this.optimizer.m[i], this.optimizer.v[i], step, p, stats, true));
+      this.params.forEach((param, i) => adamwFull(param, this.grads[i], this.optimizer.m[i], this.optimizer.v[i], step, p, factor, stats, true));
       why = updateVerdict(stats, this.guard);
       if (why) skipped = true;
       else {
         this.optimizer.step = step;
-        this.params.forEach((param, i) => adamwFull(param, this.grads[i], this.optimizer.m[i], this.optimizer.v[i], step, p));
+        this.params.forEach((param, i) => adamwFull(param, this.grads[i], this.optimizer.m[i], this.optimizer.v[i], step, p, factor));
       }
     }
     for (const g of this.grads) g.fill(0);

@@ -90,12 +90,13 @@ export function sumSquares(grads: Float32Array[]): number {
 }
 
 /**
- * AdamW (PyTorch semantics, bias-corrected, decoupled decay) on one parameter: row-major `g`, `m`,
- * `v`, and the weights `p.data` in their own layout. `step` is the step number after increment.
+ * AdamW (PyTorch semantics, bias-corrected, decoupled decay) on one parameter: row-major `g` (used
+ * times `gradScale`: the token mean and the clipping, folded in to save a pass), `m`, `v`, and the
+ * weights `p.data` in their own layout. `step` is the step number after increment.
  * With `dryRun` nothing is written: the update's statistics are only added into `stats` (the
  * weights guard decides on them before anything changes).
  */
-export function adamwFull(p: FullParam, g: Float32Array, m: Float32Array, v: Float32Array, step: number, adam: AdamParams, stats: UpdateStats | null = null, dryRun = false): void {
+export function adamwFull(p: FullParam, g: Float32Array, m: Float32Array, v: Float32Array, step: number, adam: AdamParams, gradScale = 1, stats: UpdateStats | null = null, dryRun = false): void {
   const { beta1, beta2, eps, weightDecay } = { ...ADAM_DEFAULTS, ...adam };
   const lr = adam.learningRate, bc1 = 1 - beta1 ** step, bc2 = 1 - beta2 ** step;
   const w = p.data, cols = p.cols;
@@ -105,8 +106,9 @@ export function adamwFull(p: FullParam, g: Float32Array, m: Float32Array, v: Flo
     const stride = p.packed ? 8 : 1;
     for (let k = 0; k < cols; k++) {
       const gi = r * cols + k, wi = base + k * stride;
-      const mi = beta1 * m[gi] + (1 - beta1) * g[gi];
-      const vi = beta2 * v[gi] + (1 - beta2) * g[gi] * g[gi];
+      const gs = Math.fround(g[gi] * gradScale);
+      const mi = beta1 * m[gi] + (1 - beta1) * gs;
+      const vi = beta2 * v[gi] + (1 - beta2) * gs * gs;
       const before = w[wi];
       // rounded as the stored float32 weight will be, so the statistics describe what would be served
       const after = Math.fround(before - lr * ((Math.fround(mi) / bc1) / (Math.sqrt(Math.fround(vi) / bc2) + eps) + weightDecay * before));
