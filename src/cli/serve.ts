@@ -121,15 +121,8 @@ function parseOverlong(raw: string, source: string): { lMax: number; lCache: num
 }
 
 async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
-  const { EmbeddedEngine, engineStatsMetrics } = await import('../engine/embedded/engine.ts');
   const { Store } = await import('../store/store.ts');
-  const { startServer } = await import('../api/server.ts');
-  const { createJudge } = await import('../judge/config.ts');
-  const { JudgeLoop } = await import('../judge/loop.ts');
-  const { probeJudge } = await import('../judge/probe.ts');
-  const { TrainerLoop } = await import('../trainer/loop.ts');
   const { Evaluator, loadEvalFile, EvalFileError } = await import('../trainer/evaluation.ts');
-  const { Tracking } = await import('../dashboard/tracking.ts');
   let evalItems = null;
   try { evalItems = o['eval-file'] ? loadEvalFile(o['eval-file']) : null; } catch (e) { throw e instanceof EvalFileError ? new UsageError(`--eval-file: ${e.message}`) : e; }
   const { createLogger } = await import('../util/log.ts');
@@ -154,6 +147,14 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     throw new Error(`cannot use the data folder ${dataDir}: ${err.code ? `${err.code} (${err.message})` : err.message}`);
   }
   if (store.recoveredAborted > 0) logger.warn(`marked ${store.recoveredAborted} turn(s) interrupted by the last shutdown as aborted`);
+  // the rest of the server is imported once the cheap checks above have passed (a bad data folder fails fast)
+  const { EmbeddedEngine, engineStatsMetrics } = await import('../engine/embedded/engine.ts');
+  const { startServer } = await import('../api/server.ts');
+  const { createJudge } = await import('../judge/config.ts');
+  const { JudgeLoop } = await import('../judge/loop.ts');
+  const { probeJudge } = await import('../judge/probe.ts');
+  const { TrainerLoop } = await import('../trainer/loop.ts');
+  const { Tracking } = await import('../dashboard/tracking.ts');
   logger.info(`loading ${dir}…`);
   const log = info;
   const loadEngine = async () => o.engine === 'vllm' || o.engine === 'sglang'
