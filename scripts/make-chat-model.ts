@@ -43,4 +43,4 @@ if (!args.force && isCurrentBuild(out)) {
 }
 const log = (line: string) => process.stderr.write(`make:chat-model: ${line}\n`);
 const m = await buildChatModel({ base, out, seed, quick: args.quick, log });
-log(`done: ${m.timings.totalSeconds.toFixed(0)} s (pool ${m.timings.poolSeconds.toFixed(0)} s, training ${m.timings.trainSeconds.toFixed(0)} s), load average ${m.machine.loadAverageAtStart.map((x) => x.toFixed(1)).join(' ')} → ${m.machine.loadAverageAtEnd.map((x) => x.toFixed(1)).join(' ')}, weights sha256 ${m.weightsSha256.slice(0, 16)}…`);
+log(`done: ${m.timings.totalSeconds.toFixed(0)} s, ${m.timings.cpuSeconds.toFixed(0)} CPU-seconds (pool ${m.timings.poolSeconds.toFixed(0)} s, training ${m.timings.trainSeconds.toFixed(0)} s), load average ${m.machine.loadAverageAtStart.map((x) => x.toFixed(1)).join(' ')} → ${m.machine.loadAverageAtEnd.map((x) => x.toFixed(1)).join(' ')}, weights sha256 ${m.weightsSha256.slice(0, 16)}…`);

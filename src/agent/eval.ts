@@ -34,6 +34,8 @@ export interface AgentEvalResult {
   tokensPerSecond: number;
   envStepsPerSecond: number;
   durationMs: number;
+  /** the first prompt of one episode per task (for drift measurements) */
+  firstPrompts: number[][];
 }
 
 export async function agentEval(engine: Engine, store: Store | null, pool: EnvPool, tasks: Task[], o: AgentEvalOptions): Promise<AgentEvalResult> {
@@ -69,5 +71,6 @@ export async function agentEval(engine: Engine, store: Store | null, pool: EnvPo
     passAtK: pass, meanToolCalls: ok.length ? ok.reduce((a, e) => a + e.toolCalls, 0) / ok.length : 0,
     toolUse: ok.length ? ok.filter((e) => e.toolCalls > 0).length / ok.length : 0,
     tokensPerSecond: all.reduce((a, e) => a + e.sampledTokens, 0) / s, envStepsPerSecond: all.reduce((a, e) => a + e.envSteps, 0) / s, durationMs: s * 1000,
+    firstPrompts: results.map((eps) => eps.find((e) => e.turns.length > 0)?.turns[0].promptIds).filter((p): p is number[] => p !== undefined),
   };
 }

@@ -32,6 +32,8 @@ export interface OpenclawBenchOptions {
   threads?: number;
   /** folder of the captured requests */
   requestsDir: string;
+  /** which runs to make (both by default: the comparison is the point) */
+  modes?: ('cache' | 'no-cache')[];
   /** how long to measure a decode while a cold prompt prefills */
   interferenceMs: number;
   /** where random models are written once and reused */
@@ -165,7 +167,7 @@ export async function benchOpenclaw(o: OpenclawBenchOptions, tokenizerDir: strin
   let system = '', heartbeatSystem = '', target = 0;
   const modes: ModeResult[] = [];
   let contextLength = 0, systemTokens = 0;
-  for (const mode of ['cache', 'no-cache'] as const) {
+  for (const mode of o.modes ?? ['cache', 'no-cache'] as const) {
     o.log(`${o.shape}: loading (prefix cache ${mode === 'cache' ? 'on' : 'off'})…`);
     const engine = await EmbeddedEngine.load(dir, { threads: o.threads, prefixCacheMiB: mode === 'cache' ? o.prefixCacheMiB : 0 });
     try {
@@ -255,7 +257,7 @@ export async function benchOpenclaw(o: OpenclawBenchOptions, tokenizerDir: strin
 
 /** A markdown table of one result: the two modes side by side. */
 export function openclawTable(r: OpenclawBenchResult): string {
-  const [on, off] = r.modes;
+  const on = r.modes.find((m) => m.mode === 'cache') ?? r.modes[0], off = r.modes.find((m) => m.mode === 'no-cache') ?? r.modes[0];
   const s = (ms: number | undefined) => (ms === undefined ? '—' : (ms / 1000).toFixed(2));
   const lines = [`| ${r.shape} (system prompt ${r.systemTokens} tokens, context ${r.contextLength}) | cache on: first token s | decode tok/s | cache off: first token s | decode tok/s |`, '|---|---|---|---|---|'];
   for (let i = 0; i < on.turns.length; i++) {

@@ -125,7 +125,15 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
       });
       await engine.saveAdapter(join(dataDir, 'adapter'), 'published').catch((e) => log(`agent train: adapter not saved: ${(e as Error).message}`));
       const after = await evaluate('after');
-      const out = { env: o.env, runId, ...summary, evalBefore: before, evalAfter: after, dataDir };
+      // what the gain cost: KL(policy ‖ base) on the held-out task prompts and on plain story requests
+      const { klToBase, chatPrompts, STORY_PROMPTS } = await import('../agent/drift.ts');
+      const drift = summary.steps > 0 ? {
+        heldOutTasks: after ? await klToBase(engine, after.firstPrompts.slice(0, 16), { samples: 2, maxTokens: o['max-tokens'], seed: o.seed }) : null,
+        storyPrompts: await klToBase(engine, chatPrompts(engine.tokenizer, STORY_PROMPTS), { samples: 4, maxTokens: o['max-tokens'], seed: o.seed }),
+      } : null;
+      if (drift) log(`agent train: KL(policy ‖ base) per token ${drift.heldOutTasks?.toFixed(4) ?? '–'} on held-out task prompts, ${drift.storyPrompts.toFixed(4)} on story requests`);
+      const strip = (r: typeof before) => r && (({ firstPrompts: _fp, ...rest }) => rest)(r);
+      const out = { env: o.env, runId, ...summary, evalBefore: strip(before), evalAfter: strip(after), klToBase: drift, dataDir };
       if (o.json) process.stdout.write(JSON.stringify(out) + '\n');
       else process.stdout.write(`trained ${summary.episodes} episodes (${summary.failed} failed), ${summary.samples} samples, ${summary.steps} steps → version ${summary.policyVersion}; training accuracy ${pct(summary.accuracy)}${before && after ? `; held-out accuracy ${pct(before.accuracy)} → ${pct(after.accuracy)}` : ''}\n`);
     } finally {
@@ -171,7 +179,8 @@ unbiased pass@k. --adapter evaluates a trained LoRA adapter (e.g. DATA_DIR/adapt
         onEpisode: (done, total) => { if (!o.json && (done % 10 === 0 || done === total)) process.stderr.write(`\r[agent eval] ${done}/${total} episodes`); },
       });
       if (!o.json) process.stderr.write('\n');
-      if (o.json) process.stdout.write(JSON.stringify({ env: o.env, ...r }) + '\n');
+      const { firstPrompts: _fp, ...shown } = r;
+      if (o.json) process.stdout.write(JSON.stringify({ env: o.env, ...shown }) + '\n');
       else process.stdout.write(`${o.env}: accuracy ${pct(r.accuracy)} over ${r.episodes - r.failed} episodes of ${r.tasks} tasks (${r.failed} failed); ${Object.entries(r.passAtK).map(([k, v]) => `${k} ${pct(v)}`).join(', ')}; tool use ${pct(r.toolUse)}, ${r.meanToolCalls.toFixed(2)} calls/episode; ${r.envStepsPerSecond.toFixed(1)} env steps/s, ${r.tokensPerSecond.toFixed(0)} tok/s\n`);
     } finally {
       await close();

@@ -70,20 +70,29 @@ function evaluate(a: number, op: Op, b: number): number {
 
 const OP_TEXT: Record<Op, string> = { '+': '+', '-': '-', '*': '*', '/': '/' };
 
-/** 'mixed': half bare expressions, half word problems; 'expressions': bare expressions only. */
-export type TaskStyle = 'mixed' | 'expressions';
+/**
+ * 'mixed': half bare expressions, half word problems; 'expressions': bare expressions only; 'small':
+ * bare expressions with two-digit operands and + − × only (a × operand ≤ 12), for very small models.
+ */
+export type TaskStyle = 'mixed' | 'expressions' | 'small';
+
+function smallOperands(r: () => number, op: Op): [number, number] {
+  if (op === '*') return [int(r, 2, 99), int(r, 2, 12)];
+  const a = int(r, 2, 99), b = int(r, 2, 99);
+  return op === '-' && b > a ? [b, a] : [a, b];
+}
 
 export function makeTask(split: Split, seed: number, style: TaskStyle = 'mixed'): ArithmeticTask {
   const r = rng(seed * 2 + (split === 'heldout' ? 1 : 0));
-  const op = pick(r, ['+', '-', '*', '/'] as const);
-  const [a, b] = operands(r, op);
+  const op = style === 'small' ? pick(r, ['+', '-', '*'] as const) : pick(r, ['+', '-', '*', '/'] as const);
+  const [a, b] = style === 'small' ? smallOperands(r, op) : operands(r, op);
   const expression = `${a} ${OP_TEXT[op]} ${b}`;
   const answer = evaluate(a, op, b);
   const bare = r() < 0.5;
-  const question = bare || style === 'expressions'
+  const question = bare || style !== 'mixed'
     ? pick(r, EXPRESSION_WORDINGS[split]).replaceAll('{e}', expression)
     : pick(r, WORD_PROBLEMS[split][op]).replaceAll('{n}', pick(r, NAMES)).replaceAll('{i}', pick(r, ITEMS)).replaceAll('{a}', String(a)).replaceAll('{b}', String(b));
-  return { key: `arith-${style === 'expressions' ? 'expr-' : ''}${split}-${seed}`, kind: 'arithmetic', split, question, expression, answer };
+  return { key: `arith-${style === 'mixed' ? '' : `${style}-`}${split}-${seed}`, kind: 'arithmetic', split, question, expression, answer };
 }
 
 /** `count` tasks of a split, seeds start, start+1, … */

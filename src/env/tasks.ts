@@ -1,7 +1,7 @@
 // Task sets for the environments: built-in generators and JSONL task files, and the environment
 // registry (`--env toolcall|terminal`).
 import { readFileSync, existsSync } from 'node:fs';
-import { makeTasks, rng, type Split } from './arithmetic.ts';
+import { makeTasks, rng, type Split, type TaskStyle } from './arithmetic.ts';
 import { toolCallFactory } from './toolcall.ts';
 import { terminalFactory, validateTerminalTask, type TerminalTask } from './terminal.ts';
 import { EnvRequestError, type EnvFactory, type Task } from './types.ts';
@@ -46,7 +46,7 @@ export function makeTerminalTasks(split: Split, count: number, start = 0): Termi
 }
 
 /** Built-in tasks of an environment ('expressions': the tool-call tasks without word problems). */
-export function builtinTasks(env: string, split: Split, count: number, start = 0, style: 'mixed' | 'expressions' = 'mixed'): Task[] {
+export function builtinTasks(env: string, split: Split, count: number, start = 0, style: TaskStyle = 'mixed'): Task[] {
   if (env === 'toolcall') return makeTasks(split, count, start, style) as unknown as Task[];
   if (env === 'terminal') return makeTerminalTasks(split, count, start);
   throw new EnvRequestError(`unknown environment '${env}'`);
@@ -55,12 +55,13 @@ export function builtinTasks(env: string, split: Split, count: number, start = 0
 /**
  * Tasks from a JSONL file (one task object per line, each with a string `key`), or a built-in set:
  * `builtin:train:200` / `builtin:heldout:50` (split, count, optional first seed), and for the
- * tool-call environment `expressions:train:200` (bare expressions, no word problems).
+ * tool-call environment `expressions:train:200` (bare expressions, no word problems) and
+ * `small:train:200` (two-digit operands, + − ×).
  */
 export function loadTasks(env: string, spec: string): Task[] {
-  const m = /^(builtin|expressions):(train|heldout)(?::(\d+))?(?::(\d+))?$/.exec(spec);
-  if (m && m[1] === 'expressions' && env !== 'toolcall') throw new EnvRequestError(`expressions:… task sets are for the toolcall environment`);
-  if (m) return builtinTasks(env, m[2] as Split, Number(m[3] ?? 64), Number(m[4] ?? 0), m[1] === 'expressions' ? 'expressions' : 'mixed');
+  const m = /^(builtin|expressions|small):(train|heldout)(?::(\d+))?(?::(\d+))?$/.exec(spec);
+  if (m && m[1] !== 'builtin' && env !== 'toolcall') throw new EnvRequestError(`${m[1]}:… task sets are for the toolcall environment`);
+  if (m) return builtinTasks(env, m[2] as Split, Number(m[3] ?? 64), Number(m[4] ?? 0), m[1] === 'builtin' ? 'mixed' : m[1] as TaskStyle);
   if (!existsSync(spec)) throw new EnvRequestError(`task file not found: ${spec} (or use builtin:train:N / builtin:heldout:N)`);
   const tasks: Task[] = [];
   readFileSync(spec, 'utf8').split('\n').forEach((line, i) => {

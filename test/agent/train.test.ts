@@ -12,6 +12,7 @@ import { runEpisode } from '../../src/agent/episode.ts';
 import { headMessages } from '../../src/agent/protocol.ts';
 import { agentTrain } from '../../src/agent/train.ts';
 import { agentEval } from '../../src/agent/eval.ts';
+import { klToBase, chatPrompts, STORY_PROMPTS } from '../../src/agent/drift.ts';
 import type { EnvFactory, Environment } from '../../src/env/types.ts';
 import { STORIES, tempDir } from '../helpers/models.ts';
 
@@ -116,4 +117,18 @@ test('agent eval reports accuracy and pass@k over the held-out tasks', async () 
     assert.ok(r.passAtK['pass@4'] >= r.passAtK['pass@1']);
     assert.ok(r.tokensPerSecond > 0);
   } finally { await pool.shutdown(); await engine.close(); }
+});
+
+test('KL(policy ‖ base) is zero before training and positive once a trained version is published', async () => {
+  const engine = await EmbeddedEngine.load(STORIES);
+  try {
+    const prompts = chatPrompts(engine.tokenizer, STORY_PROMPTS.slice(0, 2));
+    assert.ok(Math.abs(await klToBase(engine, prompts, { samples: 2, maxTokens: 12, seed: 1 })) < 1e-6);
+    await engine.configureTraining({ rank: 8, alpha: 16 });
+    const data = prompts.map((p) => ({ promptIds: p, responseIds: engine.tokenizer.encode(' the dog ran', false) }));
+    for (let i = 0; i < 5; i++) { await engine.forwardBackward(data, { kind: 'cross_entropy' }); await engine.optimStep({ learningRate: 1e-2 }); }
+    await engine.publish(await engine.saveWeights());
+    const kl = await klToBase(engine, prompts, { samples: 2, maxTokens: 12, seed: 1 });
+    assert.ok(kl > 0.001, `KL ${kl}`);
+  } finally { await engine.close(); }
 });

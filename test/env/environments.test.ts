@@ -130,4 +130,6 @@ test('task files: JSONL tasks load with clear errors for bad lines; builtin:SPLI
   const bare = loadTasks('toolcall', 'expressions:heldout:30');
   assert.ok(bare.every((t) => (t.question as string).includes(t.expression as string)), 'expressions:… tasks are bare expressions');
   assert.throws(() => loadTasks('terminal', 'expressions:train:3'), /toolcall/);
+  const small = loadTasks('toolcall', 'small:train:50');
+  assert.ok(small.every((t) => /^\d{1,2} [-+*] \d{1,2}$/.test(t.expression as string) && (t.answer as number) >= 0));
 });

@@ -63,7 +63,11 @@ export interface Manifest {
   data: { conversations: number; byKind: Record<string, number>; pool: unknown };
   heldOutPhrasings: Record<string, string[]>;
   training: unknown;
-  timings: { vocabularySeconds: number; poolSeconds: number; dataSeconds: number; trainSeconds: number; totalSeconds: number };
+  timings: {
+    vocabularySeconds: number; poolSeconds: number; dataSeconds: number; trainSeconds: number; totalSeconds: number;
+    /** CPU time of the whole build (all threads): on an idle machine, wall time ≈ this / cores */
+    cpuSeconds: number;
+  };
   machine: { cpus: number; loadAverageAtStart: number[]; loadAverageAtEnd: number[] };
   builtAt: string;
 }
@@ -96,7 +100,7 @@ export async function buildChatModel(o: BuildOptions): Promise<Manifest> {
   const log = o.log ?? (() => {});
   for (const stale of staleWorkFolders(o.out)) { log(`removing ${stale} (left by a build that did not finish)`); rmSync(stale, { recursive: true, force: true }); }
   const recipe = o.recipe ?? (o.quick ? QUICK_RECIPE : FULL_RECIPE);
-  const started = performance.now(), loadAtStart = loadavg();
+  const started = performance.now(), loadAtStart = loadavg(), cpuAtStart = process.cpuUsage();
   const work = join(dirname(o.out), `.${basename(o.out)}.build-${process.pid}`);
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
@@ -139,6 +143,7 @@ export async function buildChatModel(o: BuildOptions): Promise<Manifest> {
       timings: {
         vocabularySeconds: (t1 - t0) / 1000, poolSeconds: (t2 - t1) / 1000, dataSeconds: (t3 - t2) / 1000,
         trainSeconds: (t4 - t3) / 1000, totalSeconds: (performance.now() - started) / 1000,
+        cpuSeconds: (() => { const u = process.cpuUsage(cpuAtStart); return (u.user + u.system) / 1e6; })(),
       },
       machine: { cpus: cpus().length, loadAverageAtStart: loadAtStart, loadAverageAtEnd: loadavg() },
       builtAt: new Date().toISOString(),
