@@ -1,7 +1,9 @@
 // The lexical judge: no model at all. It reads explicit feedback in the user's next message —
-// thanks/perfect/great → +1; no/wrong/not what I asked/again/instead → −1; otherwise 0 — with a
-// negation rule ("not bad" is praise, "not great" is a complaint), and takes the corrective sentence
-// as the hint ("No, I wanted a story about a dog." → "The user wants a story about a dog.").
+// thanks/perfect/great → +1; no/wrong/not what I asked/again/instead/meh/needs/next time → −1;
+// otherwise 0 — with a negation rule ("not bad" is praise, "not great" is a complaint) that stays inside
+// its clause ("Hmm, no dog? I meant…" does not negate "I meant"), and takes the corrective sentence as the
+// hint ("No, I wanted a story about a dog." → "The user wants a story about a dog."; "It needs some
+// dialogue." → "The user wants the response to have some dialogue.").
 //
 // Where it is weak: it only sees words, not meaning. It misses implicit dissatisfaction (the user
 // silently rephrases the request), sarcasm ("great, another cat story"), and feedback in other
@@ -18,8 +20,15 @@ export const NEGATIVE = [
   'i wanted', 'i asked for', 'i asked', 'i meant', 'i said', "that's not", "doesn't work", "didn't work", 'does not work', 'broken', 'bad',
   'terrible', 'awful', 'useless', 'boring', 'too long', 'too short', 'shorter', 'longer', 'fix', 'mistake', 'not right', 'rather',
   'please change', 'stop', 'hate', "don't like", 'do not like', 'dislike', 'sad',
+  // softer or suggestive feedback: a wish for the next answer says this one fell short
+  'meh', 'next time', 'needs', 'it needs', 'needed', 'should have', 'could have', 'could be better', 'would be better',
+  'would have been', 'could you include', 'can you include', 'include', 'can you add', 'could you add', 'please add', 'missing', 'lacks', 'lacking', 'forgot', 'not enough',
+  'not quite', 'dull', 'bland', 'confusing', 'disappointing', 'disappointed', 'unfortunately', 'where is the', "where's the",
+  'what about', 'not really', 'eh', 'hmm no', 'boo', 'lame', 'weird', 'odd', 'not sure about',
 ];
 const NEGATORS = new Set(['not', 'no', 'never', "isn't", "wasn't", "aren't", "don't", "doesn't", "didn't", 'hardly', 'barely']);
+/** words that may stand between a negator and its cue ("not very good", "not so great") */
+const INTENSIFIERS = new Set(['very', 'so', 'too', 'that', 'really', 'quite', 'at', 'all', 'as', 'exactly', 'particularly']);
 /** phrases whose words look negative but that are praise or neutral */
 const NEUTRALISE = ['no problem', 'no worries', 'not bad', 'no complaints', 'nothing wrong', 'not wrong', "can't complain", 'no issues'];
 
@@ -28,9 +37,20 @@ function normalise(text: string): string {
     .toLowerCase().replace(/[’`]/g, "'").replace(/\s+/g, ' ').trim();
 }
 
-/** Count cue phrases at word boundaries; a cue right after a negator counts for the other side. */
+/** Count cue phrases clause by clause, so that a negator never reaches across punctuation. */
 function cues(text: string): { pos: number; neg: number } {
-  let t = ` ${text.replace(/[^\p{L}\p{N}' ]/gu, ' ').replace(/\s+/g, ' ')} `;
+  let pos = 0, neg = 0;
+  for (const clause of text.split(/[.!?;:,()\n]+/)) {
+    const c = clauseCues(clause);
+    pos += c.pos; neg += c.neg;
+  }
+  return { pos, neg };
+}
+
+/** Count cue phrases at word boundaries; a cue right after a negator counts for the other side. */
+function clauseCues(clause: string): { pos: number; neg: number } {
+  let t = ` ${clause.replace(/[^\p{L}\p{N}' ]/gu, ' ').replace(/\s+/g, ' ')} `;
+  if (!t.trim()) return { pos: 0, neg: 0 };
   let pos = 0, neg = 0;
   for (const phrase of NEUTRALISE) {
     const n = t.split(` ${phrase} `).length - 1;
@@ -42,7 +62,7 @@ function cues(text: string): { pos: number; neg: number } {
       const pw = phrase.split(' ');
       for (let i = 0; i + pw.length <= words.length; i++) {
         if (pw.every((w, j) => words[i + j] === w)) {
-          const negated = (i > 0 && NEGATORS.has(words[i - 1])) || (i > 1 && NEGATORS.has(words[i - 2]) && words[i - 1].length <= 4);
+          const negated = (i > 0 && NEGATORS.has(words[i - 1])) || (i > 1 && NEGATORS.has(words[i - 2]) && INTENSIFIERS.has(words[i - 1]));
           onHit(negated);
           for (let j = 0; j < pw.length; j++) words[i + j] = '_'; // a word counts once
         }
@@ -72,8 +92,15 @@ export function lexicalHint(nextState: string): string | null {
   const text = nextState.replace(/^\s*\[[^\]]*\d{4}[^\]]*\]\s*/, '').trim();
   const sentences = text.split(/(?<=[.!?])\s+|\n+/).map((s) => s.trim()).filter(Boolean);
   for (const raw of sentences) {
-    // drop an opening "No," / "Nope." / "Actually," before the content
-    const s = raw.replace(/^(no|nope|nah|hmm|well|actually|ugh)[,.!]*\s+/i, '').trim();
+    // drop openings such as "Hmm, no," / "Nope." / "Actually," / "Meh," before the content
+    const s = raw.replace(/^((no|nope|nah|hmm+|well|actually|ugh|meh|ok|okay|but|also|and)[,.!]*\s+)+/i, '').trim();
+    const ask = /^(?:could|can|would|will)\s+you\s+(?:please\s+)?((?:include|add|make|use|write|give|put|mention|keep|remove|change|try|name|set)\b.+?)[?.!]*$/i.exec(s);
+    if (ask && ask[1].split(/\s+/).length >= 2) return `The user wants the assistant to ${ask[1].replace(/,?\s*(please|next time|this time)$/i, '')}.`;
+    const lacks = /^(?:it|this|the (?:story|answer|response|text|poem|ending))\s+(?:really\s+)?(needs|needed|should have|should include|lacks|is missing|was missing|could use)\s+(.+?)[.!]*$/i.exec(s);
+    if (lacks && lacks[2].split(/\s+/).length >= 1) {
+      const what = lacks[2].replace(/,?\s*please$/i, '');
+      return /^to\s/i.test(what) ? `The user wants the response ${what}.` : `The user wants the response to have ${what}.`;
+    }
     const m = /^(?:i|we)\s+(?:wanted|want|asked for|asked|meant|said|need|needed|would like|'d like)\s+(you to\s+)?(.+?)[.!]*$/i.exec(s);
     if (m && m[2].split(/\s+/).length >= 2) return m[1] ? `The user wants the assistant to ${m[2]}.` : `The user wants ${m[2].replace(/^to\s+/i, '')}.`;
     const instead = /^(.+?)\s+instead[.!]*$/i.exec(s);
