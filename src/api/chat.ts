@@ -15,6 +15,7 @@ import { ApiError, badRequest, ClientGone, storageError } from './errors.ts';
 import { validateChatRequest, type ChatRequest } from './validate.ts';
 import { OutputParser, type OutputFormat, type ParsedToolCall, type Delta } from './output.ts';
 import type { Metrics } from './metrics.ts';
+import { parseToolChoice, constraintFor } from './tool-choice.ts';
 import type { Admission } from './admission.ts';
 import type { PromptTokenizer } from './tokenize-worker.ts';
 
@@ -109,8 +110,10 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
   const session = resolveSession(headers, r.raw as never);
   const turnType = classifyTurn(headers, r.raw as never);
   const done = sessionDone(headers, r.raw as never);
+  const maxTokens = Math.min(r.maxTokens ?? ctx.defaultMaxTokens, contextLength - promptIds.length);
+  const constraint = constraintFor(parseToolChoice(r.raw, r.tools), r.tools, ctx.format, maxTokens, ctx.engine.tokenizer.chatTemplate);
   const params: SampleParams = {
-    maxTokens: Math.min(r.maxTokens ?? ctx.defaultMaxTokens, contextLength - promptIds.length),
+    maxTokens, ...(constraint ? { constraint } : {}),
     temperature: r.temperature ?? 1, topP: r.topP ?? 1, topK: r.topK ?? 0, seed: r.seed, stop: r.stop,
     topLogprobs: r.logprobs ? Math.max(r.topLogprobs, 0) : 0,
   };

@@ -1,4 +1,6 @@
-// Prometheus text metrics: counters, gauges and latency histograms, no dependencies.
+// Prometheus text metrics: counters, gauges and latency histograms, no dependencies; process and event-loop
+// metrics from process-metrics.ts.
+import { renderProcessMetrics, startProcessMetrics } from './process-metrics.ts';
 
 const BUCKETS_MS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000];
 
@@ -33,11 +35,13 @@ export class Metrics {
   /** the newest weights version a response was served with */
   policyVersion = 0;
 
+  constructor() { startProcessMetrics(); }
+
   countRequest(status: number): void { this.requests.set(String(status), (this.requests.get(String(status)) ?? 0) + 1); }
 
   render(extra: { activeSessions: number }): string {
     const out: string[] = [
-      '# HELP openclaw_rl_requests_total Chat completion requests by HTTP status.', '# TYPE openclaw_rl_requests_total counter',
+      '# HELP openclaw_rl_requests_total API requests (chat and text completions) by HTTP status.', '# TYPE openclaw_rl_requests_total counter',
       ...[...this.requests].map(([s, n]) => `openclaw_rl_requests_total{status="${s}"} ${n}`),
       '# HELP openclaw_rl_prompt_tokens_total Prompt tokens processed.', '# TYPE openclaw_rl_prompt_tokens_total counter', `openclaw_rl_prompt_tokens_total ${this.promptTokens}`,
       '# HELP openclaw_rl_completion_tokens_total Tokens generated.', '# TYPE openclaw_rl_completion_tokens_total counter', `openclaw_rl_completion_tokens_total ${this.completionTokens}`,
@@ -49,6 +53,6 @@ export class Metrics {
       this.latency.render('openclaw_rl_request_duration_seconds', 'Time from request to last byte.'),
       this.firstToken.render('openclaw_rl_time_to_first_token_seconds', 'Time from request to the first generated token.'),
     ];
-    return out.join('\n') + '\n';
+    return out.join('\n') + '\n' + renderProcessMetrics();
   }
 }

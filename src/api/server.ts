@@ -1,4 +1,4 @@
-// The HTTP front door: a small router over node:http. Routes: POST /v1/chat/completions,
+// The HTTP front door: a small router over node:http. Routes: POST /v1/chat/completions, POST /v1/completions,
 // GET /v1/models, GET /healthz, GET /readyz, GET /metrics, POST /v1/sessions/{id}/done.
 // Bearer-key auth (constant-time) when a key is configured; /healthz and /readyz stay open.
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
@@ -11,11 +11,15 @@ import { ApiError, badRequest, ClientGone, storageError } from './errors.ts';
 import { Admission } from './admission.ts';
 import { PromptTokenizer } from './tokenize-worker.ts';
 import { handleChat, type ChatContext } from './chat.ts';
+import { handleCompletion } from './completions.ts';
+import { corsHeaders, preflightHeaders } from './cors.ts';
 import { Metrics } from './metrics.ts';
 import { outputFormatOf } from './output.ts';
 import type { Dashboard } from '../dashboard/routes.ts';
 
 export interface ServerOptions {
+  /** browser origins allowed to call the API (CORS; '*' for any); none by default */
+  corsOrigins?: string[];
   engine: Engine;
   store: Store;
   modelId: string;
@@ -124,6 +128,10 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     const path = url.pathname.replace(/\/+$/, '') || '/';
     let status = 200;
     try {
+      const cors = corsHeaders(o.corsOrigins ?? [], req.headers.origin);
+      if (cors) for (const [k, v] of Object.entries(cors)) res.setHeader(k, v);
+      // a CORS preflight carries no credentials: answered before the key check
+      if (cors && req.method === 'OPTIONS') { res.writeHead(204, preflightHeaders(req.headers['access-control-request-headers'])).end(); return; }
       if (req.method === 'GET' && path === '/healthz') return sendJson(res, 200, { status: 'ok' });
       if (req.method === 'GET' && path === '/readyz') {
         const r = o.ready?.() ?? { ready: true };
@@ -157,13 +165,13 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
         tracker.end(id, 'done');
         return sendJson(res, 200, { session: id, ended: true });
       }
-      if (path === '/v1/chat/completions') {
+      if (path === '/v1/chat/completions' || path === '/v1/completions') {
         if (req.method !== 'POST') throw new ApiError(405, `${req.method} is not allowed on ${path}; use POST`);
         const raw = await readBody(req, maxBody);
         let body: unknown;
         try { body = JSON.parse(raw.toString('utf8')); } catch (e) { throw badRequest(`the request body is not valid JSON: ${(e as Error).message}`); }
         if (nestingDepth(body, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) throw badRequest(`the request body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep`, null, 'nesting_too_deep');
-        await handleChat(ctx, req, res, body);
+        await (path === '/v1/completions' ? handleCompletion : handleChat)(ctx, req, res, body);
         return;
       }
       throw new ApiError(404, `no route for ${req.method} ${path}`);
@@ -175,7 +183,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
       else if (err.status >= 500) process.stderr.write(`openclaw-rl: ${(e as Error).stack ?? e}\n`);
       sendJson(res, err.status, err.toJSON());
     } finally {
-      if (path === '/v1/chat/completions') metrics.countRequest(status === 499 ? 499 : res.statusCode || status);
+      if (path === '/v1/chat/completions' || path === '/v1/completions') metrics.countRequest(status === 499 ? 499 : res.statusCode || status);
     }
   });
   server.keepAliveTimeout = 65_000;

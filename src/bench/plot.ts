@@ -1,4 +1,6 @@
-// Learning curves as an SVG line chart (axes, ticks, title, legend), and a PNG of it through sharp.
+// Learning curves as an SVG line chart (axes, ticks, title, legend), and a PNG of it rendered by resvg
+// (a small prebuilt renderer; text in the system's fonts, DejaVu Sans preferred).
+import { writeFile } from 'node:fs/promises';
 
 export interface Series { label: string; points: { x: number; y: number }[] }
 
@@ -45,6 +47,7 @@ export function lineChartSvg(series: Series[], o: { title: string; xLabel: strin
 }
 
 export async function svgToPng(svg: string, file: string): Promise<void> {
-  const { default: sharp } = await import('sharp');
-  await sharp(Buffer.from(svg)).png().toFile(file);
+  const { Resvg } = await import('@resvg/resvg-js');
+  const png = new Resvg(svg, { background: 'white', font: { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans' } }).render().asPng();
+  await writeFile(file, png);
 }

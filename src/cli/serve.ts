@@ -2,6 +2,7 @@
 import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { defineCommand, opt, UsageError, type Values } from './command.ts';
+import { parseOrigins } from '../api/cors.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId } from './args.ts';
 import { JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
@@ -26,6 +27,8 @@ const SERVE_OPTIONS = {
   'max-body-bytes': count('largest request body', 8 * 2 ** 20),
   'session-idle-seconds': count('a session without requests this long is closed', 1800),
   'default-max-tokens': count('max_tokens when a request gives none', 1024),
+  'cors-origin': opt.custom('browser origins allowed to call the API, comma-separated (* for any); CORS is off without it', 'ORIGINS', corsOrigins,
+    { env: 'OPENCLAW_RL_CORS_ORIGIN' }),
   'allow-insecure-bind': opt.flag('allow a non-loopback --host without an API key'),
   redact: opt.choice(['off', 'logs', 'all'], 'what is redacted: all = logs, exports and the store (token ids encrypted with --key-file); logs = logs and exports only', { default: 'all', env: 'OPENCLAW_RL_REDACT' }),
   'key-file': opt.path('key for the token ids stored encrypted (--redact all); keep it outside the data folder', { defaultText: '<data-dir>.key', env: 'OPENCLAW_RL_KEY_FILE', placeholder: 'FILE' }),
@@ -57,6 +60,8 @@ const SERVE_OPTIONS = {
   full: opt.flag('train every weight (full-parameter) instead of a LoRA adapter; checkpoints are then Hugging Face model folders'),
   'checkpoint-every': count('save a checkpoint every N steps', TRAINER_DEFAULTS.checkpointEvery),
   overlong: opt.custom('overlong-response penalty: max length and soft margin in tokens', 'L_MAX,L_CACHE', parseOverlong),
+  'log-level': opt.choice(['debug', 'info', 'warn', 'error'], 'the least severe log lines printed', { default: 'info', env: 'OPENCLAW_RL_LOG_LEVEL' }),
+  'log-format': opt.choice(['text', 'json'], 'text lines for people, or JSON lines for log collectors', { default: 'text', env: 'OPENCLAW_RL_LOG_FORMAT' }),
   'context-overflow': opt.choice(['error', 'truncate'], 'a prompt longer than the context', { default: 'error' }),
   'prefix-cache-mib': opt.int('memory for cached prompt prefixes (KV reused by later turns, sessions and scoring); 0 turns it off', { min: 0, defaultText: '1024' }),
   'prefill-chunk': opt.int('largest number of prompt tokens fed per step (decodes of other requests run between chunks)', { min: 1, defaultText: '256' }),
@@ -100,6 +105,16 @@ export const serveCommand = defineCommand({
   run: (o) => serveWith(o),
 });
 
+/** `--cors-origin`: '*' or http(s) origins (scheme, host and port; no path). */
+function corsOrigins(raw: string, source: string): string[] {
+  const origins = parseOrigins(raw);
+  for (const x of origins) {
+    if (x !== '*' && !/^https?:\/\/[^/\s]+$/.test(x)) throw new UsageError(`${source}: '${x}' is not an origin (like https://app.example.com or http://localhost:5173) nor *`);
+  }
+  if (origins.length === 0) throw new UsageError(`${source} must name at least one origin, or *`);
+  return origins;
+}
+
 function parseOverlong(raw: string, source: string): { lMax: number; lCache: number } {
   const m = /^(\d+),(\d+)$/.exec(raw);
   if (!m || Number(m[2]) > Number(m[1]) || Number(m[1]) === 0) throw new UsageError(`${source} expects L_MAX,L_CACHE with L_CACHE ≤ L_MAX (e.g. 1000,200), got '${raw}'`);
@@ -107,16 +122,13 @@ function parseOverlong(raw: string, source: string): { lMax: number; lCache: num
 }
 
 async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
-  const { EmbeddedEngine, engineStatsMetrics } = await import('../engine/embedded/engine.ts');
   const { Store } = await import('../store/store.ts');
-  const { startServer } = await import('../api/server.ts');
-  const { createJudge } = await import('../judge/config.ts');
-  const { JudgeLoop } = await import('../judge/loop.ts');
-  const { TrainerLoop } = await import('../trainer/loop.ts');
   const { Evaluator, loadEvalFile, EvalFileError } = await import('../trainer/evaluation.ts');
-  const { Tracking } = await import('../dashboard/tracking.ts');
   let evalItems = null;
   try { evalItems = o['eval-file'] ? loadEvalFile(o['eval-file']) : null; } catch (e) { throw e instanceof EvalFileError ? new UsageError(`--eval-file: ${e.message}`) : e; }
+  const { createLogger } = await import('../util/log.ts');
+  const logger = createLogger({ level: o['log-level'], format: o['log-format'] });
+  const info = (l: string) => logger.info(l);
   const dir = await modelDir(o.model);
   const { port, host } = o;
   const apiKey = readApiKey(o['api-key-file']);
@@ -135,9 +147,17 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     const err = e as NodeJS.ErrnoException;
     throw new Error(`cannot use the data folder ${dataDir}: ${err.code ? `${err.code} (${err.message})` : err.message}`);
   }
-  if (store.recoveredAborted > 0) process.stderr.write(`marked ${store.recoveredAborted} turn(s) interrupted by the last shutdown as aborted\n`);
-  process.stderr.write(`loading ${dir}…\n`);
-  const log = (l: string) => process.stderr.write(l + '\n');
+  if (store.recoveredAborted > 0) logger.warn(`marked ${store.recoveredAborted} turn(s) interrupted by the last shutdown as aborted`);
+  // the rest of the server is imported once the cheap checks above have passed (a bad data folder fails fast)
+  const { EmbeddedEngine, engineStatsMetrics } = await import('../engine/embedded/engine.ts');
+  const { startServer } = await import('../api/server.ts');
+  const { createJudge } = await import('../judge/config.ts');
+  const { JudgeLoop } = await import('../judge/loop.ts');
+  const { probeJudge } = await import('../judge/probe.ts');
+  const { TrainerLoop } = await import('../trainer/loop.ts');
+  const { Tracking } = await import('../dashboard/tracking.ts');
+  logger.info(`loading ${dir}…`);
+  const log = info;
   const loadEngine = async () => o.engine === 'vllm' || o.engine === 'sglang'
     ? await (await import('../engine/select.ts')).servingEngine(o.engine, {
       url: o['serving-url']!, apiKey: o['serving-api-key'], model: o['serving-model'], modelDir: dir,
@@ -146,7 +166,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     : o.engine === 'tinker'
     ? await (await import('../engine/tinker/engine.ts')).TinkerEngine.connect({
       baseUrl: o['tinker-url']!, apiKey: o['tinker-api-key'], tokenizerDir: dir, baseModel: o['tinker-base-model'], wire: o['tinker-wire'], ppoAs: o['tinker-loss'],
-      log: (l) => process.stderr.write(l + '\n'),
+      log: info,
     })
     : await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads, prefixCacheMiB: o['prefix-cache-mib'], prefillChunk: o['prefill-chunk'], kvMemoryMiB: o['kv-memory-mib'] });
   let engine: Awaited<ReturnType<typeof loadEngine>>;
@@ -179,16 +199,16 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   };
   try {
     server = await startServer({
-      engine, store, modelId, host, port, apiKey, allowInsecureBind: o['allow-insecure-bind'],
+      engine, store, modelId, host, port, apiKey, allowInsecureBind: o['allow-insecure-bind'], corsOrigins: o['cors-origin'],
       maxConcurrent: o['max-concurrent'], queueWaitMs: o['queue-wait-seconds'] * 1000, maxBodyBytes: o['max-body-bytes'],
       sessionIdleMs: o['session-idle-seconds'] * 1000, defaultMaxTokens: o['default-max-tokens'],
       contextOverflow,
       status: () => ({
-        judge: judgeConfig.kind, trainer: trainer?.status() ?? null,
+        judge: judgeConfig.kind, judgeHealth: judgeLoop?.status() ?? null, trainer: trainer?.status() ?? null,
         // how sessions were identified: "header" means the OpenClaw plugin is doing its job
         sessionSources: Object.fromEntries((store.sql('SELECT id_source, COUNT(*) AS n FROM sessions GROUP BY id_source').all() as { id_source: string; n: number }[]).map((r) => [r.id_source, r.n])),
         turnTypes: Object.fromEntries((store.sql('SELECT turn_type || \'/\' || type_source AS k, COUNT(*) AS n FROM turns GROUP BY k').all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
-      }), extraMetrics: () => engineMetrics + (trainer?.metrics() ?? ''), ready, dashboard: tracking.dashboard, publishedVersion: () => tracking.publishedVersion(),
+      }), extraMetrics: () => engineMetrics + (trainer?.metrics() ?? '') + (judgeLoop?.metrics() ?? ''), ready, dashboard: tracking.dashboard, publishedVersion: () => tracking.publishedVersion(),
     });
   } catch (e) {
     await engine.close(); store.close();
@@ -198,7 +218,9 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method, opdTeacher: o['opd-teacher'], rewardBaseline: o['reward-baseline'], overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
     batchSize: o['batch-size'], maxStaleness: o['max-staleness'], learningRate: o['learning-rate'], klCoef: o['kl-coef'],
-    lora: o.full ? null : { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'], log: (l) => process.stderr.write(l + '\n'),
+    lora: o.full ? null : { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'],
+    log: (l) => (/WARNING|REJECTED/.test(l) ? logger.warn(l, { component: 'trainer' }) : logger.info(l, { component: 'trainer' })),
+    error: (l) => logger.error(l, { component: 'trainer' }),
     onStep: tracking.onStep,
   });
   let judgeLoop: InstanceType<typeof JudgeLoop> | null = null;
@@ -207,11 +229,12 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     await trainer?.init();
     const judge = createJudge(judgeConfig, engine);
     evaluator = !evalItems ? null : new Evaluator(engine, judge, evalItems, {
-      every: o['eval-every'], samples: o['eval-samples'], maxTokens: o['eval-max-tokens'], log: (l) => process.stderr.write(l + '\n'),
+      every: o['eval-every'], samples: o['eval-samples'], maxTokens: o['eval-max-tokens'], log: info,
     }, (line) => tracking.metricsLog.eval(line));
     tracking.attach(trainer, evaluator);
     evaluator?.schedule(trainer?.step ?? 0); // the starting point of the curve
-    judgeLoop = judge ? new JudgeLoop(store, judge, { hints: !o['no-hints'], includeContext: o['judge-context'], concurrency: judgeConfig.concurrency, log: (l) => process.stderr.write(l + '\n') }) : null;
+    judgeLoop = judge ? new JudgeLoop(store, judge, { hints: !o['no-hints'], includeContext: o['judge-context'], concurrency: judgeConfig.concurrency,
+      log: (l) => logger.info(l, { component: 'judge' }), warn: (l) => logger.warn(l, { component: 'judge' }) }) : null;
   } catch (e) {
     // no zombie: a server whose judge or trainer cannot start does not keep serving
     await server.close(); await engine.close(); store.close();
@@ -220,10 +243,17 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   judgeLoop?.start();
   trainer?.start();
   started = true;
-  process.stderr.write(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}, learning: ${trainer ? `${method} (version ${trainer.version})` : 'off'}\n`);
+  logger.info(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}, learning: ${trainer ? `${method} (version ${trainer.version})` : 'off'}`);
+  // an LLM judge that does not answer is reported now, not when the first turn waits for it
+  if (judgeLoop && judgeConfig.kind === 'llm') {
+    const loop = judgeLoop;
+    void probeJudge(judgeConfig.url!, judgeConfig.apiKey).then((problem) => {
+      if (problem) loop.failed(`unreachable: ${problem}`, 'turns are recorded, and judged once it answers');
+    });
+  }
   await new Promise<void>((resolveStop) => {
     const stop = async (signal: string) => {
-      process.stderr.write(`openclaw-rl: ${signal}, shutting down…\n`);
+      logger.info(`openclaw-rl: ${signal}, shutting down…`);
       await server!.close();
       await evaluator?.close();
       await judgeLoop?.stop();

@@ -53,8 +53,14 @@ export const statusCommand = defineCommand({
       `model ${body.model}, policy version ${body.policyVersion}, ${body.requestsInFlight} request(s) in flight, ${body.openSessions} open session(s)`,
       `sessions by how they were identified: ${JSON.stringify(body.sessionSources ?? {})}`,
       `turns by type: ${JSON.stringify(body.turnTypes ?? {})}`,
-      `judge: ${body.judge}; learning: ${t ? `${t.method}, step ${t.step}, samples ${JSON.stringify(t.samples)}` : 'off'}`,
+      `judge: ${body.judge}${judgeProblem(body.judgeHealth)}; learning: ${t ? `${t.method}, step ${t.step}, samples ${JSON.stringify(t.samples)}` : 'off'}`,
       ...(await curveLines(base, key)),
     ].join('\n') + '\n');
   },
 });
+
+/** ' (N failed calls; last: …)' while the judge fails, else ''. */
+function judgeProblem(h: unknown): string {
+  const j = h as { failures?: number; lastError?: string | null } | null | undefined;
+  return j?.lastError ? ` (${j.failures} failed call(s); last: ${j.lastError})` : '';
+}

@@ -65,7 +65,19 @@ export interface SampleParams {
   weights?: 'published' | 'base' | number;
   /** 'low' is admitted only when no normal request waits, one at a time (judging, evaluation) */
   priority?: 'normal' | 'low';
+  /** a shape the output must keep to (constrained decoding); log-probs are those of the masked distribution */
+  constraint?: OutputConstraint;
 }
+
+/**
+ * A shape the output must keep to, enforced token by token: the engine masks every token that would leave
+ * it. 'tool_call': exactly `<open>{"name": "<one of names>", "arguments": {…valid JSON…}}<close>`, then
+ * end of sequence (tool_choice "required" or a named function); 'forbid': the output never contains `text`
+ * (tool_choice "none"). Engines that cannot enforce one refuse the request with EngineError 'unsupported'.
+ */
+export type OutputConstraint =
+  | { type: 'tool_call'; names: string[]; open: string; close: string }
+  | { type: 'forbid'; text: string };
 
 export const DEFAULT_SAMPLE_PARAMS: SampleParams = { maxTokens: 256, temperature: 1, topP: 1, topK: 0 };
 

@@ -1,9 +1,10 @@
 // Where judge answers come from. `llm`: any OpenAI-compatible endpoint (a local vLLM, Ollama or
-// llama.cpp server), with a timeout, retries with exponential backoff on 429/5xx/timeouts/network
-// errors, and a cap on requests in flight. `self`: the served model itself through the engine,
+// llama.cpp server) through the `openai` SDK's client, which does the timeout and the retries with
+// exponential backoff on 429/5xx/timeouts/network errors; a cap on requests in flight here. `self`: the served model itself through the engine,
 // with adapters off (the frozen base) and at low priority, so serving keeps its latency.
 import type { Engine, SampleParams } from '../engine/types.ts';
 import { collect } from '../engine/types.ts';
+import type OpenAI from 'openai';
 import { COMPACT_CONTEXT_LIMIT, type PromptStyle } from './prompts.ts';
 
 export interface ChatBackend {
@@ -36,53 +37,58 @@ export interface LlmBackendOptions {
   baseUrl: string;
   model: string;
   apiKey?: string;
+  /** per request */
   timeoutMs?: number;
+  /** retries after the first attempt */
   retries?: number;
-  backoffMs?: number;
   maxConcurrent?: number;
   fetch?: typeof fetch;
 }
 
 export class LlmBackend implements ChatBackend {
   readonly name = 'llm';
-  private readonly o: Required<Omit<LlmBackendOptions, 'apiKey'>> & { apiKey?: string };
+  private readonly options: LlmBackendOptions;
+  private readonly o: { baseUrl: string; model: string; timeoutMs: number };
   private readonly gate: Semaphore;
+  /** the SDK, loaded on first use (it is large, and most commands never judge) */
+  private sdk: Promise<typeof import('openai')> | null = null;
+  private client: OpenAI | null = null;
 
   constructor(o: LlmBackendOptions) {
-    this.o = { timeoutMs: 60_000, retries: 3, backoffMs: 500, maxConcurrent: 4, fetch: globalThis.fetch, ...o, baseUrl: o.baseUrl.replace(/\/+$/, '') };
-    this.gate = new Semaphore(this.o.maxConcurrent);
+    this.options = o;
+    this.o = { baseUrl: o.baseUrl.replace(/\/+$/, ''), model: o.model, timeoutMs: o.timeoutMs ?? 60_000 };
+    this.gate = new Semaphore(o.maxConcurrent ?? 4);
   }
 
   complete(messages: { role: string; content: string }[], p: { temperature: number; maxTokens: number }): Promise<string> {
-    return this.gate.run(() => this.withRetries(messages, p));
+    return this.gate.run(() => this.ask(messages, p));
   }
 
-  private async withRetries(messages: { role: string; content: string }[], p: { temperature: number; maxTokens: number }): Promise<string> {
-    let last: Error = new BackendUnavailable('no attempt made');
-    for (let attempt = 0; attempt <= this.o.retries; attempt++) {
-      if (attempt > 0) await new Promise((r) => setTimeout(r, this.o.backoffMs * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5)));
-      try {
-        const r = await this.o.fetch(`${this.o.baseUrl}/chat/completions`, {
-          method: 'POST', signal: AbortSignal.timeout(this.o.timeoutMs),
-          headers: { 'content-type': 'application/json', ...(this.o.apiKey ? { authorization: `Bearer ${this.o.apiKey}` } : {}) },
-          body: JSON.stringify({ model: this.o.model, messages, temperature: p.temperature, max_tokens: p.maxTokens, stream: false }),
-        });
-        if (r.status === 429 || r.status >= 500) { last = new BackendUnavailable(`judge endpoint answered ${r.status}`); await r.body?.cancel(); continue; }
-        if (!r.ok) throw new Error(`judge endpoint answered ${r.status}: ${(await r.text()).slice(0, 300)}`);
-        const body = await r.json() as { choices?: { message?: { content?: string | null } }[] };
-        const text = body.choices?.[0]?.message?.content;
-        if (typeof text !== 'string') throw new Error('judge endpoint returned no message content');
-        return text;
-      } catch (e) {
-        const err = e as Error;
-        if (err.name === 'TimeoutError' || err.name === 'AbortError' || err.name === 'TypeError' || err instanceof BackendUnavailable) {
-          last = new BackendUnavailable(err.name === 'TimeoutError' ? `judge endpoint timed out after ${this.o.timeoutMs} ms` : err.message);
-          continue;
-        }
-        throw err;
-      }
+  private async ask(messages: { role: string; content: string }[], p: { temperature: number; maxTokens: number }): Promise<string> {
+    const sdk = await (this.sdk ??= import('openai'));
+    const { APIError, APIConnectionError, APIConnectionTimeoutError } = sdk;
+    // the SDK's client does the timeouts and the retries (exponential backoff with jitter, Retry-After honoured)
+    // of 408/409/429/5xx answers, timeouts and network errors
+    this.client ??= new sdk.default({
+      baseURL: this.o.baseUrl, apiKey: this.options.apiKey ?? 'none', timeout: this.o.timeoutMs, maxRetries: this.options.retries ?? 3,
+      ...(this.options.fetch ? { fetch: this.options.fetch } : {}),
+    });
+    let body;
+    try {
+      body = await this.client.chat.completions.create({
+        model: this.o.model, messages: messages as OpenAI.Chat.ChatCompletionMessageParam[], temperature: p.temperature, max_tokens: p.maxTokens, stream: false,
+      });
+    } catch (e) {
+      // worth retrying later (the loop defers the turn): outages, overload, timeouts; anything else is a failure
+      if (e instanceof APIConnectionTimeoutError) throw new BackendUnavailable(`judge endpoint timed out after ${this.o.timeoutMs} ms`);
+      if (e instanceof APIConnectionError) throw new BackendUnavailable(`cannot reach the judge at ${this.o.baseUrl} (${(e.cause as Error | undefined)?.message ?? e.message})`);
+      if (e instanceof APIError && e.status !== undefined && (e.status === 429 || e.status >= 500)) throw new BackendUnavailable(`judge endpoint answered ${e.status}`);
+      if (e instanceof APIError && e.status !== undefined) throw new Error(`judge endpoint answered ${e.status}: ${e.message.slice(0, 300)}`);
+      throw e;
     }
-    throw last;
+    const text = body.choices?.[0]?.message?.content;
+    if (typeof text !== 'string') throw new Error('judge endpoint returned no message content');
+    return text;
   }
 }
 

@@ -55,6 +55,8 @@ export interface TrainerOptions {
   maxCanaryDrop: number;
   pollMs: number;
   log: (line: string) => void;
+  /** failed runs of the loop (default: log) */
+  error?: (line: string) => void;
   /** called after every step (published or rejected): metrics.jsonl, version archive, evaluation */
   onStep?: (record: StepRecord) => void | Promise<void>;
 }
@@ -99,7 +101,7 @@ export class TrainerLoop {
     this.o = { ...TRAINER_DEFAULTS, ...o };
     const lr = learningRateProblem(this.o.learningRate);
     if (lr) throw new RangeError(lr);
-    this.periodic = new Periodic(() => this.tick(), this.o.pollMs, (e) => this.o.log(`trainer: ${(e as Error).stack ?? e}`));
+    this.periodic = new Periodic(() => this.tick(), this.o.pollMs, (e) => (this.o.error ?? this.o.log)(`trainer: ${(e as Error).stack ?? e}`));
   }
 
   private get checkpoint(): string { return join(this.o.checkpointDir, 'latest'); }
@@ -351,10 +353,12 @@ export class TrainerLoop {
   /** Prometheus lines for the last step. */
   metrics(): string {
     const r = this.lastStep;
-    const g = (name: string, help: string, v: number | null | undefined) => `# HELP openclaw_rl_train_${name} ${help}\n# TYPE openclaw_rl_train_${name} gauge\nopenclaw_rl_train_${name} ${v ?? 'NaN'}\n`;
+    // *_total series only go up (counters, since the start of this process); the others are gauges
+    const g = (name: string, help: string, v: number | null | undefined) => `# HELP openclaw_rl_train_${name} ${help}\n# TYPE openclaw_rl_train_${name} ${name.endsWith('_total') ? 'counter' : 'gauge'}\nopenclaw_rl_train_${name} ${v ?? 'NaN'}\n`;
     return g('step', 'Optimizer steps taken.', this.step) + g('samples_trained_total', 'Samples trained on.', this.counts.trained) +
       g('samples_stale_total', 'Samples dropped as too stale.', this.counts.stale) + g('samples_rejected_total', 'Samples set aside by rejected steps.', this.counts.rejected) +
       g('rollbacks_total', 'Steps the weights guard refused to publish (training rolled back).', this.counts.rolledBack) +
+      g('failures_total', 'Trainer runs that failed with an error (logged at error level).', this.periodic.totalFailures) +
       g('loss', 'Loss of the last step.', r?.loss) + g('reward_mean', 'Mean reward of the last batch.', r?.rewardMean) + g('clip_fraction', 'Share of clipped tokens in the last step.', r?.clipFraction) +
       g('kl_to_base', 'Mean k3 KL to the base model in the last step (when β > 0).', r?.kl) + g('teacher_behaviour_gap', 'Mean |teacher − behaviour| log-prob in the last step.', r?.teacherGap) +
       g('tokens', 'Loss tokens in the last step.', r?.tokens) + g('staleness_mean', 'Mean versions between sampling and training in the last step.', r?.stalenessMean) +
@@ -363,6 +367,6 @@ export class TrainerLoop {
 
   status(): Record<string, unknown> {
     const samples = Object.fromEntries((this.store.sql(`SELECT status, COUNT(*) AS n FROM samples GROUP BY status`).all() as { status: string; n: number }[]).map((r) => [r.status, r.n]));
-    return { method: this.o.method, policyVersion: this.version, step: this.step, batchSize: this.o.batchSize, samples, lastStep: this.lastStep, rollbacks: this.counts.rolledBack };
+    return { method: this.o.method, policyVersion: this.version, step: this.step, batchSize: this.o.batchSize, samples, lastStep: this.lastStep, rollbacks: this.counts.rolledBack, failures: this.periodic.totalFailures };
   }
 }

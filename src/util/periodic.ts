@@ -11,6 +11,8 @@ export class Periodic {
   /** runs in a row that threw, and the last error (see health()) */
   private failures = 0;
   private lastError: unknown = null;
+  /** runs that threw since the start (for metrics and status) */
+  totalFailures = 0;
 
   constructor(work: () => Promise<unknown>, pauseMs: number, onError: (e: unknown) => void) {
     this.work = work; this.pauseMs = pauseMs; this.onError = onError;
@@ -29,7 +31,7 @@ export class Periodic {
     this.stopped = false;
     const loop = async () => {
       if (this.stopped) return;
-      this.running = this.work().then(() => { this.failures = 0; }, (e) => { this.failures++; this.lastError = e; this.onError(e); });
+      this.running = this.work().then(() => { this.failures = 0; }, (e) => { this.failures++; this.totalFailures++; this.lastError = e; this.onError(e); });
       await this.running;
       if (!this.stopped) { this.timer = setTimeout(loop, this.pauseMs); this.timer.unref(); }
     };

@@ -95,6 +95,7 @@ test('bad values exit 2 with a clear message before any model is resolved or loa
     [['serve', ...m, '--overlong', '10,20'], /--overlong expects L_MAX,L_CACHE/],
     [['serve', ...m, '--judge', 'llm'], /--judge llm needs --judge-url/],
     [['serve', ...m, '--config', join(t.dir, 'missing.json')], /config file not found/],
+    [['serve', ...m, '--cors-origin', 'app.example.com'], /--cors-origin: 'app\.example\.com' is not an origin/],
     [['demo', ...m, '--conversations', '0'], /--conversations expects an integer ≥ 1, got '0'/],
     [['demo', ...m, '--persona', 'dog-lovr'], /no shipped persona 'dog-lovr' \(did you mean dog-lover\?\)/],
     [['demo', ...m, '--persona-file', join(t.dir, 'nope.json')], /--persona-file: no file at/],

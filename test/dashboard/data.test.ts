@@ -7,7 +7,7 @@ import { redacted } from '../../src/dashboard/data.ts';
 test('redacted: each string of a nested view is redacted as written; numbers, nulls and keys stay', () => {
   const cases: [unknown, unknown][] = [
     ['my key is sk-abcdefghijklmnop1234', 'my key is [REDACTED]'],
-    ['Authorization:\nBearer\nabcdefghijklmnopqrstuvwxyz', 'Authorization:\n[REDACTED]'],
+    ['Authorization:\nBearer\nabcdefghijklmnopqrstuvwxyz', 'Authorization:\nBearer [REDACTED]'],
     [{ prompt: 'password=hunter2hunter2hunter2', tokens: 16, hint: null }, { prompt: 'password=[REDACTED]', tokens: 16, hint: null }],
     [[{ votes: [{ text: 'token: abcdefabcdefabcdef' }] }], [{ votes: [{ text: 'token: [REDACTED]' }] }]],
     [{ 'sk-abcdefghijklmnop1234': 1 }, { 'sk-abcdefghijklmnop1234': 1 }],

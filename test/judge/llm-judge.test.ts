@@ -19,7 +19,7 @@ const msgs = [{ role: 'user', content: 'hi' }];
 test('retries 500s and timeouts with backoff, then succeeds; gives up with BackendUnavailable', async () => {
   sj.received.length = 0;
   sj.script = (_r, n) => (n % 4 === 0 ? { status: 500 } : n % 4 === 1 ? { text: 'late', delayMs: 400 } : { text: '\\boxed{1}' });
-  const b = new LlmBackend({ baseUrl: sj.url, model: 'judge', timeoutMs: 150, retries: 3, backoffMs: 10 });
+  const b = new LlmBackend({ baseUrl: sj.url, model: 'judge', timeoutMs: 150, retries: 3 });
   assert.equal(await b.complete(msgs, { temperature: 0.6, maxTokens: 64 }), '\\boxed{1}');
   assert.equal(sj.received.length, 3, '500, timeout, then the answer');
   assert.equal(sj.received[0].temperature, 0.6);
@@ -71,7 +71,7 @@ test('an outage defers judgements (none dropped); when the endpoint is back ever
       ids.push(id);
     }
     sj.script = () => ({ status: 500 });
-    const loop = new JudgeLoop(store, new PrmJudge(new LlmBackend({ baseUrl: sj.url, model: 'judge', retries: 1, backoffMs: 1 }), { m: 3 }), { hints: true, concurrency: 5, retryBaseMs: 10_000 });
+    const loop = new JudgeLoop(store, new PrmJudge(new LlmBackend({ baseUrl: sj.url, model: 'judge', retries: 1 }), { m: 3 }), { hints: true, concurrency: 5, retryBaseMs: 10_000 });
     assert.equal(await loop.tick(), 5);
     assert.ok(ids.every((id) => store.judgement(id)!.status === 'deferred' && store.judgement(id)!.attempts === 1));
     assert.match(store.judgement(ids[0])!.last_error!, /BackendUnavailable: judge endpoint answered 500/);

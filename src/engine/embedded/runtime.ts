@@ -13,6 +13,7 @@ import { ChatTokenizer } from './tokenizer.ts';
 import { kvCapacity, type KvCache } from './kv-cache.ts';
 import { PrefixCache, type PrefixCacheStats } from './prefix-cache.ts';
 import { sampleToken, topIndices } from './sampler.ts';
+import { machineFor, allowedTokens, maskLogits, TokenTexts, type CharMachine } from './constraint.ts';
 import { logSumExp } from './ops/logits.ts';
 import { Rng, randomSeed } from './rng.ts';
 import { IncrementalDecoder, StopMatcher } from './detokenize.ts';
@@ -52,6 +53,8 @@ export interface Sequence {
   /** text released when the sequence finished (held back until then) */
   tail: string;
   result: SampleResult | null;
+  /** where the output stands in params.constraint */
+  machine?: CharMachine;
 }
 
 export interface StepOutput { key: number; token: SampledToken | null; result: SampleResult | null }
@@ -267,13 +270,16 @@ export class EmbeddedRuntime {
       const i = k++;
       const s = fed[j];
       s.prefilled = true;
+      if (s.params.constraint) this.constrain(s, logits, i * V, V);
       const c = sampleToken(logits, i * V, V, s.params, () => s.rng.next());
+      if (s.machine && !s.stopIds.has(c.id)) for (const ch of this.tokenTexts().texts[c.id]) s.machine.push(ch);
       s.ids.push(c.id);
       s.logprobs.push(c.logprob);
       const isStopId = s.stopIds.has(c.id);
       let text = isStopId ? '' : s.stops.push(s.decoder.push(c.id));
       if (isStopId) s.result = this.finish(s, 'stop', c.id);
       else if (s.stops.matched !== null) s.result = this.finish(s, 'stop', s.stops.matched);
+      else if (s.machine?.done && s.stopIds.size === 0) s.result = this.finish(s, 'stop');
       else if (s.ids.length >= s.params.maxTokens || s.cache!.length + 1 > this.contextLength) s.result = this.finish(s, 'length');
       if (s.result) text += s.tail;
       const token: SampledToken = { id: c.id, logprob: c.logprob, text };
@@ -291,6 +297,32 @@ export class EmbeddedRuntime {
       if (s.result) { out.push({ key: s.key, token: null, result: s.result }); this.running.splice(i, 1); }
     }
     return out;
+  }
+
+  private texts: TokenTexts | null = null;
+
+  /** The text each token id adds after other text (decoded behind an anchor, so leading spaces survive). */
+  tokenTexts(): TokenTexts {
+    if (this.texts) return this.texts;
+    const V = this.model.cfg.vocabSize;
+    const anchor = this.tokenizer.encode('a', false).slice(-1);
+    const base = this.tokenizer.decode(anchor, false);
+    const texts: string[] = new Array(V);
+    for (let id = 0; id < V; id++) {
+      let t = '';
+      try { t = this.tokenizer.decode([...anchor, id], false).slice(base.length); } catch { /* not in the tokenizer: never allowed */ }
+      texts[id] = t.includes('\uFFFD') ? '' : t;
+    }
+    return (this.texts = new TokenTexts(texts));
+  }
+
+  /** Masks the logits of tokens that would leave the sequence's constraint (engine/embedded/constraint.ts). */
+  private constrain(s: Sequence, logits: Float32Array, off: number, V: number): void {
+    const c = s.params.constraint!;
+    s.machine ??= machineFor(c);
+    const budget = Math.min(s.params.maxTokens - s.ids.length, this.contextLength - s.cache!.length);
+    const allowed = allowedTokens(s.machine, this.tokenTexts(), s.stopIds, budget, c.type === 'tool_call');
+    if (allowed.length > 0) maskLogits(logits, off, V, allowed);
   }
 
   /** Learn the cost of a decode step and of a prefilled row (moving averages) for sizing chunks. */
