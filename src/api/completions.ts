@@ -11,6 +11,7 @@ import type { Store } from '../store/store.ts';
 import { resolveSession, type Headers } from '../conversation/identity.ts';
 import { ApiError, badRequest, ClientGone } from './errors.ts';
 import { MAX_CHARS_PER_TOKEN, type ChatContext } from './chat.ts';
+import { isObj, num, parseStop } from './validate.ts';
 
 export interface CompletionRequest {
   model: string;
@@ -30,15 +31,7 @@ export interface CompletionRequest {
   raw: Record<string, unknown>;
 }
 
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isIds = (v: unknown): v is number[] => Array.isArray(v) && v.every((x) => Number.isInteger(x));
-
-function num(body: Record<string, unknown>, key: string, check: (x: number) => boolean, what: string): number | undefined {
-  const v = body[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v) || !check(v)) throw badRequest(`'${key}' must be ${what} (got ${JSON.stringify(v)})`, key);
-  return v;
-}
 
 export function validateCompletionRequest(body: unknown, vocabSize: number): CompletionRequest {
   if (!isObj(body)) throw badRequest('the request body must be a JSON object');
@@ -63,12 +56,7 @@ export function validateCompletionRequest(body: unknown, vocabSize: number): Com
     if (body[key] !== undefined && body[key] !== null && typeof body[key] !== 'boolean') throw badRequest(`'${key}' must be a boolean`, key);
   }
   if (body.stream_options !== undefined && body.stream_options !== null && !isObj(body.stream_options)) throw badRequest("'stream_options' must be an object", 'stream_options');
-  let stop: string[] = [];
-  if (typeof body.stop === 'string') stop = [body.stop];
-  else if (Array.isArray(body.stop)) {
-    if (body.stop.length > 4 || !body.stop.every((s) => typeof s === 'string')) throw badRequest("'stop' must be a string or an array of at most 4 strings", 'stop');
-    stop = body.stop as string[];
-  } else if (body.stop !== undefined && body.stop !== null) throw badRequest("'stop' must be a string or an array of strings", 'stop');
+  const stop = parseStop(body);
   const topK = num(body, 'top_k', (x) => Number.isInteger(x) && x >= -1, 'an integer ≥ -1 (-1 or 0: off)');
   return {
     model: body.model, prompt, stream: body.stream === true, echo: body.echo === true,

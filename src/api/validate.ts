@@ -30,9 +30,10 @@ export const MAX_CHOICES = 16;
 export const MAX_TOKENS_LIMIT = 2 ** 24;
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
-const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-function num(body: Record<string, unknown>, key: string, check: (x: number) => boolean, what: string): number | undefined {
+/** An optional number field: undefined when absent or null, a 400 naming the field when not a finite number that passes `check`. */
+export function num(body: Record<string, unknown>, key: string, check: (x: number) => boolean, what: string): number | undefined {
   const v = body[key];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'number' || !Number.isFinite(v) || !check(v)) throw badRequest(`'${key}' must be ${what} (got ${JSON.stringify(v)})`, key);
@@ -53,6 +54,17 @@ function validateContent(m: Record<string, unknown>, i: number): void {
     if (p.type === 'text') { if (typeof p.text !== 'string') throw badRequest(`${param}[${j}].text must be a string`, `${param}[${j}].text`); return; }
     throw badRequest(`${param}[${j}] has type '${p.type}': this model accepts text only`, `${param}[${j}].type`, 'unsupported_content');
   });
+}
+
+/** `stop`: a string or at most 4 strings (OpenAI's limit); absent or null → none. */
+export function parseStop(body: Record<string, unknown>): string[] {
+  if (typeof body.stop === 'string') return [body.stop];
+  if (Array.isArray(body.stop)) {
+    if (body.stop.length > 4 || !body.stop.every((s) => typeof s === 'string')) throw badRequest("'stop' must be a string or an array of at most 4 strings", 'stop');
+    return body.stop as string[];
+  }
+  if (body.stop !== undefined && body.stop !== null) throw badRequest("'stop' must be a string or an array of strings", 'stop');
+  return [];
 }
 
 export function validateChatRequest(body: unknown): ChatRequest {
@@ -96,12 +108,7 @@ export function validateChatRequest(body: unknown): ChatRequest {
   const topP = num(body, 'top_p', (x) => x > 0 && x <= 1, 'a number in (0, 1]');
   const topK = num(body, 'top_k', (x) => Number.isInteger(x) && x >= -1 && x <= 2 ** 31, 'an integer from -1 to 2^31 (-1 or 0: off)');
   const seed = num(body, 'seed', Number.isSafeInteger, 'an integer');
-  let stop: string[] = [];
-  if (typeof body.stop === 'string') stop = [body.stop];
-  else if (Array.isArray(body.stop)) {
-    if (body.stop.length > 4 || !body.stop.every((s) => typeof s === 'string')) throw badRequest("'stop' must be a string or an array of at most 4 strings", 'stop');
-    stop = body.stop as string[];
-  } else if (body.stop !== undefined && body.stop !== null) throw badRequest("'stop' must be a string or an array of strings", 'stop');
+  const stop = parseStop(body);
   if (body.logprobs !== undefined && body.logprobs !== null && typeof body.logprobs !== 'boolean') throw badRequest("'logprobs' must be a boolean", 'logprobs');
   const topLogprobs = num(body, 'top_logprobs', (x) => Number.isInteger(x) && x >= 0 && x <= 20, 'an integer from 0 to 20') ?? 0;
   if (topLogprobs > 0 && body.logprobs !== true) throw badRequest("'top_logprobs' needs 'logprobs': true", 'top_logprobs');
