@@ -198,6 +198,29 @@ export class Store {
     this.sql('UPDATE turns SET next_state_status = ?, next_state_json = ?, next_state_reason = ? WHERE id = ?')
       .run(status, nextState === null ? null : JSON.stringify(this.stored(nextState)), this.stored(reason), turnId);
     this.appendLog(this.conversations, this.logged({ event: 'next_state', turnId, status, reason, nextState }));
+    if (status === 'paired') for (const listener of this.pairedListeners) listener(turnId);
+  }
+
+  private readonly pairedListeners = new Set<(turnId: number) => void>();
+
+  /**
+   * Be told when a turn gets its next state (after it is committed), so it can be judged at once
+   * instead of at the next poll. The listener runs inside the request that paired the turn: it must
+   * only take note and return. Returns the function that removes the listener.
+   */
+  onPaired(listener: (turnId: number) => void): () => void {
+    this.pairedListeners.add(listener);
+    return () => { this.pairedListeners.delete(listener); };
+  }
+
+  /**
+   * When each turn got its next state: the start of the session's next main turn (whose request
+   * carried it). No column of its own: pairing happens as that request begins.
+   */
+  pairedAt(turnId: number): number | null {
+    const r = this.sql(`SELECT n.created_at AS at FROM turns t JOIN turns n ON n.session_id = t.session_id AND n.turn_type = 'main' AND n.idx = t.idx + 1
+      WHERE t.id = ?`).get(turnId) as { at: number } | undefined;
+    return r ? Number(r.at) : null;
   }
 
   /** End every session still open (at shutdown): no turn is left waiting for a next state. */
