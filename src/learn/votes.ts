@@ -67,3 +67,20 @@ export function selectHint(votes: HintVote[], minLength = 10): string | null {
   }
   return best;
 }
+
+/**
+ * Every accepted hint of a turn, as upstream's top-K OPD takes its teacher candidates: positive votes'
+ * non-trivial hints longer than minLength, duplicates (ignoring case and spacing) removed, shortest
+ * first, at most max of them.
+ */
+export function acceptedHints(votes: HintVote[], max = 3, minLength = 10): string[] {
+  const seen = new Set<string>(), out: string[] = [];
+  for (const v of votes) {
+    if (v.score !== 1 || !v.hint) continue;
+    const h = v.hint.trim(), key = h.toLowerCase().replace(/\s+/g, ' ');
+    if (h.length <= minLength || isTrivialHint(h) || seen.has(key)) continue;
+    seen.add(key);
+    out.push(h);
+  }
+  return out.sort((a, b) => a.length - b.length).slice(0, max);
+}

@@ -18,8 +18,10 @@ test('binary: A = r on every token; r = 0 or no judgement → no sample', () => 
   assert.deepEqual(buildSample('binary', { reward: -0.5, teacher: null, behaviour })!.advantages, [-0.5, -0.5, -0.5]);
 });
 
-test('opd: A = teacher − behaviour on each token; no hint → no sample', () => {
-  assert.deepEqual(buildSample('opd', { reward: -1, teacher: [-0.5, -1, -3], behaviour: [-1, -2, -0.5] }), { advantages: [0.5, 1, -2.5], lossMask: [1, 1, 1], kind: 'opd' });
+test('opd: A = clip(teacher − behaviour, ±1) on each token; no hint → no sample', () => {
+  assert.deepEqual(buildSample('opd', { reward: -1, teacher: [-0.5, -1, -3], behaviour: [-1, -2, -0.5] }, undefined, Infinity), { advantages: [0.5, 1, -2.5], lossMask: [1, 1, 1], kind: 'opd' });
+  // upstream's clip: teacher − behaviour at ±1 (the −2.5 becomes −1; −9 nats on a first token would become −1)
+  assert.deepEqual(buildSample('opd', { reward: -1, teacher: [-0.5, -1, -3, -10], behaviour: [-1, -2, -0.5, -1] })!.advantages, [0.5, 1, -1, -1]);
   assert.equal(buildSample('opd', { reward: 1, teacher: null, behaviour: [-1] }), null);
   assert.throws(() => buildSample('opd', { reward: 1, teacher: [-1, -1], behaviour: [-1] }), /differ in length/);
 });
