@@ -12,7 +12,8 @@ import { ppoToken } from '../../src/learn/losses.ts';
 import { topkToken } from '../../src/learn/topk-opd.ts';
 import { Rng } from '../../src/engine/embedded/rng.ts';
 import { tinyConfig } from '../../src/bench/shapes.ts';
-import { collect, type Datum, type LossSpec } from '../../src/engine/types.ts';
+import { collect, type Datum } from '../../src/engine/types.ts';
+import type { LossSpec } from '../../src/learn/losses.ts';
 import { STORIES, tempDir, tinyModel } from '../helpers/models.ts';
 
 const tmp = tempDir();
