@@ -13,6 +13,7 @@ import { JudgeLoop } from '../judge/loop.ts';
 import { createJudge, JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TrainerLoop, TRAINER_DEFAULTS } from '../trainer/loop.ts';
 import type { Method } from '../learn/advantages.ts';
+import type { HintSelection } from '../learn/topk-opd.ts';
 import type { Persona } from './persona.ts';
 import { SimulatedUser } from './user.ts';
 import { evaluateHeldOut, calibrateFluency, klToBase, referenceLogLikelihood, type EvaluatedSample } from './evaluate.ts';
@@ -26,7 +27,9 @@ export interface CurvePoint {
 /** An evaluated sample with the evaluation it belongs to. */
 export interface RecordedSample extends EvaluatedSample { conversations: number; policyVersion: number }
 export interface PersonalizeResult {
-  persona: string; method: Method; seed: number; baseRate: number; finalRate: number; wallSeconds: number;
+  persona: string; method: Method; seed: number;
+  /** the method as the report names it, e.g. "opd (topk)" */
+  label: string; opdMode: 'token' | 'topk'; klCoef: number; baseRate: number; finalRate: number; wallSeconds: number;
   baseSatisfiedAndFluent: number; finalSatisfiedAndFluent: number; finalKlToBase: number; fluencyBand: FluencyBand;
   conversations: number; steps: number; curve: CurvePoint[]; samples: RecordedSample[];
 }
@@ -48,6 +51,12 @@ export interface PersonalizeOptions {
   batchSize?: number;
   loraRank?: number;
   rewardBaseline?: 'none' | 'batch' | 'group';
+  /** OPD on the sampled token or top-K distillation (trainer's opdMode) */
+  opdMode?: 'token' | 'topk';
+  hintSelection?: HintSelection;
+  opdTeacher?: 'base' | 'policy';
+  /** β of the KL-to-base penalty (default: the trainer's) */
+  klCoef?: number;
   /** called with a live progress line */
   progress?: (line: string) => void;
 }
@@ -62,8 +71,11 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const judge = createJudge(o.judge ?? JUDGE_DEFAULTS, engine);
   if (!judge) throw new Error('the benchmark needs a judge (lexical, self or llm)');
   const judgeLoop = new JudgeLoop(store, judge, { hints: o.method !== 'binary', concurrency: 8 });
+  const opdMode = o.opdMode ?? 'token', klCoef = o.klCoef ?? TRAINER_DEFAULTS.klCoef;
+  const label = o.method === 'binary' ? 'binary' : `${o.method} (${opdMode})`;
   const trainer = new TrainerLoop(store, engine, {
-    method: o.method, batchSize: o.batchSize ?? 8, learningRate: o.learningRate ?? 3e-3, rewardBaseline: o.rewardBaseline ?? TRAINER_DEFAULTS.rewardBaseline,
+    method: o.method, opdMode, klCoef, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
+    topk: { ...TRAINER_DEFAULTS.topk, selection: o.hintSelection ?? TRAINER_DEFAULTS.topk.selection }, batchSize: o.batchSize ?? 8, learningRate: o.learningRate ?? 3e-3, rewardBaseline: o.rewardBaseline ?? TRAINER_DEFAULTS.rewardBaseline,
     lora: { rank: o.loraRank ?? 8, alpha: 2 * (o.loraRank ?? 8), seed }, maxStaleness: 8, checkpointDir: join(dir, 'checkpoints'), checkpointEvery: 1_000_000,
   });
   await trainer.init();
@@ -79,11 +91,11 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
     };
     curve.push(point);
     for (const x of held.samples) samples.push({ conversations: done, policyVersion: trainer.version, ...x });
-    o.progress?.(`[${o.persona.name} · ${o.method}] ${done}/${o.conversations} conversations · version ${trainer.version} · held-out satisfaction ${pct(point.rate)} · ` +
+    o.progress?.(`[${o.persona.name} · ${label}] ${done}/${o.conversations} conversations · version ${trainer.version} · held-out satisfaction ${pct(point.rate)} · ` +
       `satisfied-and-fluent ${pct(point.satisfiedAndFluentRate)} (fluent ${pct(point.fluentRate)}) · KL ${point.klToBase.toFixed(3)} · ${point.seconds.toFixed(1)} s`);
   };
   try {
-    o.progress?.(`[${o.persona.name} · ${o.method}] calibrating fluency on the base model's own held-out samples…`);
+    o.progress?.(`[${o.persona.name} · ${label}] calibrating fluency on the base model's own held-out samples…`);
     band = await calibrateFluency(engine, o.persona, evalK);
     await evaluate(0);
     let done = 0, satisfiedSeen = 0;
@@ -95,10 +107,10 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
       await judgeLoop.tick();
       await trainer.tick();
       if (done % evalEvery === 0 || done === o.conversations) await evaluate(done);
-      else o.progress?.(`[${o.persona.name} · ${o.method}] ${done}/${o.conversations} conversations · version ${trainer.version} · satisfied in conversation ${((satisfiedSeen / done) * 100).toFixed(0)}%`);
+      else o.progress?.(`[${o.persona.name} · ${label}] ${done}/${o.conversations} conversations · version ${trainer.version} · satisfied in conversation ${((satisfiedSeen / done) * 100).toFixed(0)}%`);
     }
     return {
-      persona: o.persona.name, method: o.method, seed, baseRate: curve[0].rate, finalRate: curve.at(-1)!.rate, wallSeconds: +((performance.now() - t0) / 1000).toFixed(1),
+      persona: o.persona.name, method: o.method, label, opdMode, klCoef, seed, baseRate: curve[0].rate, finalRate: curve.at(-1)!.rate, wallSeconds: +((performance.now() - t0) / 1000).toFixed(1),
       baseSatisfiedAndFluent: curve[0].satisfiedAndFluentRate, finalSatisfiedAndFluent: curve.at(-1)!.satisfiedAndFluentRate, finalKlToBase: curve.at(-1)!.klToBase,
       fluencyBand: band, conversations: o.conversations, steps: trainer.step, curve, samples,
     };
@@ -122,13 +134,13 @@ export async function writeReport(outDir: string, runs: PersonalizeResult[]): Pr
   const lean = runs.map(({ samples: _samples, ...r }) => r);
   writeFileSync(files[0], JSON.stringify(lean.length === 1 ? lean[0] : lean, null, 2) + '\n');
   const svg = lineChartSvg(runs.flatMap((r) => [
-    { label: `${r.method} satisfied`, points: r.curve.map((p) => ({ x: p.conversations, y: p.rate })) },
-    { label: `${r.method} sat. & fluent`, points: r.curve.map((p) => ({ x: p.conversations, y: p.satisfiedAndFluentRate })) },
+    { label: `${r.label} satisfied`, points: r.curve.map((p) => ({ x: p.conversations, y: p.rate })) },
+    { label: `${r.label} sat. & fluent`, points: r.curve.map((p) => ({ x: p.conversations, y: p.satisfiedAndFluentRate })) },
   ]), { title: `Held-out satisfaction — persona "${runs[0].persona}"`, xLabel: 'conversations', yLabel: 'share of held-out answers' });
   writeFileSync(files[1], svg);
   await svgToPng(svg, files[2]);
   const klMax = Math.max(0.05, ...runs.flatMap((r) => r.curve.map((p) => p.klToBase)));
-  const klSvg = lineChartSvg(runs.map((r) => ({ label: r.method, points: r.curve.map((p) => ({ x: p.conversations, y: p.klToBase })) })), {
+  const klSvg = lineChartSvg(runs.map((r) => ({ label: r.label, points: r.curve.map((p) => ({ x: p.conversations, y: p.klToBase })) })), {
     title: `KL(policy ‖ base) on neutral prompts — "${runs[0].persona}"`, xLabel: 'conversations', yLabel: 'nats per token', yMax: klMax, yFormat: (y) => y.toFixed(2),
   });
   writeFileSync(files[3], klSvg);
@@ -141,12 +153,12 @@ export async function writeReport(outDir: string, runs: PersonalizeResult[]): Pr
       `${band.lower.toFixed(3)} (the ${band.percentile * 100}th percentile of ${band.calibrationSamples} base samples) and no loops.`, '',
     '| method | base | after 50 | after 100 | after 200 | final | fluent (final) | conversations | steps | KL to base (final) | wall time |',
     '|---|---|---|---|---|---|---|---|---|---|---|',
-    ...runs.map((r) => `| ${r.method} | ${pct(r.baseRate)} / ${pct(r.baseSatisfiedAndFluent)} | ${at(r, 50, 'rate')} / ${at(r, 50, 'satisfiedAndFluentRate')} | ` +
+    ...runs.map((r) => `| ${r.label} | ${pct(r.baseRate)} / ${pct(r.baseSatisfiedAndFluent)} | ${at(r, 50, 'rate')} / ${at(r, 50, 'satisfiedAndFluentRate')} | ` +
       `${at(r, 100, 'rate')} / ${at(r, 100, 'satisfiedAndFluentRate')} | ${at(r, 200, 'rate')} / ${at(r, 200, 'satisfiedAndFluentRate')} | ` +
       `${pct(r.finalRate)} / ${pct(r.finalSatisfiedAndFluent)} | ${pct(r.curve.at(-1)!.fluentRate)} | ${r.conversations} | ${r.steps} | ${r.finalKlToBase.toFixed(3)} | ${r.wallSeconds} s |`),
     '',
   ];
   writeFileSync(files[5], lines.join('\n'));
-  writeFileSync(files[6], runs.flatMap((r) => r.samples.map((x) => JSON.stringify({ method: r.method, runSeed: r.seed, ...x }))).join('\n') + '\n');
+  writeFileSync(files[6], runs.flatMap((r) => r.samples.map((x) => JSON.stringify({ method: r.method, opdMode: r.opdMode, runSeed: r.seed, ...x }))).join('\n') + '\n');
   return files;
 }

@@ -118,6 +118,10 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'persona-file': opt.file('a persona of your own (JSON, see personas/)'),
     method: opt.choice(['binary', 'opd', 'combine'], 'learning method', { default: 'binary' }),
     compare: opt.flag('run binary, opd and combine one after another'),
+    'opd-mode': opt.choice(['token', 'topk', 'both'], 'OPD on the sampled token, top-K distillation over the student\'s top-4 (upstream\'s topk_select), or both one after another', { default: 'token' }),
+    'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: 'sequence_optimal' }),
+    'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher: the base weights or the live policy', { default: 'base' }),
+    'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: 'the trainer default' }),
     conversations: positive('simulated conversations', d.conversations),
     judge: opt.choice(['lexical', 'self', 'llm'], 'judge', { default: 'lexical' }),
     'judge-url': opt.string('OpenAI-compatible base URL of the LLM judge', { placeholder: 'URL', nonEmpty: true }),
@@ -143,14 +147,18 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
   const { JUDGE_DEFAULTS } = await import('../judge/config.ts');
   const persona = await personaFrom(o['persona-file'], o.persona);
   const methods: Method[] = o.compare ? ['binary', 'opd', 'combine'] : [o.method];
+  const modes: ('token' | 'topk')[] = o['opd-mode'] === 'both' ? ['token', 'topk'] : [o['opd-mode']];
   const judge: JudgeConfig = { ...JUDGE_DEFAULTS, kind: o.judge, url: o['judge-url'], model: o['judge-model'] };
   const model = await modelDir(o.model);
   const runs: PersonalizeResult[] = [];
   for (const method of methods) {
-    runs.push(await runPersonalize({
-      model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
-      learningRate: o['learning-rate'], batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], progress,
-    }));
+    for (const opdMode of method === 'binary' ? ['token' as const] : modes) {
+      runs.push(await runPersonalize({
+        model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
+        learningRate: o['learning-rate'], batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], progress,
+        opdMode, hintSelection: o['hint-selection'], opdTeacher: o['opd-teacher'], klCoef: o['kl-coef'],
+      }));
+    }
   }
   return runs;
 }
@@ -201,7 +209,7 @@ export const benchPersonalizeCommand = defineCommand({
     const files = await writeReport(resolve(o.out.replace('<persona>', runs[0].persona)), runs);
     process.stderr.write(`wrote ${files.join(', ')}\n`);
     for (const r of runs) {
-      process.stderr.write(`${r.persona} · ${r.method}: satisfied ${(r.baseRate * 100).toFixed(0)}% → ${(r.finalRate * 100).toFixed(0)}%, satisfied-and-fluent ` +
+      process.stderr.write(`${r.persona} · ${r.label}: satisfied ${(r.baseRate * 100).toFixed(0)}% → ${(r.finalRate * 100).toFixed(0)}%, satisfied-and-fluent ` +
         `${(r.baseSatisfiedAndFluent * 100).toFixed(0)}% → ${(r.finalSatisfiedAndFluent * 100).toFixed(0)}%, KL to base ${r.finalKlToBase.toFixed(3)} in ${r.conversations} conversations (${r.steps} steps, ${r.wallSeconds} s)\n`);
     }
     if (o.json) process.stdout.write(JSON.stringify(runs.length === 1 ? runs[0] : runs) + '\n');

@@ -48,6 +48,21 @@ export function buildSample(method: Method, s: SampleSignals, weights = { opd: 1
 }
 
 /**
+ * A turn's sample in top-K mode, before its distillation set is made at train time: the token
+ * advantages carry only the reward term (0 for OPD alone); the set carries the teacher's signal.
+ * opd: only turns with hints; combine: turns with hints or a reward (a rewarded turn without hints
+ * is distilled towards the teacher on its own prompt, as upstream does).
+ */
+export function topkSample(method: Method, reward: number | null, hasHints: boolean, n: number, wRl: number): BuiltSample | null {
+  const rl = reward !== null && reward !== 0 ? reward : null;
+  const ones = new Array(n).fill(1);
+  if (method === 'binary') return rl === null ? null : { advantages: new Array(n).fill(rl), lossMask: ones, kind: 'binary' };
+  if (method === 'opd') return hasHints ? { advantages: new Array(n).fill(0), lossMask: ones, kind: 'opd' } : null;
+  if (hasHints) return { advantages: new Array(n).fill(rl === null ? 0 : wRl * rl), lossMask: ones, kind: rl === null ? 'opd' : 'combine' };
+  return rl === null ? null : { advantages: new Array(n).fill(wRl * rl), lossMask: ones, kind: 'binary' };
+}
+
+/**
  * The at-least-one rule: a session's first judged turn that has a next state is kept even when
  * neutral, if the session has no kept sample yet. It carries advantage 0 on every token, so it adds
  * no policy gradient: only its tokens to the batch's token count (the loss mean) and, with β > 0, a

@@ -42,3 +42,22 @@ test('at-least-one sample has zero advantages; group normalisation centres and s
   assert.deepEqual(groupNormalise([1, 1, 1]), [0, 0, 0]);
   assert.deepEqual(groupNormalise([1]), [0]);
 });
+
+test('top-K mode samples: token advantages carry only the reward (the set carries the teacher), by method and signals', async () => {
+  const { topkSample } = await import('../../src/learn/advantages.ts');
+  const table: [Parameters<typeof topkSample>[0], number | null, boolean, { advantages: number[]; kind: string } | null][] = [
+    ['opd', -1, true, { advantages: [0, 0], kind: 'opd' }],
+    ['opd', 1, false, null],
+    ['combine', -1, true, { advantages: [-1, -1], kind: 'combine' }],
+    ['combine', 0, true, { advantages: [0, 0], kind: 'opd' }],
+    ['combine', 1, false, { advantages: [1, 1], kind: 'binary' }],
+    ['combine', null, false, null],
+    ['binary', -1, true, { advantages: [-1, -1], kind: 'binary' }],
+    ['binary', 0, true, null],
+  ];
+  for (const [method, reward, hints, expected] of table) {
+    const s = topkSample(method, reward, hints, 2, 1);
+    assert.deepEqual(s && { advantages: s.advantages, kind: s.kind }, expected, `${method} r=${reward} hints=${hints}`);
+  }
+  assert.deepEqual(topkSample('combine', -1, true, 1, 0.5)!.advantages, [-0.5]);
+});
