@@ -122,6 +122,9 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: 'sequence_optimal' }),
     'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher: the base weights or the live policy', { default: 'base' }),
     'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: 'the trainer default' }),
+    'judge-satisfaction': opt.flag('also grade every held-out sample with the judge (self or llm): 0–1 in \\boxed{}, mean of 5 votes'),
+    'until-stable': opt.flag('stop once satisfied-and-fluent held ≥ base + --stable-gain for 3 consecutive evaluations (--conversations caps the run)'),
+    'stable-gain': opt.number('the effect that counts as learned: satisfied-and-fluent this far above the base (0.5 = 50 points)', { gt: 0, default: 0.5 }),
     conversations: positive('simulated conversations', d.conversations),
     judge: opt.choice(['lexical', 'self', 'llm'], 'judge', { default: 'lexical' }),
     'judge-url': opt.string('OpenAI-compatible base URL of the LLM judge', { placeholder: 'URL', nonEmpty: true }),
@@ -140,6 +143,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
 type PersonalizeValues = Values<ReturnType<typeof personalizeOptions>>;
 const checkPersonalize = (o: PersonalizeValues) => {
   if (o.judge === 'llm' && (!o['judge-url'] || !o['judge-model'])) throw new UsageError('--judge llm needs --judge-url and --judge-model');
+  if (o['judge-satisfaction'] && o.judge === 'lexical') throw new UsageError('--judge-satisfaction needs --judge self or --judge llm (the lexical judge cannot grade an answer)');
 };
 
 export async function personalizeRuns(o: PersonalizeValues, progress: (line: string) => void): Promise<PersonalizeResult[]> {
@@ -157,6 +161,7 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
         model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
         learningRate: o['learning-rate'], batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], progress,
         opdMode, hintSelection: o['hint-selection'], opdTeacher: o['opd-teacher'], klCoef: o['kl-coef'],
+        judgeSatisfaction: o['judge-satisfaction'], untilStable: o['until-stable'], stableGain: o['stable-gain'],
       }));
     }
   }
@@ -210,7 +215,8 @@ export const benchPersonalizeCommand = defineCommand({
     process.stderr.write(`wrote ${files.join(', ')}\n`);
     for (const r of runs) {
       process.stderr.write(`${r.persona} · ${r.label}: satisfied ${(r.baseRate * 100).toFixed(0)}% → ${(r.finalRate * 100).toFixed(0)}%, satisfied-and-fluent ` +
-        `${(r.baseSatisfiedAndFluent * 100).toFixed(0)}% → ${(r.finalSatisfiedAndFluent * 100).toFixed(0)}%, KL to base ${r.finalKlToBase.toFixed(3)} in ${r.conversations} conversations (${r.steps} steps, ${r.wallSeconds} s)\n`);
+        `${(r.baseSatisfiedAndFluent * 100).toFixed(0)}% → ${(r.finalSatisfiedAndFluent * 100).toFixed(0)}%, KL to base ${r.finalKlToBase.toFixed(3)} in ${r.conversations} conversations (${r.steps} steps, ${r.wallSeconds} s); ` +
+        `${r.stable.at === null ? `the effect (+${(r.stable.gain * 100).toFixed(0)} points) did not hold for 3 consecutive evaluations` : `stable from ${r.stable.at} conversations`}\n`);
     }
     if (o.json) process.stdout.write(JSON.stringify(runs.length === 1 ? runs[0] : runs) + '\n');
   },

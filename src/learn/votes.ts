@@ -84,3 +84,22 @@ export function acceptedHints(votes: HintVote[], max = 3, minLength = 10): strin
   }
   return out.sort((a, b) => a.length - b.length).slice(0, max);
 }
+
+/** The grades a satisfaction judge may give (upstream's personalization evaluator). */
+export const SATISFACTION_GRADES = [0, 0.25, 0.5, 0.75, 1] as const;
+const BOXED_NUMBER = /\\boxed\{\s*([0-9]*\.?[0-9]+)\s*\}/g;
+
+/** The last \boxed{…} grade in a judge's answer: one of 0, 0.25, 0.5, 0.75, 1 (also written .5, 1.0), else null. */
+export function parseBoxedGrade(text: string): number | null {
+  let last: RegExpExecArray | null = null;
+  for (const m of text.matchAll(BOXED_NUMBER)) last = m;
+  if (!last) return null;
+  const v = Number(last[1]);
+  return (SATISFACTION_GRADES as readonly number[]).includes(v) ? v : null;
+}
+
+/** Mean of the valid grades, or null when no vote was valid. */
+export function meanGrade(grades: (number | null)[]): number | null {
+  const ok = grades.filter((g): g is number => g !== null);
+  return ok.length ? ok.reduce((a, b) => a + b, 0) / ok.length : null;
+}
