@@ -42,7 +42,7 @@ test('bench personalize with --judge-satisfaction: every evaluation has a judge-
   // PRM and hint votes get −1; satisfaction prompts get a grade from the answer (1 when it mentions a dog)
   sj.script = (req) => {
     const all = req.messages.map((m) => m.content).join('\n');
-    if (/personalised/.test(all)) return { text: /Answer:\n[^]*\bdog/i.test(all) ? '\\boxed{1}' : '\\boxed{0.25}' };
+    if (/personalised/.test(all)) return { text: /Answer:\n[\s\S]*\bdog/i.test(all) ? '\\boxed{1}' : '\\boxed{0.25}' };
     return { text: '\\boxed{-1}' };
   };
   const persona = loadPersona(join(PERSONAS_DIR, 'dog-lover.json'));
