@@ -12,6 +12,7 @@ import { startServer } from '../api/server.ts';
 import { JudgeLoop } from '../judge/loop.ts';
 import { createJudge, JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TrainerLoop, TRAINER_DEFAULTS } from '../trainer/loop.ts';
+import { RECIPE } from '../trainer/recipe.ts';
 import type { Method } from '../learn/advantages.ts';
 import type { HintSelection } from '../learn/topk-opd.ts';
 import type { Persona } from './persona.ts';
@@ -60,7 +61,9 @@ export interface PersonalizeOptions {
   learningRate?: number;
   batchSize?: number;
   loraRank?: number;
-  rewardBaseline?: 'none' | 'batch' | 'group';
+  rewardBaseline?: 'none' | 'batch' | 'group' | 'recent';
+  /** the at-least-one rule */
+  keepNeutral?: boolean;
   /** OPD on the sampled token or top-K distillation (trainer's opdMode) */
   opdMode?: 'token' | 'topk';
   hintSelection?: HintSelection;
@@ -98,8 +101,10 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const label = o.method === 'binary' ? 'binary' : `${o.method} (${opdMode})`;
   const trainer = new TrainerLoop(store, engine, {
     method: o.method, opdMode, klCoef, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
-    topk: { ...TRAINER_DEFAULTS.topk, selection: o.hintSelection ?? TRAINER_DEFAULTS.topk.selection }, batchSize: o.batchSize ?? 8, learningRate: o.learningRate ?? 3e-3, rewardBaseline: o.rewardBaseline ?? TRAINER_DEFAULTS.rewardBaseline,
-    lora: { rank: o.loraRank ?? 8, alpha: 2 * (o.loraRank ?? 8), seed }, maxStaleness: 8, checkpointDir: join(dir, 'checkpoints'), checkpointEvery: 1_000_000,
+    topk: { ...TRAINER_DEFAULTS.topk, selection: o.hintSelection ?? TRAINER_DEFAULTS.topk.selection },
+    batchSize: o.batchSize ?? RECIPE.batchSize, learningRate: o.learningRate ?? RECIPE.learningRate, rewardBaseline: o.rewardBaseline ?? RECIPE.rewardBaseline,
+    keepNeutral: o.keepNeutral ?? RECIPE.keepNeutral, lora: { rank: o.loraRank ?? RECIPE.lora.rank, alpha: 2 * (o.loraRank ?? RECIPE.lora.rank), seed },
+    checkpointDir: join(dir, 'checkpoints'), checkpointEvery: 1_000_000,
   });
   await trainer.init();
   const userList = Array.from({ length: users }, (_, i) => new SimulatedUser({ baseUrl: `${server.url}/v1`, model: 'policy', persona: o.persona, seed: seed * 1000 + i, id: `u${i}` }));

@@ -69,7 +69,7 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
     'data-dir': opt.path('store, episodes.jsonl, checkpoints and the final adapter', { default: '.openclaw-rl-agent', placeholder: 'DIR' }),
     'batch-size': count('samples (policy turns) per optimizer step', 16),
     'learning-rate': opt.number('optimizer learning rate', { gt: 0, default: TRAINER_DEFAULTS.learningRate }),
-    'max-staleness': opt.int('drop samples this many versions older than the policy', { min: 0, default: TRAINER_DEFAULTS.maxStaleness }),
+    'max-staleness': opt.int('drop samples this many versions older than the policy (default: none dropped; stale samples are corrected by truncated importance weights)', { min: 0 }),
     'lora-rank': count('LoRA rank', 16),
     'lora-alpha': count('LoRA alpha', 32),
     prm: opt.choice(['none', 'self', 'llm'] as const, 'process reward: judge each tool step (self = the base model, llm = --prm-url)', { default: 'none' }),

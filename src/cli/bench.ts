@@ -8,6 +8,7 @@ import type { PersonalizeResult } from '../bench/personalize.ts';
 import type { Persona } from '../bench/persona.ts';
 import type { JudgeConfig } from '../judge/config.ts';
 import type { Method } from '../learn/advantages.ts';
+import { RECIPE } from '../trainer/recipe.ts';
 
 const log = (l: string) => process.stderr.write(l + '\n');
 const positive = (help: string, d: number) => opt.int(help, { min: 1, default: d });
@@ -116,7 +117,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
       return raw;
     }, { default: 'dog-lover' }),
     'persona-file': opt.file('a persona of your own (JSON, see personas/)'),
-    method: opt.choice(['binary', 'opd', 'combine'], 'learning method', { default: 'binary' }),
+    method: opt.choice(['binary', 'opd', 'combine'], 'learning method', { default: RECIPE.method }),
     compare: opt.flag('run binary, opd and combine one after another'),
     'opd-mode': opt.choice(['token', 'topk', 'both'], 'OPD on the sampled token, top-K distillation over the student\'s top-4 (upstream\'s topk_select), or both one after another', { default: 'token' }),
     'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: 'sequence_optimal' }),
@@ -133,9 +134,11 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     seed: positive('random seed', 1),
     'eval-every': positive('evaluate on held-out prompts every N conversations', 16),
     'eval-k': positive('samples per held-out prompt', 20),
-    'learning-rate': opt.number('optimizer learning rate', { gt: 0, default: 3e-3 }),
-    'batch-size': positive('samples per optimizer step', 8),
-    'reward-baseline': opt.choice(['batch', 'group', 'none'], 'advantage baseline', { default: 'batch' }),
+    'learning-rate': opt.number('optimizer learning rate', { gt: 0, default: RECIPE.learningRate }),
+    'batch-size': positive('samples per optimizer step', RECIPE.batchSize),
+    'lora-rank': positive('LoRA rank (alpha = 2 × rank)', RECIPE.lora.rank),
+    'reward-baseline': opt.choice(['recent', 'batch', 'group', 'none'], 'advantage baseline (recent: mean reward of the last 64 samples)', { default: RECIPE.rewardBaseline }),
+    'keep-neutral': opt.flag('the at-least-one rule: keep a session\'s first judged turn as a zero-advantage sample even when neutral'),
     out: opt.path('report folder (curve.json, plot.png, kl.png, summary.md, samples.jsonl with every evaluated sample)', { default: d.out, placeholder: 'DIR' }),
     json: jsonOption,
   };
@@ -159,7 +162,8 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
     for (const opdMode of method === 'binary' ? ['token' as const] : modes) {
       runs.push(await runPersonalize({
         model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
-        learningRate: o['learning-rate'], batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], progress,
+        learningRate: o['learning-rate'], batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], loraRank: o['lora-rank'],
+        keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, progress,
         opdMode, hintSelection: o['hint-selection'], opdTeacher: o['opd-teacher'], klCoef: o['kl-coef'],
         judgeSatisfaction: o['judge-satisfaction'], untilStable: o['until-stable'], stableGain: o['stable-gain'],
       }));
@@ -170,29 +174,46 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
 
 export const benchLoadCommand = defineCommand({
   name: 'bench load',
-  summary: 'the server under many concurrent streaming sessions while it judges and trains: failures, latency, memory',
-  description: 'Start `openclaw-rl serve` (lexical judge, training on) and run --sessions simulated users against it for ' +
-    '--seconds: each streams a story, answers with feedback, and starts over. Prints failed requests, latency and ' +
-    'time-to-first-token percentiles, the server\'s RSS, and the training steps taken meanwhile. --compare runs it twice, ' +
-    'with the admission queue (the default) and without (--queue-wait-seconds 0: a 429 at once beyond --max-concurrent).',
+  summary: 'the server under many concurrent streaming sessions while it judges and trains: failures, latency, memory, and how much feedback gets trained',
+  description: 'Start `openclaw-rl serve` (training on, the default recipe) and run --sessions simulated users against it for ' +
+    '--seconds: each streams a story, answers with feedback, and starts over. The judge is the server\'s `llm` backend against a ' +
+    'stand-in endpoint (lexical verdicts over the OpenAI wire format) that --outage-seconds takes down (503) from --outage-start; ' +
+    'after the load and the outage the server gets --drain-seconds to catch up. Prints failed requests, latency and time-to-first-token ' +
+    'percentiles, the server\'s RSS, the share of turns with feedback that were judged and trained (at the end of the load and after ' +
+    'the drain), the judge lag and the staleness of trained samples. --compare runs it twice, with the admission queue (the default) ' +
+    'and without (--queue-wait-seconds 0: a 429 at once beyond --max-concurrent).',
   options: {
     model: modelOption, sessions: positive('concurrent streaming sessions', 64), seconds: positive('how long the load runs', 180),
-    'max-tokens': positive('tokens per answer', 32), 'batch-size': positive('samples per training step', 8),
-    'max-concurrent': positive("serve's --max-concurrent", 16), compare: opt.flag('also run without the admission queue'), json: jsonOption,
+    'max-tokens': positive('tokens per answer', 32), 'batch-size': positive('samples per training step', RECIPE.batchSize),
+    'max-concurrent': positive("serve's --max-concurrent", 16), compare: opt.flag('also run without the admission queue'),
+    judge: opt.choice(['endpoint', 'lexical'], 'the llm judge against the stand-in endpoint, or the in-process lexical judge', { default: 'endpoint' }),
+    'outage-seconds': opt.int('take the judge endpoint down for this long (0: no outage)', { min: 0, default: 0 }),
+    'outage-start': opt.int('seconds into the load when the outage begins', { min: 0, default: 0 }),
+    'drain-seconds': opt.int('after the load and the outage, how long the server may take to judge and train the backlog', { min: 0, default: 120 }),
+    json: jsonOption,
   },
+  check: (o) => { if (o['outage-seconds'] > 0 && o.judge !== 'endpoint') throw new UsageError('--outage-seconds needs --judge endpoint'); },
   run: async (o) => {
     const { benchLoad } = await import('../bench/load.ts');
     const model = await modelDir(o.model);
     const configs = o.compare ? [['queue', '10'], ['no queue', '0']] : [['queue', '10']];
     const results = [];
     let failed = 0;
+    const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
     for (const [name, wait] of configs) {
-      log(`bench load (${name}): ${o.sessions} sessions for ${o.seconds} s…`);
-      const r = await benchLoad({ model, sessions: o.sessions, seconds: o.seconds, maxTokens: o['max-tokens'], log,
-        serveArgs: ['--batch-size', String(o['batch-size']), '--max-concurrent', String(o['max-concurrent']), '--queue-wait-seconds', wait] });
+      log(`bench load (${name}): ${o.sessions} sessions for ${o.seconds} s${o['outage-seconds'] ? `, judge down from ${o['outage-start']} s for ${o['outage-seconds']} s` : ''}…`);
+      const r = await benchLoad({
+        model, sessions: o.sessions, seconds: o.seconds, maxTokens: o['max-tokens'], log, judge: o.judge, drainSeconds: o['drain-seconds'],
+        outage: o['outage-seconds'] > 0 ? { startSeconds: o['outage-start'], seconds: o['outage-seconds'] } : null,
+        serveArgs: ['--batch-size', String(o['batch-size']), '--max-concurrent', String(o['max-concurrent']), '--queue-wait-seconds', wait],
+      });
+      const c = (x: typeof r.atLoadEnd) => `${x.judgedAndTrained}/${x.signalTurns} = ${pct(x.share)} judged and trained (judged ${x.judged}, lag p50 ${x.judgeLagSeconds.p50.toFixed(2)} s, p99 ${x.judgeLagSeconds.p99.toFixed(2)} s, max ${x.judgeLagSeconds.max.toFixed(1)} s)`;
       process.stderr.write(`${name}: ${r.sessions} sessions × ${r.seconds} s: ${r.requests} requests, ${r.failed} failed ${JSON.stringify(r.failures)}; latency p50 ${r.latencyMs.p50.toFixed(0)} ms, p99 ${r.latencyMs.p99.toFixed(0)} ms; ` +
-        `first token p50 ${r.firstTokenMs.p50.toFixed(0)} ms, p99 ${r.firstTokenMs.p99.toFixed(0)} ms; server RSS ${r.rssMiB.start.toFixed(0)} → max ${r.rssMiB.max.toFixed(0)} MiB (end ${r.rssMiB.end.toFixed(0)}); ` +
-        `${r.training.steps} training steps (version ${r.training.version})\n`);
+        `first token p50 ${r.firstTokenMs.p50.toFixed(0)} ms, p99 ${r.firstTokenMs.p99.toFixed(0)} ms; server RSS ${r.rssMiB.start.toFixed(0)} → max ${r.rssMiB.max.toFixed(0)} MiB (end of load ${r.rssMiB.end.toFixed(0)}, after the drain ${r.rssMiB.afterDrain.toFixed(0)}); ` +
+        `${r.training.steps} training steps (version ${r.training.version}, ${r.training.noOpSteps} no-op batches)\n` +
+        `  turns with feedback at the end of the load: ${c(r.atLoadEnd)}\n  after the drain (${r.afterDrain.seconds} s): ${c(r.afterDrain)}; samples ${JSON.stringify(r.afterDrain.samples)}\n` +
+        `  staleness of trained samples (versions behind): ${JSON.stringify(r.staleness)}${r.outage ? `; judge calls refused during the outage: ${r.outage.refused}` : ''}\n` +
+        `  memory after the drain: prefix cache ${r.memory.afterDrain.prefixCache.toFixed(0)} of ${r.memory.afterDrain.prefixCacheBudget.toFixed(0)} MiB, JS heap ${r.memory.afterDrain.heapUsed.toFixed(0)} MiB, external ${r.memory.afterDrain.external.toFixed(0)} MiB\n`);
       results.push({ config: name, ...r });
       if (name === 'queue') failed = r.failed;
     }
@@ -204,21 +225,60 @@ export const benchLoadCommand = defineCommand({
 export const benchPersonalizeCommand = defineCommand({
   name: 'bench personalize',
   summary: 'how fast a simulated user with a preference gets satisfied, per learning method',
-  options: personalizeOptions({ conversations: 64, out: 'personalize-<persona>' }),
-  check: checkPersonalize,
+  description: 'Simulated users of one persona talk to the server over HTTP; the judge turns their feedback into rewards and the ' +
+    'trainer learns; every --eval-every conversations the held-out satisfaction, satisfied-and-fluent and KL to base are measured. ' +
+    '--via in-process (the default) runs server, judge and trainer in this process and judges and trains after every round of ' +
+    'conversations; --via serve runs `openclaw-rl serve` as a child with its defaults and talks to it unpaced with the openai SDK, ' +
+    'then evaluates the versions it was serving at each point; --via both runs the two and compares them.',
+  options: {
+    ...personalizeOptions({ conversations: 64, out: 'personalize-<persona>' }),
+    via: opt.choice(['in-process', 'serve', 'both'], 'the benchmark\'s own loop, the real serve path, or both side by side', { default: 'in-process' }),
+    'drain-seconds': opt.int('--via serve: after the last conversation, how long the server may take to judge and train', { min: 0, default: 120 }),
+  },
+  check: (o) => {
+    checkPersonalize(o);
+    if (o.via !== 'in-process' && (o.compare || o.judge !== 'lexical')) throw new UsageError('--via serve|both runs one method with the lexical judge (no --compare, no --judge)');
+  },
   run: async (o) => {
     const { writeReport } = await import('../bench/personalize.ts');
     const tty = process.stderr.isTTY;
-    const runs = await personalizeRuns(o, (line) => process.stderr.write(tty ? `\r\x1b[K${line}` : `${line}\n`));
-    if (tty) process.stderr.write('\n');
-    const files = await writeReport(resolve(o.out.replace('<persona>', runs[0].persona)), runs);
-    process.stderr.write(`wrote ${files.join(', ')}\n`);
-    for (const r of runs) {
-      process.stderr.write(`${r.persona} · ${r.label}: satisfied ${(r.baseRate * 100).toFixed(0)}% → ${(r.finalRate * 100).toFixed(0)}%, satisfied-and-fluent ` +
-        `${(r.baseSatisfiedAndFluent * 100).toFixed(0)}% → ${(r.finalSatisfiedAndFluent * 100).toFixed(0)}%, KL to base ${r.finalKlToBase.toFixed(3)} in ${r.conversations} conversations (${r.steps} steps, ${r.wallSeconds} s); ` +
-        `${r.stable.at === null ? `the effect (+${(r.stable.gain * 100).toFixed(0)} points) did not hold for 3 consecutive evaluations` : `stable from ${r.stable.at} conversations`}\n`);
+    const progress = (line: string) => process.stderr.write(tty ? `\r\x1b[K${line}` : `${line}\n`);
+    const runs = o.via === 'serve' ? [] : await personalizeRuns(o, progress);
+    if (tty && runs.length) process.stderr.write('\n');
+    if (runs.length) {
+      const files = await writeReport(resolve(o.out.replace('<persona>', runs[0].persona)), runs);
+      process.stderr.write(`wrote ${files.join(', ')}\n`);
+      for (const r of runs) {
+        process.stderr.write(`${r.persona} · ${r.label}: satisfied ${(r.baseRate * 100).toFixed(0)}% → ${(r.finalRate * 100).toFixed(0)}%, satisfied-and-fluent ` +
+          `${(r.baseSatisfiedAndFluent * 100).toFixed(0)}% → ${(r.finalSatisfiedAndFluent * 100).toFixed(0)}%, KL to base ${r.finalKlToBase.toFixed(3)} in ${r.conversations} conversations (${r.steps} steps, ${r.wallSeconds} s); ` +
+          `${r.stable.at === null ? `the effect (+${(r.stable.gain * 100).toFixed(0)} points) did not hold for 3 consecutive evaluations` : `stable from ${r.stable.at} conversations`}\n`);
+      }
     }
-    if (o.json) process.stdout.write(JSON.stringify(runs.length === 1 ? runs[0] : runs) + '\n');
+    let served = null;
+    if (o.via !== 'in-process') {
+      const { runPersonalizeViaServe } = await import('../bench/personalize-serve.ts');
+      const persona = await personaFrom(o['persona-file'], o.persona);
+      const serveArgs = ['--method', o.method, '--learning-rate', String(o['learning-rate']), '--batch-size', String(o['batch-size']),
+        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', o['reward-baseline'], ...(o['keep-neutral'] ? ['--keep-neutral'] : [])];
+      served = await runPersonalizeViaServe({
+        model: await modelDir(o.model), persona, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
+        serveArgs, drainSeconds: o['drain-seconds'], progress,
+      });
+      if (tty) process.stderr.write('\n');
+      const at = served.curve.at(-1)!, d = served.afterDrain, pc = (x: number) => `${(x * 100).toFixed(0)}%`;
+      process.stderr.write(`${served.persona} · ${o.method} via serve (unpaced, ${served.trafficSeconds} s of traffic): at ${at.conversations} conversations version ${at.policyVersion} ` +
+        `satisfied ${pc(served.curve[0].rate)} → ${pc(at.rate)}, satisfied-and-fluent ${pc(at.satisfiedAndFluentRate)}, KL ${at.klToBase.toFixed(3)}; after the drain (${d.drainSeconds} s) ` +
+        `version ${d.policyVersion}: ${pc(d.rate)} / ${pc(d.satisfiedAndFluentRate)}, KL ${d.klToBase.toFixed(3)}; ${served.steps} steps; samples ${JSON.stringify(served.samples)}\n`);
+      if (runs.length) {
+        const r = runs[0];
+        process.stderr.write(`serve − in-process at ${r.conversations} conversations: satisfied ${((at.rate - r.finalRate) * 100).toFixed(0)} points, ` +
+          `satisfied-and-fluent ${((at.satisfiedAndFluentRate - r.finalSatisfiedAndFluent) * 100).toFixed(0)} points (after the drain: ${((d.rate - r.finalRate) * 100).toFixed(0)} / ${((d.satisfiedAndFluentRate - r.finalSatisfiedAndFluent) * 100).toFixed(0)})\n`);
+      }
+    }
+    if (o.json) {
+      const inProcess = runs.length === 1 ? runs[0] : runs;
+      process.stdout.write(JSON.stringify(o.via === 'in-process' ? inProcess : o.via === 'serve' ? served : { inProcess, serve: served }) + '\n');
+    }
   },
 });
 

@@ -6,6 +6,7 @@ import { parseOrigins } from '../api/cors.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId } from './args.ts';
 import { JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
+import { RECIPE } from '../trainer/recipe.ts';
 import { learningRateProblem } from '../learn/weights-guard.ts';
 import type { Store as StoreType } from '../store/store.ts';
 
@@ -51,14 +52,15 @@ const SERVE_OPTIONS = {
   method: opt.choice(['binary', 'opd', 'combine'], 'learning method', { default: TRAINER_DEFAULTS.method, env: 'OPENCLAW_RL_METHOD' }),
   'batch-size': count('samples per optimizer step', TRAINER_DEFAULTS.batchSize),
   'learning-rate': opt.number('optimizer learning rate (at most 0.1: larger steps destroy the weights)', { gt: 0, default: TRAINER_DEFAULTS.learningRate }),
-  'max-staleness': opt.int('drop samples this many versions older than the policy', { min: 0, default: TRAINER_DEFAULTS.maxStaleness }),
+  'max-staleness': opt.int('drop samples this many versions older than the policy (default: none dropped; stale samples are corrected by truncated importance weights)', { min: 0 }),
   'kl-coef': opt.number('β of the KL-to-base penalty in the loss (k3 estimator; 0 = off)', { min: 0, defaultText: `${TRAINER_DEFAULTS.klCoef} (0 with --engine tinker)` }),
   'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher', { default: TRAINER_DEFAULTS.opdTeacher }),
   'opd-mode': opt.choice(['token', 'topk'], 'OPD on the sampled token, or top-K distillation over the student\'s top-4 with up to 3 hints per turn (embedded engine)', { default: TRAINER_DEFAULTS.opdMode }),
   'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: TRAINER_DEFAULTS.topk.selection }),
-  'reward-baseline': opt.choice(['batch', 'group', 'none'], 'advantage baseline', { default: TRAINER_DEFAULTS.rewardBaseline }),
-  'lora-rank': count('LoRA rank', 16),
-  'lora-alpha': count('LoRA alpha', 32),
+  'reward-baseline': opt.choice(['recent', 'batch', 'group', 'none'], 'advantage baseline (recent: mean reward of the last 64 samples)', { default: TRAINER_DEFAULTS.rewardBaseline }),
+  'lora-rank': count('LoRA rank', RECIPE.lora.rank),
+  'lora-alpha': count('LoRA alpha', RECIPE.lora.alpha),
+  'keep-neutral': opt.flag('the at-least-one rule: keep a session\'s first judged turn as a zero-advantage sample even when neutral'),
   full: opt.flag('train every weight (full-parameter) instead of a LoRA adapter; checkpoints are then Hugging Face model folders'),
   'checkpoint-every': count('save a checkpoint every N steps', TRAINER_DEFAULTS.checkpointEvery),
   overlong: opt.custom('overlong-response penalty: max length and soft margin in tokens', 'L_MAX,L_CACHE', parseOverlong),
@@ -220,7 +222,8 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   const { method, overlong } = o;
   trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method, opdTeacher: o['opd-teacher'], rewardBaseline: o['reward-baseline'], overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
-    batchSize: o['batch-size'], maxStaleness: o['max-staleness'], learningRate: o['learning-rate'], klCoef: o['kl-coef'] ?? (o.engine === 'tinker' ? 0 : TRAINER_DEFAULTS.klCoef),
+    batchSize: o['batch-size'], maxStaleness: o['max-staleness'] ?? null, keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, learningRate: o['learning-rate'],
+    klCoef: o['kl-coef'] ?? (o.engine === 'tinker' ? 0 : TRAINER_DEFAULTS.klCoef),
     opdMode: o['opd-mode'], topk: { ...TRAINER_DEFAULTS.topk, selection: o['hint-selection'] },
     lora: o.full ? null : { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'],
     log: (l) => (/WARNING|REJECTED/.test(l) ? logger.warn(l, { component: 'trainer' }) : logger.info(l, { component: 'trainer' })),
@@ -237,7 +240,8 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     }, (line) => tracking.metricsLog.eval(line));
     tracking.attach(trainer, evaluator);
     evaluator?.schedule(trainer?.step ?? 0); // the starting point of the curve
-    judgeLoop = judge ? new JudgeLoop(store, judge, { hints: !o['no-hints'], includeContext: o['judge-context'], concurrency: judgeConfig.concurrency,
+    // hints feed OPD only: binary learning does not ask for them
+    judgeLoop = judge ? new JudgeLoop(store, judge, { hints: !o['no-hints'] && o.method !== 'binary', includeContext: o['judge-context'], concurrency: judgeConfig.concurrency,
       log: (l) => logger.info(l, { component: 'judge' }), warn: (l) => logger.warn(l, { component: 'judge' }) }) : null;
   } catch (e) {
     // no zombie: a server whose judge or trainer cannot start does not keep serving

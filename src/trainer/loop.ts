@@ -28,12 +28,25 @@ import type { WireMessage } from '../conversation/messages.ts';
 import { Periodic } from '../util/periodic.ts';
 import { recoverFolder } from '../util/atomic-folder.ts';
 import { canaryVerdict, learningRateProblem, GUARD_DEFAULTS } from '../learn/weights-guard.ts';
+import { correctStaleness, cumulativeBuckets, IMPORTANCE_CAP, STALENESS_BUCKETS } from '../learn/staleness.ts';
+import { windowBaseline, BASELINE_WINDOW } from '../learn/baseline.ts';
+import { RECIPE } from './recipe.ts';
 
 export interface TrainerOptions {
   method: Method;
   batchSize: number;
-  /** drop samples whose behaviour version is more than this many versions behind */
-  maxStaleness: number;
+  /**
+   * drop samples whose behaviour version is more than this many versions behind; null (the default)
+   * trains every sample, stale ones corrected by truncated importance weights (learn/staleness.ts)
+   */
+  maxStaleness: number | null;
+  /** cap on the per-token importance weight π_current/π_behaviour of a stale sample */
+  importanceCap: number;
+  /**
+   * the at-least-one rule: a session's first judged turn is kept as a sample even when neutral, if
+   * the session has none yet (advantage 0: it only adds tokens to the batch, and a KL term when β > 0)
+   */
+  keepNeutral: boolean;
   learningRate: number;
   clipLow: number;
   clipHigh: number;
@@ -56,9 +69,11 @@ export interface TrainerOptions {
    * normalisation does for groups of answers to one prompt): when most answers fail, a rare success
    * gets a strong push and routine failures a mild one. 'group' normalises rewards within each group
    * of samples in the batch that share one prompt, (r − mean)/std (GRPO-style; singletons keep r).
+   * 'recent' subtracts the mean reward over a window of recent samples (this batch's and the ones
+   * before it, learn/baseline.ts): the batch baseline's push without zeroing a batch of equal rewards.
    * 'none' uses A = r as specified.
    */
-  rewardBaseline: 'none' | 'batch' | 'group';
+  rewardBaseline: 'none' | 'batch' | 'group' | 'recent';
   /** the LoRA adapter to train, or null to train every weight (full-parameter) */
   lora: LoraSettings | null;
   checkpointEvery: number;
@@ -74,12 +89,24 @@ export interface TrainerOptions {
 }
 
 export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
-  method: 'combine', batchSize: 8, maxStaleness: 4, learningRate: 1e-3, clipLow: 0.2, clipHigh: 0.28, klCoef: 0, gradClipNorm: 1,
+  method: RECIPE.method, batchSize: RECIPE.batchSize, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, keepNeutral: RECIPE.keepNeutral,
+  klCoef: RECIPE.klCoef, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
   opdTeacher: 'base', opdMode: 'token', opdClip: OPD_ADVANTAGE_CLIP, topk: { k: TOPK_DEFAULTS.k, maxCandidates: TOPK_DEFAULTS.maxCandidates, selection: TOPK_DEFAULTS.selection },
-  weights: { opd: 1, rl: 1 }, overlong: null, rewardBaseline: 'batch', lora: { rank: 16, alpha: 32 }, checkpointEvery: 1, maxCanaryDrop: GUARD_DEFAULTS.maxCanaryDrop, pollMs: 200, log: () => {},
+  weights: { opd: 1, rl: 1 }, overlong: null, checkpointEvery: 1, maxCanaryDrop: GUARD_DEFAULTS.maxCanaryDrop, pollMs: 200, log: () => {},
 };
 
-export interface StepRecord { step: number | null; status: string; version: number | null; samples: number; tokens: number; loss: number | null; rewardMean: number | null; clipFraction: number | null; kl: number | null; teacherGap: number | null; gradNorm: number | null; stalenessMean: number | null; durationMs: number }
+export interface StepRecord {
+  step: number | null; status: string; version: number | null; samples: number; tokens: number; loss: number | null; rewardMean: number | null;
+  clipFraction: number | null; kl: number | null; teacherGap: number | null; gradNorm: number | null; stalenessMean: number | null; durationMs: number;
+  /** the stalest sample (versions behind), the mean importance weight over its tokens, and the share of tokens at the cap */
+  stalenessMax?: number | null; importanceWeightMean?: number | null; importanceTruncated?: number | null;
+}
+
+/** A pending sample with its turn's exact ids, as trainStep reads it. */
+interface PendingRow {
+  turn_id: number; method: string; kind: string; hint: string | null; request_json: string; reward: number | null; advantages: string; loss_mask: string; teacher_logprobs: string | null;
+  behaviour_version: number; temperature: number; prompt_ids: string; response_ids: string; response_logprobs: string;
+}
 
 /** The OPD teacher prompt (built in learn/hint-prompt.ts; re-exported for existing callers). */
 export { withHint } from '../learn/hint-prompt.ts';
@@ -101,7 +128,12 @@ export class TrainerLoop {
   version = 0;
   step = 0;
   lastStep: StepRecord | null = null;
-  counts = { trained: 0, stale: 0, rejected: 0, rolledBack: 0 };
+  counts = { trained: 0, stale: 0, rejected: 0, rolledBack: 0, skipped: 0 };
+  /** steps skipped as no-ops (no gradient signal: nothing to publish) */
+  noOpSteps = 0;
+  /** staleness of every trained sample since the start, as cumulative counts per STALENESS_BUCKETS bound (+Inf last) */
+  readonly stalenessBuckets = new Array<number>(STALENESS_BUCKETS.length + 1).fill(0);
+  stalenessSum = 0;
   /** the canary's log-probs under the published version */
   private lastCanary: number[][] | null = null;
   private canaryRequests: { promptIds: number[]; responseIds: number[] }[] | null = null;
@@ -238,7 +270,7 @@ export class TrainerLoop {
       const hints = topk ? this.hintCandidates(turn) : [];
       let sample = topk ? topkSample(this.o.method, reward, hints.length > 0, responseIds.length, this.o.weights.rl) : buildSample(this.o.method, { reward, teacher, behaviour }, this.o.weights, this.o.opdClip);
       let kind: string = sample?.kind ?? 'none';
-      if (!sample && this.sessionHasNoSample(turn.session_id)) { sample = atLeastOneSample(responseIds.length); kind = 'neutral'; }
+      if (!sample && this.o.keepNeutral && this.sessionHasNoSample(turn.session_id)) { sample = atLeastOneSample(responseIds.length); kind = 'neutral'; }
       this.store.sql(`INSERT INTO samples (turn_id, method, kind, reward, hint, advantages, loss_mask, teacher_logprobs, behaviour_version, temperature, status, created_at)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(turn.id, this.o.method, kind, reward, topk ? (hints.length ? JSON.stringify(hints) : null) : turn.hint, JSON.stringify(sample?.advantages ?? []),
         JSON.stringify(sample?.lossMask ?? []), teacher ? JSON.stringify(teacher) : null, Math.max(0, turn.policy_version), temperature, sample ? 'pending' : 'none', Date.now());
@@ -263,31 +295,23 @@ export class TrainerLoop {
   private async trainStep(): Promise<void> {
     const t0 = performance.now();
     const rows = this.store.sql(`SELECT s.*, t.prompt_ids, t.response_ids, t.response_logprobs, t.request_json FROM samples s JOIN turns t ON t.id = s.turn_id
-      WHERE s.status = 'pending' ORDER BY s.turn_id LIMIT ?`).all(this.o.batchSize) as { turn_id: number; method: string; kind: string; reward: number | null; hint: string | null; advantages: string; loss_mask: string; teacher_logprobs: string | null; behaviour_version: number; temperature: number; prompt_ids: string; response_ids: string; response_logprobs: string; request_json: string }[];
+      WHERE s.status = 'pending' ORDER BY s.turn_id LIMIT ?`).all(this.o.batchSize) as unknown as PendingRow[];
     // the exact ids (stored encrypted under --redact all)
     const promptIdsOf = new Map(rows.map((r) => [r.turn_id, this.store.decodeIds(r.prompt_ids)]));
-    const fresh = rows.filter((r) => this.version - r.behaviour_version <= this.o.maxStaleness);
-    const stale = rows.filter((r) => this.version - r.behaviour_version > this.o.maxStaleness);
+    const limit = this.o.maxStaleness ?? null;
+    const fresh = limit === null ? rows : rows.filter((r) => this.version - r.behaviour_version <= limit);
+    const stale = limit === null ? [] : rows.filter((r) => this.version - r.behaviour_version > limit);
     if (stale.length) {
       const mark = this.store.sql(`UPDATE samples SET status = 'stale', reason = ? WHERE turn_id = ?`);
-      for (const r of stale) mark.run(`sampled by version ${r.behaviour_version}, ${this.version - r.behaviour_version} versions behind (limit ${this.o.maxStaleness})`, r.turn_id);
+      for (const r of stale) mark.run(`sampled by version ${r.behaviour_version}, ${this.version - r.behaviour_version} versions behind (limit ${limit})`, r.turn_id);
       this.counts.stale += stale.length;
       if (fresh.length < this.o.batchSize) return; // refill the batch on the next round
     }
-    const rewarded = fresh.filter((r) => r.reward !== null && (r.kind === 'binary' || r.kind === 'combine'));
-    // the reward term each sample gets instead of its raw r (see rewardBaseline)
-    const shifted = new Map<number, number>();
-    if (this.o.rewardBaseline === 'batch' && rewarded.length > 1) {
-      const mean = rewarded.reduce((a, r) => a + r.reward!, 0) / rewarded.length;
-      for (const r of rewarded) shifted.set(r.turn_id, r.reward! - mean);
-    } else if (this.o.rewardBaseline === 'group') {
-      const groups = new Map<string, typeof rewarded>();
-      for (const r of rewarded) { const key = promptIdsOf.get(r.turn_id)!.join(','); groups.set(key, [...(groups.get(key) ?? []), r]); }
-      for (const g of groups.values()) if (g.length > 1) groupNormalise(g.map((r) => r.reward!)).forEach((v, i) => shifted.set(g[i].turn_id, v));
-    }
-    const data: Datum[] = fresh.map((r) => ({
+    const shifted = this.baselineShifts(fresh, promptIdsOf);
+    let data: Datum[] = fresh.map((r) => ({
       promptIds: promptIdsOf.get(r.turn_id)!, responseIds: this.store.decodeIds(r.response_ids), behaviourLogprobs: JSON.parse(r.response_logprobs),
-      advantages: (JSON.parse(r.advantages) as number[]).map((a) => (shifted.has(r.turn_id) ? a + this.o.weights.rl * (shifted.get(r.turn_id)! - r.reward!) : a)), lossMask: JSON.parse(r.loss_mask), teacherLogprobs: r.teacher_logprobs ? JSON.parse(r.teacher_logprobs) : undefined, temperature: r.temperature,
+      advantages: (JSON.parse(r.advantages) as number[]).map((a) => (shifted.has(r.turn_id) ? a + this.o.weights.rl * (shifted.get(r.turn_id)! - r.reward!) : a)),
+      lossMask: JSON.parse(r.loss_mask), teacherLogprobs: r.teacher_logprobs ? JSON.parse(r.teacher_logprobs) : undefined, temperature: r.temperature,
     }));
     let distillNote = '';
     if (this.o.opdMode === 'topk' && this.o.method !== 'binary') {
@@ -303,15 +327,31 @@ export class TrainerLoop {
       sets.forEach((set, j) => { if (set) data[at[j]].distill = set; });
       if (stats.samples) distillNote = `, top-${this.o.topk.k} OPD on ${stats.samples} (${stats.candidates} teacher passes${stats.tooLong ? `, ${stats.tooLong} too long` : ''}, overlap ${stats.overlapMean.toFixed(2)}, |teacher − old| ${stats.gapMean.toFixed(2)})`;
     }
+    const ids = fresh.map((r) => r.turn_id);
+    const staleness = fresh.map((r) => Math.max(0, this.version - r.behaviour_version));
+    // a step without gradient signal would only move the weights by optimizer momentum: take none, publish nothing
+    if (this.o.klCoef === 0 && data.every((d) => !d.distill && (d.advantages ?? []).every((a, i) => a === 0 || d.lossMask?.[i] === 0))) {
+      const why = 'no learning signal in the batch (every advantage 0): no step taken, no version published';
+      this.store.transaction(() => {
+        const mark = this.store.sql(`UPDATE samples SET status = 'skipped', reason = ? WHERE turn_id = ?`);
+        for (const id of ids) mark.run(why, id);
+      });
+      this.counts.skipped += ids.length;
+      this.noOpSteps++;
+      this.o.log(`trainer: ${ids.length} samples without signal set aside; ${why}`);
+      return;
+    }
+    const correction = await this.correctStale(data, staleness);
+    data = correction.data;
     const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.o.klCoef });
     const opt = await this.engine.optimStep({ learningRate: this.o.learningRate, gradClipNorm: this.o.gradClipNorm });
     const rewards = fresh.map((r) => r.reward).filter((x): x is number => x !== null);
     const record: StepRecord = {
       step: null, status: 'rejected', version: null, samples: fresh.length, tokens: fb.tokens, loss: fb.loss, rewardMean: rewards.length ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null,
       clipFraction: fb.clipFraction, kl: fb.kl, teacherGap: fb.teacherBehaviourGap, gradNorm: opt.gradNorm,
-      stalenessMean: fresh.reduce((a, r) => a + (this.version - r.behaviour_version), 0) / Math.max(1, fresh.length), durationMs: 0,
+      stalenessMean: staleness.reduce((a, b) => a + b, 0) / Math.max(1, staleness.length), durationMs: 0,
+      stalenessMax: Math.max(0, ...staleness), importanceWeightMean: correction.weightMean, importanceTruncated: correction.truncatedShare,
     };
-    const ids = fresh.map((r) => r.turn_id);
     if (opt.skipped) {
       // the adapter is unchanged: set the batch aside with the reason and go on from the last good version
       record.durationMs = performance.now() - t0;
@@ -342,10 +382,64 @@ export class TrainerLoop {
       this.insertStep(record, null);
     });
     this.counts.trained += ids.length;
+    this.countStaleness(staleness);
     this.lastStep = record;
     if (this.step % this.o.checkpointEvery === 0) await this.engine.saveTrainingState(this.checkpoint);
     await this.afterStep(record);
     this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${distillNote}, ${record.durationMs.toFixed(0)} ms)`);
+  }
+
+  /** The reward term each rewarded sample gets instead of its raw r (see rewardBaseline), by turn id. */
+  private baselineShifts(rows: PendingRow[], promptIdsOf: Map<number, number[]>): Map<number, number> {
+    const rewarded = rows.filter((r) => r.reward !== null && (r.kind === 'binary' || r.kind === 'combine'));
+    const shifted = new Map<number, number>();
+    if ((this.o.rewardBaseline === 'batch' && rewarded.length > 1) || (this.o.rewardBaseline === 'recent' && rewarded.length > 0)) {
+      const batch = rewarded.map((r) => r.reward!);
+      const earlier = this.o.rewardBaseline === 'recent'
+        ? (this.store.sql(`SELECT reward FROM samples WHERE reward IS NOT NULL AND kind IN ('binary', 'combine') AND status != 'pending'
+            ORDER BY turn_id DESC LIMIT ?`).all(BASELINE_WINDOW) as { reward: number }[]).map((x) => x.reward)
+        : [];
+      const mean = windowBaseline(batch, earlier, this.o.rewardBaseline === 'recent' ? BASELINE_WINDOW : batch.length);
+      for (const r of rewarded) shifted.set(r.turn_id, r.reward! - mean);
+    } else if (this.o.rewardBaseline === 'group') {
+      const groups = new Map<string, typeof rewarded>();
+      for (const r of rewarded) { const key = promptIdsOf.get(r.turn_id)!.join(','); groups.set(key, [...(groups.get(key) ?? []), r]); }
+      for (const g of groups.values()) if (g.length > 1) groupNormalise(g.map((r) => r.reward!)).forEach((v, i) => shifted.set(g[i].turn_id, v));
+    }
+    return shifted;
+  }
+
+  /**
+   * Samples drawn by an older version are trained against the current weights with truncated
+   * importance weights (learn/staleness.ts): their tokens are scored under the weights being
+   * trained, at the temperature they were sampled at. Fresh samples are left as they are.
+   */
+  private async correctStale(data: Datum[], staleness: number[]): Promise<{ data: Datum[]; weightMean: number; truncatedShare: number }> {
+    let weightSum = 0, tokens = 0, truncated = 0;
+    const out = [...data];
+    const staleIdx = data.map((_, i) => i).filter((i) => staleness[i] > 0);
+    for (const temperature of new Set(staleIdx.map((i) => data[i].temperature ?? 1))) {
+      const group = staleIdx.filter((i) => (data[i].temperature ?? 1) === temperature);
+      const proximal = await this.engine.score(group.map((i) => ({ promptIds: data[i].promptIds, responseIds: data[i].responseIds })), { temperature, adapter: 'current' });
+      group.forEach((i, k) => {
+        const c = correctStaleness({ advantages: data[i].advantages ?? [], behaviour: data[i].behaviourLogprobs ?? [], proximal: Array.from(proximal[k]) }, this.o.importanceCap);
+        out[i] = { ...data[i], advantages: c.advantages, behaviourLogprobs: c.oldLogprobs };
+        weightSum += c.weights.reduce((a, b) => a + b, 0);
+        truncated += c.truncated;
+      });
+    }
+    // fresh samples weigh 1 per token
+    for (let i = 0; i < data.length; i++) {
+      const n = data[i].responseIds.length;
+      tokens += n;
+      if (staleness[i] === 0) weightSum += n;
+    }
+    return { data: out, weightMean: tokens ? weightSum / tokens : 1, truncatedShare: tokens ? truncated / tokens : 0 };
+  }
+
+  private countStaleness(staleness: number[]): void {
+    cumulativeBuckets(staleness, STALENESS_BUCKETS).forEach((n, i) => { this.stalenessBuckets[i] += n; });
+    this.stalenessSum += staleness.reduce((a, b) => a + b, 0);
   }
 
   /**
@@ -385,7 +479,7 @@ export class TrainerLoop {
 
   private insertStep(r: StepRecord, reason: string | null): void {
     this.store.sql(`INSERT INTO training_steps (step, status, version, samples, tokens, loss, reward_mean, clip_fraction, mean_ratio, kl, teacher_gap, grad_norm, staleness_mean, duration_ms, reason, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?)`).run(r.step, r.status, r.version, r.samples, r.tokens, r.loss, r.rewardMean, r.clipFraction, r.kl, r.teacherGap, r.gradNorm, r.stalenessMean, r.durationMs, reason, Date.now());
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(r.step, r.status, r.version, r.samples, r.tokens, r.loss, r.rewardMean, r.clipFraction, r.importanceWeightMean ?? null, r.kl, r.teacherGap, r.gradNorm, r.stalenessMean, r.durationMs, reason, Date.now());
   }
 
   /** Prometheus lines for the last step. */
@@ -400,12 +494,36 @@ export class TrainerLoop {
       g('loss', 'Loss of the last step.', r?.loss) + g('reward_mean', 'Mean reward of the last batch.', r?.rewardMean) + g('clip_fraction', 'Share of clipped tokens in the last step.', r?.clipFraction) +
       g('kl_to_base', 'Mean k3 KL to the base model in the last step (when β > 0).', r?.kl) + g('teacher_behaviour_gap', 'Mean |teacher − behaviour| log-prob in the last step.', r?.teacherGap) +
       g('tokens', 'Loss tokens in the last step.', r?.tokens) + g('staleness_mean', 'Mean versions between sampling and training in the last step.', r?.stalenessMean) +
-      g('step_duration_seconds', 'Duration of the last step.', r ? r.durationMs / 1000 : null);
+      g('step_duration_seconds', 'Duration of the last step.', r ? r.durationMs / 1000 : null) +
+      g('samples_skipped_total', 'Samples set aside by no-op steps (no gradient signal in the batch; nothing published).', this.counts.skipped) +
+      g('noop_steps_total', 'Batches without gradient signal: no optimizer step taken, no version published.', this.noOpSteps) +
+      g('staleness_max', 'Versions between sampling and training of the stalest sample in the last step.', r?.stalenessMax) +
+      g('importance_weight_mean', 'Mean truncated importance weight (current/behaviour) per token in the last step; 1 = on-policy.', r?.importanceWeightMean) +
+      g('importance_truncated_fraction', 'Share of tokens whose importance weight hit the cap in the last step.', r?.importanceTruncated) +
+      this.stalenessHistogram();
+  }
+
+  /** Prometheus histogram of the staleness (versions behind) of every trained sample since the start. */
+  private stalenessHistogram(): string {
+    const name = 'openclaw_rl_train_staleness_versions';
+    const les = [...STALENESS_BUCKETS.map(String), '+Inf'];
+    return `# HELP ${name} Versions between sampling and training, per trained sample.\n# TYPE ${name} histogram\n` +
+      les.map((le, i) => `${name}_bucket{le="${le}"} ${this.stalenessBuckets[i]}\n`).join('') +
+      `${name}_sum ${this.stalenessSum}\n${name}_count ${this.stalenessBuckets.at(-1)}\n`;
+  }
+
+  /** Trained samples per staleness bucket since the start (not cumulative), for status. */
+  stalenessDistribution(): Record<string, number> {
+    const les = [...STALENESS_BUCKETS.map(String), '+Inf'];
+    return Object.fromEntries(les.map((le, i) => [i === 0 ? '0' : `≤${le}`, this.stalenessBuckets[i] - (i ? this.stalenessBuckets[i - 1] : 0)]));
   }
 
   status(): Record<string, unknown> {
     const samples = Object.fromEntries((this.store.sql(`SELECT status, COUNT(*) AS n FROM samples GROUP BY status`).all() as { status: string; n: number }[]).map((r) => [r.status, r.n]));
-    return { method: this.o.method, policyVersion: this.version, step: this.step, batchSize: this.o.batchSize, samples, lastStep: this.lastStep, rollbacks: this.counts.rolledBack, failures: this.periodic.totalFailures };
+    return {
+      method: this.o.method, policyVersion: this.version, step: this.step, batchSize: this.o.batchSize, samples, lastStep: this.lastStep,
+      rollbacks: this.counts.rolledBack, failures: this.periodic.totalFailures, noOpSteps: this.noOpSteps, staleness: this.stalenessDistribution(),
+    };
   }
 }
 

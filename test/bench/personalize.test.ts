@@ -89,7 +89,7 @@ test('a small benchmark run writes curve.json, plots of satisfaction and KL, a s
   try {
     const persona = loadPersona(join(PERSONAS_DIR, 'dog-lover.json'));
     const lines: string[] = [];
-    const run = await runPersonalize({ model: STORIES, persona, method: 'binary', conversations: 16, evalEvery: 8, evalK: 4, users: 2, batchSize: 4, progress: (l) => lines.push(l) });
+    const run = await runPersonalize({ model: STORIES, persona, method: 'binary', conversations: 16, evalEvery: 8, evalK: 4, users: 2, batchSize: 4, rewardBaseline: 'none', progress: (l) => lines.push(l) });
     assert.deepEqual(run.curve.map((p) => p.conversations), [0, 8, 16]);
     assert.equal(run.steps, 4);
     assert.ok(run.curve.every((p) => p.rate >= 0 && p.rate <= 1 && Number.isFinite(p.klToBase) && Number.isFinite(p.referenceLogLikelihood)));

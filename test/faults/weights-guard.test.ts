@@ -59,7 +59,7 @@ test('trainer: a version that fails the canary is never published; training roll
   const log: string[] = [];
   try {
     const judge = new JudgeLoop(s.store, new LexicalJudge(), { hints: false, concurrency: 8 });
-    const trainer = new TrainerLoop(s.store, s.engine, { method: 'binary', batchSize: 4, learningRate: 1e-2, lora: { rank: 4, alpha: 8, seed: 5 }, checkpointDir: `${s.dataDir}/ckpt`, log: (l) => log.push(l) });
+    const trainer = new TrainerLoop(s.store, s.engine, { method: 'binary', rewardBaseline: 'none', batchSize: 4, learningRate: 1e-2, lora: { rank: 4, alpha: 8, seed: 5 }, checkpointDir: `${s.dataDir}/ckpt`, log: (l) => log.push(l) });
     await trainer.init();
     const bodies: { status: number; text: string }[] = [];
     for (let c = 0; c < 4; c++) { await conversation(s, c, bodies); await judge.tick(); await trainer.tick(); }

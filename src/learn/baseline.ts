@@ -1,0 +1,17 @@
+// The reward baseline subtracted from each sample's reward term. Pure functions.
+//
+// With a batch-mean baseline, a batch whose rewards are all equal (eight failures in a row, common
+// while the model rarely pleases the user) has every advantage 0: the trainer learns nothing from
+// it, and under serving traffic most batches are like that. A baseline over a window of recent
+// rewards (this batch's and the ones before it) keeps the expected push of the batch mean — a rare
+// success gets a strong one, routine failures a mild one — without throwing uniform batches away.
+
+/** Mean of the batch's rewards and up to `window − batch` of the most recent earlier ones (newest first). */
+export function windowBaseline(batch: readonly number[], earlier: readonly number[], window: number): number {
+  const take = earlier.slice(0, Math.max(0, window - batch.length));
+  const all = [...batch, ...take];
+  return all.length === 0 ? 0 : all.reduce((a, b) => a + b, 0) / all.length;
+}
+
+/** Default window of the recent-rewards baseline, in samples. */
+export const BASELINE_WINDOW = 64;

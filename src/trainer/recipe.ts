@@ -1,0 +1,27 @@
+// The default learning recipe: the one set of hyperparameters that `serve`, `demo` and
+// `bench personalize` share when no flag says otherwise (and TrainerLoop's own defaults). It is
+// what measured best — see docs/benchmarks.md, "Server path: the default recipe" — so a user who
+// serves gets what the benchmark shows. Change a default here, with the measurement that backs it.
+import type { Method } from '../learn/advantages.ts';
+
+export interface Recipe {
+  method: Method;
+  learningRate: number;
+  batchSize: number;
+  lora: { rank: number; alpha: number };
+  rewardBaseline: 'none' | 'batch' | 'group' | 'recent';
+  /** the at-least-one rule (see TrainerOptions.keepNeutral) */
+  keepNeutral: boolean;
+  /** β of the KL-to-base term in the loss */
+  klCoef: number;
+}
+
+export const RECIPE: Readonly<Recipe> = Object.freeze({
+  method: 'binary',
+  learningRate: 3e-3,
+  batchSize: 8,
+  lora: Object.freeze({ rank: 8, alpha: 16 }),
+  rewardBaseline: 'recent',
+  keepNeutral: false,
+  klCoef: 0,
+});
