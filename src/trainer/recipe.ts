@@ -23,5 +23,6 @@ export const RECIPE: Readonly<Recipe> = Object.freeze({
   lora: Object.freeze({ rank: 8, alpha: 16 }),
   rewardBaseline: 'recent',
   keepNeutral: false,
-  klCoef: 0,
+  // β = 0.3: chosen by measurement on stories260k-chat over 3 seeds (docs/benchmarks.md, the β study)
+  klCoef: 0.3,
 });

@@ -95,7 +95,7 @@ test('an explicit --max-staleness still drops samples further behind than asked'
 
 test('a batch without gradient signal takes no step and publishes no version; a recent-rewards baseline keeps such a batch', { timeout: 120_000 }, async () => {
   for (const [baseline, expectSkip] of [['batch', true], ['recent', false]] as const) {
-    const { s, trainer, judge, status } = await setUp({ rewardBaseline: baseline });
+    const { s, trainer, judge, status } = await setUp({ rewardBaseline: baseline, klCoef: 0 });
     try {
       // a mixed first batch, then four failures in a row
       for (const [c, v] of (['+', '-', '-', '-', '-', '-', '-', '-'] as const).entries()) await conversation(s, c, v);
