@@ -210,7 +210,10 @@ export async function benchLoad(o: LoadOptions): Promise<LoadResult> {
     while (performance.now() < drainDeadline) {
       const st = await status();
       const pending = st.trainer?.samples?.pending ?? 0;
-      if ((st.judgeHealth?.backlog ?? 0) === 0 && coverage(dataDir).judged >= atLoadEnd.signalTurns && pending < (st.trainer?.batchSize ?? 1)) break;
+      const now = coverage(dataDir);
+      const built = Object.values(now.samples).reduce((x, y) => x + y, 0);
+      // every turn judged, every judgement made a sample (or none), and less than a batch left
+      if ((st.judgeHealth?.backlog ?? 0) === 0 && now.judged >= atLoadEnd.signalTurns && built >= now.judged && pending < (st.trainer?.batchSize ?? 1)) break;
       await sleep(1000);
     }
     const drained = (performance.now() - drainStart) / 1000;
