@@ -37,7 +37,8 @@ export async function startLearningServer(o: LearningServerOptions = {}): Promis
   const t = o.dataDir ? { dir: o.dataDir, cleanup: () => {} } : tempDir('ocrl-dash-');
   const store = new Store(t.dir);
   const tracking = new Tracking({ store, engine, dataDir: t.dir, modelId: 'stories', judgeKind: 'lexical', learning: true });
-  const trainer = new TrainerLoop(store, engine, { method: o.method ?? 'binary', klCoef: o.klCoef ?? 0, batchSize: o.batchSize ?? 4, learningRate: 1e-2, lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${t.dir}/checkpoints`, maxStaleness: 8, onStep: tracking.onStep });
+  // every batch steps (A = r, neutral turns kept): the tests count steps and samples
+  const trainer = new TrainerLoop(store, engine, { method: o.method ?? 'binary', rewardBaseline: 'none', keepNeutral: true, klCoef: o.klCoef ?? 0, batchSize: o.batchSize ?? 4, learningRate: 1e-2, lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${t.dir}/checkpoints`, maxStaleness: 8, onStep: tracking.onStep });
   await trainer.init();
   tracking.attach(trainer);
   const server = await startServer({
