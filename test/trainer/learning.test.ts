@@ -41,7 +41,7 @@ test('the loop learns what the user wants: the held-out dog rate rises well abov
   const s = await startTestServer();
   try {
     const judge = new JudgeLoop(s.store, new LexicalJudge(), { hints: true, concurrency: 8 });
-    const trainer = new TrainerLoop(s.store, s.engine, { method: 'binary', batchSize: 8, learningRate: 1e-2, lora: { rank: 8, alpha: 16, seed: 1 }, checkpointDir: `${s.dataDir}/ckpt`, maxStaleness: 8 });
+    const trainer = new TrainerLoop(s.store, s.engine, { method: 'binary', rewardBaseline: 'batch', batchSize: 8, learningRate: 1e-2, lora: { rank: 8, alpha: 16, seed: 1 }, checkpointDir: `${s.dataDir}/ckpt`, maxStaleness: 8 });
     await trainer.init();
     const base = await dogRate(s, 'base');
     for (let c = 0; c < 64; c++) {
