@@ -7,8 +7,9 @@ import { defineCommand, opt, UsageError } from './command.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, jsonOption } from './args.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
 import type { EnvPool } from '../env/types.ts';
+import { ENV_NAMES, SANDBOXED_ENVS } from '../env/names.ts';
 
-const envOption = opt.choice(['toolcall', 'terminal'] as const, 'which environment', { default: 'toolcall' });
+const envOption = opt.choice(ENV_NAMES, 'which environment', { default: 'toolcall' });
 const count = (help: string, d: number) => opt.int(help, { min: 1, default: d });
 const urls = opt.custom('env servers to lease environments from (comma-separated URLs); default: an in-process pool', 'URL,URL', (raw, source) => {
   const list = raw.split(',').map((s) => s.trim()).filter(Boolean);
@@ -37,7 +38,7 @@ async function openPool(env: string, servers: string[] | undefined, capacity: nu
   const { envFactory } = await import('../env/tasks.ts');
   const { sandboxSupport } = await import('../env/sandbox.ts');
   const sb = sandboxSupport();
-  if (!sb.ok && env === 'terminal') throw new Error(`the terminal environment needs the sandbox: ${sb.reason}`);
+  if (!sb.ok && SANDBOXED_ENVS.includes(env)) throw new Error(`the ${env} environment needs the sandbox: ${sb.reason}`);
   const pool = new LocalPool(envFactory(env, { python }), { capacity, log: (l) => process.stderr.write(l + '\n') });
   return { pool, close: () => pool.shutdown() };
 }

@@ -1,19 +1,24 @@
 // Task sets for the environments: built-in generators and JSONL task files, and the environment
-// registry (`--env toolcall|terminal`).
-import { readFileSync, existsSync } from 'node:fs';
+// registry (`--env toolcall|terminal|swe`).
+import { readFileSync, existsSync, readdirSync, statSync } from 'node:fs';
+import { dirname, resolve, join, relative } from 'node:path';
 import { makeTasks, rng, type Split, type TaskStyle } from './arithmetic.ts';
 import { toolCallFactory } from './toolcall.ts';
 import { terminalFactory, validateTerminalTask, type TerminalTask } from './terminal.ts';
+import { sweFactory, validateSweTask } from './swe.ts';
+import { makeSweTasks } from './swe-tasks.ts';
 import { EnvRequestError, type EnvFactory, type Task } from './types.ts';
 
-export const ENV_NAMES = ['toolcall', 'terminal'] as const;
-export type EnvName = (typeof ENV_NAMES)[number];
+import { ENV_NAMES } from './names.ts';
+
+export { ENV_NAMES, type EnvName } from './names.ts';
 
 export interface EnvFactoryOptions { /** toolcall: offer the sandboxed python tool besides the calculator (default true) */ python?: boolean }
 
 export function envFactory(name: string, o: EnvFactoryOptions = {}): EnvFactory {
   if (name === 'toolcall') return toolCallFactory(o.python === false ? { python: false } : {});
   if (name === 'terminal') return terminalFactory();
+  if (name === 'swe') return sweFactory();
   throw new EnvRequestError(`unknown environment '${name}' (known: ${ENV_NAMES.join(', ')})`);
 }
 
@@ -45,10 +50,32 @@ export function makeTerminalTasks(split: Split, count: number, start = 0): Termi
   return out;
 }
 
+/**
+ * An SWE task may name a repository snapshot (a folder, relative to the task file) instead of
+ * listing its files: the folder's files (without .git) become the task's `files`.
+ */
+function withSnapshot(t: Task, base: string): void {
+  if (t.files !== undefined || typeof t.snapshot !== 'string') return;
+  const root = resolve(base, t.snapshot);
+  if (!existsSync(root) || !statSync(root).isDirectory()) throw new EnvRequestError(`swe task ${t.key}: snapshot folder not found: ${root}`);
+  const files: Record<string, string> = {};
+  const walk = (d: string) => {
+    for (const n of readdirSync(d)) {
+      const p = join(d, n);
+      if (n === '.git') continue;
+      if (statSync(p).isDirectory()) walk(p);
+      else files[relative(root, p)] = readFileSync(p, 'utf8');
+    }
+  };
+  walk(root);
+  t.files = files;
+}
+
 /** Built-in tasks of an environment ('expressions': the tool-call tasks without word problems). */
 export function builtinTasks(env: string, split: Split, count: number, start = 0, style: TaskStyle = 'mixed'): Task[] {
   if (env === 'toolcall') return makeTasks(split, count, start, style) as unknown as Task[];
   if (env === 'terminal') return makeTerminalTasks(split, count, start);
+  if (env === 'swe') return makeSweTasks(split, count, start);
   throw new EnvRequestError(`unknown environment '${env}'`);
 }
 
@@ -70,6 +97,7 @@ export function loadTasks(env: string, spec: string): Task[] {
     try { t = JSON.parse(line); } catch (e) { throw new EnvRequestError(`${spec}:${i + 1}: not valid JSON: ${(e as Error).message}`); }
     if (!t || typeof t !== 'object' || typeof (t as Task).key !== 'string') throw new EnvRequestError(`${spec}:${i + 1}: a task must be an object with a string 'key'`);
     if (env === 'terminal') validateTerminalTask(t as Task);
+    if (env === 'swe') { withSnapshot(t as Task, dirname(resolve(spec))); validateSweTask(t as Task); }
     if (env === 'toolcall' && (typeof (t as Task).question !== 'string' || typeof (t as Task).answer !== 'number')) throw new EnvRequestError(`${spec}:${i + 1}: a tool-call task needs 'question' (string) and 'answer' (number)`);
     tasks.push(t as Task);
   });
