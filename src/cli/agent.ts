@@ -219,3 +219,23 @@ export const benchAgentsCommand = defineCommand({
     } finally { await engine.close(); }
   },
 });
+
+export const benchGuiCommand = defineCommand({
+  name: 'bench gui',
+  summary: 'GUI environment: memory and time of N parallel browser episodes (contexts of one Chromium vs N processes)',
+  description: `Plays N generated GUI tasks at once with their scripted correct actions in headless Chromium, as N
+contexts of one shared browser (what the GUI environment does) and/or as N separate browser processes, and
+reports the extra memory of the browser process trees at the peak (PSS: shared pages split among processes;
+and RSS) over the idle baseline. --screenshots DIR also writes one finished episode of each task page as a PNG.`,
+  options: {
+    episodes: count('episodes at once', 8),
+    mode: opt.choice(['contexts', 'processes', 'both'] as const, 'one Chromium with a context per episode, a Chromium per episode, or both', { default: 'both' }),
+    screenshots: opt.path('write a screenshot of each task page here', { placeholder: 'DIR' }),
+    json: jsonOption,
+  },
+  run: async (o) => {
+    const { benchGui } = await import('../bench/gui.ts');
+    const rows = await benchGui({ episodes: o.episodes, modes: o.mode === 'both' ? ['contexts', 'processes'] : [o.mode], screenshotsDir: o.screenshots, log: (l) => process.stderr.write(l + '\n') });
+    if (o.json) process.stdout.write(JSON.stringify({ rows }) + '\n');
+  },
+});

@@ -1,5 +1,5 @@
 // Task sets for the environments: built-in generators and JSONL task files, and the environment
-// registry (`--env toolcall|terminal|swe`).
+// registry (`--env toolcall|terminal|swe|gui`).
 import { readFileSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, resolve, join, relative } from 'node:path';
 import { makeTasks, rng, type Split, type TaskStyle } from './arithmetic.ts';
@@ -7,6 +7,8 @@ import { toolCallFactory } from './toolcall.ts';
 import { terminalFactory, validateTerminalTask, type TerminalTask } from './terminal.ts';
 import { sweFactory, validateSweTask } from './swe.ts';
 import { makeSweTasks } from './swe-tasks.ts';
+import { guiFactory } from './gui.ts';
+import { makeGuiTasks, validateGuiTask } from './gui-tasks.ts';
 import { EnvRequestError, type EnvFactory, type Task } from './types.ts';
 
 import { ENV_NAMES } from './names.ts';
@@ -19,6 +21,7 @@ export function envFactory(name: string, o: EnvFactoryOptions = {}): EnvFactory 
   if (name === 'toolcall') return toolCallFactory(o.python === false ? { python: false } : {});
   if (name === 'terminal') return terminalFactory();
   if (name === 'swe') return sweFactory();
+  if (name === 'gui') return guiFactory();
   throw new EnvRequestError(`unknown environment '${name}' (known: ${ENV_NAMES.join(', ')})`);
 }
 
@@ -76,6 +79,7 @@ export function builtinTasks(env: string, split: Split, count: number, start = 0
   if (env === 'toolcall') return makeTasks(split, count, start, style) as unknown as Task[];
   if (env === 'terminal') return makeTerminalTasks(split, count, start);
   if (env === 'swe') return makeSweTasks(split, count, start);
+  if (env === 'gui') return makeGuiTasks(split, count, start);
   throw new EnvRequestError(`unknown environment '${env}'`);
 }
 
@@ -97,6 +101,7 @@ export function loadTasks(env: string, spec: string): Task[] {
     try { t = JSON.parse(line); } catch (e) { throw new EnvRequestError(`${spec}:${i + 1}: not valid JSON: ${(e as Error).message}`); }
     if (!t || typeof t !== 'object' || typeof (t as Task).key !== 'string') throw new EnvRequestError(`${spec}:${i + 1}: a task must be an object with a string 'key'`);
     if (env === 'terminal') validateTerminalTask(t as Task);
+    if (env === 'gui') validateGuiTask(t as Task);
     if (env === 'swe') { withSnapshot(t as Task, dirname(resolve(spec))); validateSweTask(t as Task); }
     if (env === 'toolcall' && (typeof (t as Task).question !== 'string' || typeof (t as Task).answer !== 'number')) throw new EnvRequestError(`${spec}:${i + 1}: a tool-call task needs 'question' (string) and 'answer' (number)`);
     tasks.push(t as Task);
