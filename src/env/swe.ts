@@ -32,7 +32,7 @@ export interface SweTask extends Task {
 export interface SweEnvOptions { maxSteps: number; maxObservationChars: number; maxPatchBytes: number; sandbox: Partial<SandboxLimits>; testWallMs: number; system: string }
 
 export const SWE_DEFAULTS: SweEnvOptions = {
-  maxSteps: 30, maxObservationChars: 2000, maxPatchBytes: 256 * 1024, testWallMs: 20_000,
+  maxSteps: 30, maxObservationChars: 2000, maxPatchBytes: 256 * 1024, testWallMs: 60_000,
   // node's V8 reserves ~1 GiB of address space at start, so the per-process limit is 3 GiB of address space
   sandbox: { wallMs: 30_000, cpuSeconds: 30, memoryBytes: 3 * 2 ** 30, outputBytes: 512 * 1024 },
   system: 'You fix bugs in the git repository at /work. Each turn, write THOUGHT: your reasoning, then make exactly one ' +
@@ -66,7 +66,8 @@ async function repoSandbox(task: SweTask, limits: Partial<SandboxLimits>): Promi
   const sb = new Sandbox(limits, { node: true, env: { PYTHONDONTWRITEBYTECODE: '1' } });
   try {
     try { sb.seed(task.files); } catch (e) { throw new EnvRequestError(`swe task ${task.key}: ${(e as Error).message}`); }
-    const r = await sb.run(`git init -q -b main && printf '__pycache__/\\n*.pyc\\nnode_modules/\\n' >> .git/info/exclude && ${GIT} add -A && ${GIT} commit -q -m base && git rev-parse HEAD`);
+    // setup is ours, not the agent's: it gets a generous wall clock whatever the per-command limit
+    const r = await sb.run(`git init -q -b main && printf '__pycache__/\\n*.pyc\\nnode_modules/\\n' >> .git/info/exclude && ${GIT} add -A && ${GIT} commit -q -m base && git rev-parse HEAD`, { wallMs: Math.max(sb.limits.wallMs, 60_000) });
     if (r.exitCode !== 0) throw new Error(`git init failed: ${(r.stderr || r.stdout).trim()}`);
     return { sb, base: r.stdout.trim() };
   } catch (e) { sb.destroy(); throw e; }
@@ -92,7 +93,7 @@ export async function evaluatePatch(task: SweTask, patch: string, o: Partial<Swe
     let applied = true;
     if (patch.trim()) {
       const w = await sb.writeFile('/tmp/agent.patch', patch.endsWith('\n') ? patch : `${patch}\n`);
-      const r = w.exitCode === 0 ? await sb.run(`${GIT} apply --whitespace=nowarn /tmp/agent.patch`) : w;
+      const r = w.exitCode === 0 ? await sb.run(`${GIT} apply --whitespace=nowarn /tmp/agent.patch`, { wallMs: opts.testWallMs }) : w;
       if (r.exitCode !== 0) return verdict(false, `patch does not apply: ${(r.stderr || r.stdout).trim().slice(0, 300)}`, { touched });
     } else applied = false;
     const tests: PatchVerdict['tests'] = [];

@@ -2,7 +2,7 @@
 // registry (`--env toolcall|terminal|swe|gui`).
 import { readFileSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, resolve, join, relative } from 'node:path';
-import { makeTasks, rng, type Split, type TaskStyle } from './arithmetic.ts';
+import { makeTasks, makeLeveledTask, rng, MAX_LEVEL, type Split, type TaskStyle } from './arithmetic.ts';
 import { toolCallFactory } from './toolcall.ts';
 import { terminalFactory, validateTerminalTask, type TerminalTask } from './terminal.ts';
 import { sweFactory, validateSweTask } from './swe.ts';
@@ -86,10 +86,20 @@ export function builtinTasks(env: string, split: Split, count: number, start = 0
 /**
  * Tasks from a JSONL file (one task object per line, each with a string `key`), or a built-in set:
  * `builtin:train:200` / `builtin:heldout:50` (split, count, optional first seed), and for the
- * tool-call environment `expressions:train:200` (bare expressions, no word problems) and
- * `small:train:200` (two-digit operands, + − ×).
+ * tool-call environment `expressions:train:200` (bare expressions, no word problems),
+ * `small:train:200` (two-digit operands, + − ×), `level3:train:200` (one difficulty level, 1–5) and
+ * `levels:heldout:50` (the levels in turn).
  */
 export function loadTasks(env: string, spec: string): Task[] {
+  const lv = /^(level([1-9])|levels):(train|heldout)(?::(\d+))?(?::(\d+))?$/.exec(spec);
+  if (lv) {
+    if (env !== 'toolcall') throw new EnvRequestError('levelN:… and levels:… task sets are for the toolcall environment');
+    const fixed = lv[2] ? Number(lv[2]) : null;
+    if (fixed !== null && fixed > MAX_LEVEL) throw new EnvRequestError(`difficulty levels are 1–${MAX_LEVEL}`);
+    const count = Number(lv[4] ?? 64), start = Number(lv[5] ?? 0);
+    // levels:…: every level in turn (a held-out set that spans the difficulties)
+    return Array.from({ length: count }, (_, i) => makeLeveledTask(lv[3] as Split, start + i, fixed ?? 1 + (i % MAX_LEVEL)) as unknown as Task);
+  }
   const m = /^(builtin|expressions|small):(train|heldout)(?::(\d+))?(?::(\d+))?$/.exec(spec);
   if (m && m[1] !== 'builtin' && env !== 'toolcall') throw new EnvRequestError(`${m[1]}:… task sets are for the toolcall environment`);
   if (m) return builtinTasks(env, m[2] as Split, Number(m[3] ?? 64), Number(m[4] ?? 0), m[1] === 'builtin' ? 'mixed' : m[1] as TaskStyle);
