@@ -52,3 +52,19 @@ test('leveled tool-call tasks: correct answers, the level in the key, harder lev
   assert.ok(loadTasks('toolcall', 'level3:train:5').every((t) => t.difficulty === 3));
   assert.throws(() => loadTasks('terminal', 'level2:train:5'), /toolcall/);
 });
+
+test('against a simulated policy whose success falls with the level, the running success rate stays inside the band', () => {
+  // a labelled stand-in for a policy: success probability per level (not the product; the controller is what is tested)
+  const pSuccess = [0.97, 0.85, 0.5, 0.2, 0.05];
+  const c = new Curriculum({ band: [0.3, 0.7], window: 32, minEpisodes: 16, startLevel: 1 });
+  let seed = 7;
+  const random = () => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed / 2 ** 31; };
+  const steps = Array.from({ length: 200 }, () => c.record(c.level, Array.from({ length: 4 }, () => random() < pSuccess[c.level - 1])));
+  // after the climb from level 1 (the first ~10 groups), the judged rate stays in the band
+  const settled = steps.slice(20).filter((s) => s.episodes >= 16);
+  const inBand = settled.filter((s) => s.inBand).length / settled.length;
+  assert.ok(inBand >= 0.8, `in band ${inBand}`);
+  assert.equal(c.level, 3);
+  // it spends most of the run at the level whose success rate (0.5) is inside the band
+  assert.ok(steps.filter((s) => s.level === 3).length > 150);
+});
