@@ -76,7 +76,7 @@ const SERVE_OPTIONS = {
   'serving-url': opt.string('base URL of the vLLM (http://HOST:8000/v1) or SGLang (http://HOST:30000) server', { env: 'OPENCLAW_RL_SERVING_URL', placeholder: 'URL', nonEmpty: true }),
   'serving-api-key': opt.string('bearer key of the vLLM / SGLang server', { env: 'OPENCLAW_RL_SERVING_API_KEY', placeholder: 'KEY', nonEmpty: true }),
   'serving-model': opt.string('base model name on the vLLM / SGLang server', { defaultText: 'the one the server lists', placeholder: 'NAME', nonEmpty: true }),
-  trainer: opt.choice(['embedded'], 'what trains when --engine is vllm or sglang: the embedded engine on this machine, from --model', { default: 'embedded' }),
+  trainer: opt.choice(['embedded', 'tinker'], 'what trains when --engine is vllm or sglang: the embedded engine on this machine (from --model), or a Tinker server (--tinker-url; versions are downloaded as PEFT adapters)', { default: 'embedded' }),
   'adapter-dir': opt.path('where published versions are written as PEFT adapters for the vLLM / SGLang server to load (a path it can read)', { defaultText: '<data-dir>/serving-adapters', placeholder: 'DIR' }),
   'tinker-url': opt.string('base URL of the Tinker API server (Tinker cloud, SkyRL, or openclaw-rl serve-tinker)', { env: 'TINKER_BASE_URL', placeholder: 'URL', nonEmpty: true }),
   'tinker-api-key': opt.string('Tinker API key (prefer the environment: flags show in ps)', { env: 'TINKER_API_KEY', placeholder: 'KEY', nonEmpty: true }),
@@ -101,6 +101,11 @@ export const serveCommand = defineCommand({
     if (o.full && o.engine !== 'embedded') throw new UsageError(`--full needs --engine embedded: --engine ${o.engine} trains and serves LoRA adapters only`);
     if ((o.engine === 'vllm' || o.engine === 'sglang') && !o['serving-url']) throw new UsageError(`--engine ${o.engine} needs --serving-url (the server's base URL)`);
     if (o.engine === 'tinker' && o['kl-coef'] > 0) throw new UsageError('--kl-coef needs the embedded engine: the Tinker API has no KL-to-base loss term');
+    if (o.trainer === 'tinker') {
+      if (o.engine !== 'vllm' && o.engine !== 'sglang') throw new UsageError(`--trainer tinker goes with --engine vllm or sglang (--engine ${o.engine} ${o.engine === 'tinker' ? 'already trains on Tinker' : 'trains itself'})`);
+      if (!o['tinker-url']) throw new UsageError('--trainer tinker needs --tinker-url (or TINKER_BASE_URL)');
+      if (o['kl-coef'] > 0) throw new UsageError('--kl-coef needs the embedded trainer: the Tinker API has no KL-to-base loss term');
+    }
   },
   run: (o) => serveWith(o),
 });
@@ -162,6 +167,8 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     ? await (await import('../engine/select.ts')).servingEngine(o.engine, {
       url: o['serving-url']!, apiKey: o['serving-api-key'], model: o['serving-model'], modelDir: dir,
       adapterDir: resolve(o['adapter-dir'] ?? resolve(dataDir, 'serving-adapters')), kernel: o.kernel, threads: o.threads, log,
+      trainer: o.trainer,
+      tinker: o.trainer === 'tinker' ? { baseUrl: o['tinker-url']!, apiKey: o['tinker-api-key'], baseModel: o['tinker-base-model'], wire: o['tinker-wire'], ppoAs: o['tinker-loss'] } : undefined,
     })
     : o.engine === 'tinker'
     ? await (await import('../engine/tinker/engine.ts')).TinkerEngine.connect({

@@ -10,17 +10,18 @@
 // codec, and because it is an engine adapter, not part of the OpenAI-compatible API in api/.
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { collect, DEFAULT_SAMPLE_PARAMS, type TrainingEngine, type SampleParams, type Datum } from '../types.ts';
 import { FutureStore, DuplicateConflict, UserError } from './futures.ts';
 import { decodeForwardBackwardRequest, encodeForwardBackwardOutput, encodeSampleResponse } from './proto.ts';
 import {
-  SDK_VERSION, CHECKPOINT_NAME, WireError, fromWireDatum, lossFromWire, parseTinkerPath, tokensOf,
+  SDK_VERSION, WireError, fromWireDatum, lossFromWire, parseTinkerPath, tokensOf,
   type ForwardBackwardInput, type ForwardBackwardResult, type SampleResult, type WireSamplingParams, type ModelInput,
 } from './wire.ts';
 import { ppoToken, crossEntropyToken } from '../../learn/losses.ts';
+import { CheckpointStore, CheckpointError, type CheckpointKind } from './checkpoints.ts';
 
 export interface TinkerServerOptions {
   engine: TrainingEngine;
@@ -71,11 +72,13 @@ export class TinkerServer {
   private readonly savedVersions: number[] = [];
   private model: TrainingModel | null = null;
   private readonly log: (line: string) => void;
+  private readonly store: CheckpointStore;
 
   constructor(o: TinkerServerOptions) {
     this.o = { maxBodyBytes: 64 * 2 ** 20, longPollMs: 25_000, keepSamplerVersions: 4, ...o, dataDir: resolve(o.dataDir) };
     this.futures = new FutureStore({ longPollMs: this.o.longPollMs });
     this.log = o.log ?? (() => {});
+    this.store = new CheckpointStore({ dataDir: this.o.dataDir, modelName: o.modelName, current: () => this.model });
   }
 
   // ---- HTTP ----
@@ -85,6 +88,13 @@ export class TinkerServer {
     const path = url.pathname.replace(/\/+$/, '');
     try {
       if (path === '/api/v1/healthz' && req.method === 'GET') return send(res, 200, { status: 'ok' });
+      const signed = /^\/api\/v1\/checkpoint_archives\/([A-Za-z0-9_.-]+)$/.exec(path);
+      if (signed && req.method === 'GET') {
+        const { tar, filename } = this.store.archive(signed[1]);
+        res.writeHead(200, { 'content-type': 'application/x-tar', 'content-length': tar.length, 'content-disposition': `attachment; filename="${filename}"` });
+        res.end(tar);
+        return;
+      }
       if (this.o.apiKey && !this.authorised(req)) throw new HttpError(401, 'a valid API key is required (X-API-Key header)');
       const raw = req.method === 'POST' ? await readBody(req, this.o.maxBodyBytes) : Buffer.alloc(0);
       const isProto = (req.headers['content-type'] ?? '').includes(PROTO);
@@ -95,11 +105,20 @@ export class TinkerServer {
         if (path === '/api/v1/get_server_capabilities') return send(res, 200, { supported_models: [{ model_name: this.o.modelName, max_context_length: this.o.engine.info.contextLength }] });
         const m = /^\/api\/v1\/samplers\/([^/]+)$/.exec(path);
         if (m) return send(res, 200, this.samplerInfo(decodeURIComponent(m[1])));
-        if (path === '/api/v1/training_runs') return send(res, 200, this.trainingRuns(url.searchParams));
+        if (path === '/api/v1/training_runs') return send(res, 200, this.store.trainingRuns(url.searchParams));
         const run = /^\/api\/v1\/training_runs\/([^/]+)(\/checkpoints)?$/.exec(path);
         if (run) {
           const id = decodeURIComponent(run[1]);
-          return send(res, 200, run[2] ? { checkpoints: this.checkpoints(id) } : this.trainingRun(id));
+          return send(res, 200, run[2] ? { checkpoints: this.store.checkpoints(id) } : this.store.trainingRun(id));
+        }
+        const archive = /^\/api\/v1\/training_runs\/([^/]+)\/checkpoints\/(weights|sampler_weights)\/([^/]+)\/archive$/.exec(path);
+        if (archive) {
+          // a signed URL, as Tinker cloud answers (the client fetches it without its API key)
+          const a = this.store.archiveUrl(decodeURIComponent(archive[1]), archive[2] as CheckpointKind, decodeURIComponent(archive[3]));
+          const host = req.headers.host ?? `${this.o.host ?? '127.0.0.1'}:${this.o.port ?? 8000}`;
+          res.writeHead(302, { location: `http://${host}${a.path}`, expires: a.expires.toUTCString(), 'content-length': 0 });
+          res.end();
+          return;
         }
         throw new HttpError(404, `no route GET ${path}`);
       }
@@ -128,7 +147,7 @@ export class TinkerServer {
         default: throw new HttpError(404, `no route POST ${path}`);
       }
     } catch (e) {
-      const status = e instanceof HttpError ? e.status : e instanceof DuplicateConflict ? 409
+      const status = e instanceof HttpError || e instanceof CheckpointError ? e.status : e instanceof DuplicateConflict ? 409
         : e instanceof WireError || e instanceof UserError || (e as { code?: string }).code === 'bad_request' ? 400 : 500;
       if (status === 500) this.log(`tinker server: ${(e as Error).stack ?? e}`);
       if (!res.headersSent) send(res, status, { detail: status === 500 ? 'internal error' : (e as Error).message });
@@ -262,15 +281,10 @@ export class TinkerServer {
     });
   }
 
-  private checkpointDir(runId: string, kind: 'weights' | 'sampler_weights', name: string): string {
-    if (!CHECKPOINT_NAME.test(name) || name === '.' || name === '..') throw new HttpError(400, `checkpoint name must match ${CHECKPOINT_NAME} (got '${name}')`);
-    return join(this.o.dataDir, 'checkpoints', encodeURIComponent(runId), kind, name);
-  }
-
   private saveWeights(b: Record<string, unknown>): object {
     const model = this.requireModel(b.model_id);
     const name = String(b.path ?? '');
-    const dir = this.checkpointDir(model.id, 'weights', name);
+    const dir = this.store.dir(model.id, 'weights', name);
     return this.ordered('save_weights', model, optionalInt(b, 'seq_id'), { name }, async () => {
       if (existsSync(dir) && b.overwrite !== true) throw new UserError(`checkpoint '${name}' already exists (pass overwrite: true to replace it)`);
       mkdirSync(dirname(dir), { recursive: true });
@@ -284,7 +298,7 @@ export class TinkerServer {
     const path = String(b.path ?? '');
     const p = parseTinkerPath(path);
     if (p.kind !== 'weights') throw new HttpError(400, `load_weights needs a training checkpoint (tinker://…/weights/NAME), got '${path}'`);
-    const dir = this.checkpointDir(p.runId, 'weights', p.name);
+    const dir = this.store.dir(p.runId, 'weights', p.name);
     if (!existsSync(dir)) throw new HttpError(404, `checkpoint '${path}' does not exist on this server`);
     return this.ordered('load_weights', model, optionalInt(b, 'seq_id'), { path }, async () => {
       // the saved optimizer moments are restored too (optimizer: false is not distinguished)
@@ -306,7 +320,7 @@ export class TinkerServer {
   private saveForSampler(b: Record<string, unknown>): object {
     const model = this.requireModel(b.model_id);
     const name = b.path === undefined || b.path === null ? null : String(b.path);
-    const dir = name === null ? null : this.checkpointDir(model.id, 'sampler_weights', name);
+    const dir = name === null ? null : this.store.dir(model.id, 'sampler_weights', name);
     const seqForSampler = name === null ? intField(b, 'sampling_session_seq_id', 0) : null;
     return this.ordered('save_weights_for_sampler', model, optionalInt(b, 'seq_id'), { name, seqForSampler }, async () => {
       const v = await this.o.engine.saveWeights();
@@ -326,53 +340,9 @@ export class TinkerServer {
 
   private weightsInfo(b: Record<string, unknown>): object {
     const p = parseTinkerPath(String(b.tinker_path ?? ''));
-    const dir = this.checkpointDir(p.runId, p.kind ?? 'sampler_weights', p.name);
+    const dir = this.store.dir(p.runId, p.kind ?? 'sampler_weights', p.name);
     if (!existsSync(dir)) throw new HttpError(404, `checkpoint '${String(b.tinker_path)}' does not exist on this server`);
     return { base_model: this.o.modelName, is_lora: true, lora_rank: this.model?.id === p.runId ? this.model.rank : null };
-  }
-
-  // ---- REST: training runs and their checkpoints (from the checkpoint folders) ----
-
-  private runIds(): string[] {
-    const root = join(this.o.dataDir, 'checkpoints');
-    const ids = existsSync(root) ? readdirSync(root).map((n) => decodeURIComponent(n)) : [];
-    if (this.model && !ids.includes(this.model.id)) ids.push(this.model.id);
-    return ids.sort();
-  }
-
-  private checkpoints(runId: string): object[] {
-    const out: object[] = [];
-    for (const kind of ['weights', 'sampler_weights'] as const) {
-      const dir = join(this.o.dataDir, 'checkpoints', encodeURIComponent(runId), kind);
-      if (!existsSync(dir)) continue;
-      // a checkpoint is a folder holding what its kind writes (not the engine's temporary or previous copies)
-      const marker = kind === 'weights' ? 'trainer_state.json' : 'adapter_config.json';
-      for (const name of readdirSync(dir).filter((n) => CHECKPOINT_NAME.test(n) && !n.startsWith('.') && !n.endsWith('.previous') && existsSync(join(dir, n, marker)))) {
-        const st = statSync(join(dir, name));
-        out.push({
-          checkpoint_id: `${kind}/${name}`, checkpoint_type: kind === 'weights' ? 'training' : 'sampler', time: st.mtime.toISOString(),
-          tinker_path: `tinker://${runId}/${kind}/${name}`, public: false,
-        });
-      }
-    }
-    return out;
-  }
-
-  private trainingRun(runId: string): object {
-    if (!this.runIds().includes(runId)) throw new HttpError(404, `unknown training run '${runId}'`);
-    const cks = this.checkpoints(runId) as { checkpoint_type: string }[];
-    return {
-      training_run_id: runId, base_model: this.o.modelName, model_owner: 'local', is_lora: true, corrupted: false,
-      lora_rank: this.model?.id === runId ? this.model.rank : null, last_request_time: new Date().toISOString(),
-      last_checkpoint: cks.filter((c) => c.checkpoint_type === 'training').at(-1) ?? null,
-      last_sampler_checkpoint: cks.filter((c) => c.checkpoint_type === 'sampler').at(-1) ?? null,
-    };
-  }
-
-  private trainingRuns(q: URLSearchParams): object {
-    const ids = this.runIds();
-    const limit = Math.max(1, Math.min(1000, Number(q.get('limit') ?? 20) || 20)), offset = Math.max(0, Number(q.get('offset') ?? 0) || 0);
-    return { training_runs: ids.slice(offset, offset + limit).map((id) => this.trainingRun(id)), cursor: { offset, limit, total_count: ids.length } };
   }
 
   // ---- sampling ----
@@ -382,7 +352,7 @@ export class TinkerServer {
     const live = known !== undefined ? (await this.o.engine.versions()).live : [];
     if (known !== undefined && live.includes(known)) return known;
     const p = parseTinkerPath(path);
-    const dir = this.checkpointDir(p.runId, p.kind ?? 'sampler_weights', p.name);
+    const dir = this.store.dir(p.runId, p.kind ?? 'sampler_weights', p.name);
     if (!existsSync(dir)) throw new HttpError(404, `checkpoint '${path}' does not exist on this server`);
     const v = await this.o.engine.loadAdapter(dir);
     this.loadedPaths.set(path, v);
