@@ -129,6 +129,9 @@ export interface EngineInfo {
   sourceDtypes: string[];
 }
 
+/** A response's scores with the k most likely tokens at each of its positions (row-major [tokens × k], same distribution). */
+export interface ScoredWithTop { logprobs: Float32Array; k: number; topIds: Int32Array; topLogprobs: Float32Array }
+
 export interface Engine {
   readonly info: EngineInfo;
   readonly tokenizer: Tokenizer;
@@ -136,6 +139,8 @@ export interface Engine {
   sample(promptIds: number[], params: SampleParams, signal?: AbortSignal): AsyncIterable<SampleEvent>;
   /** Teacher-forced log-probs of each response's tokens after its prompt. */
   score(requests: ScoreRequest[], opts?: ScoreOptions): Promise<Float32Array[]>;
+  /** `score` plus the k most likely tokens at every response position (engines that can; the log-probs are the same bits as score's). */
+  scoreTop?(requests: ScoreRequest[], k: number, opts?: ScoreOptions): Promise<ScoredWithTop[]>;
   close(): Promise<void>;
 }
 

@@ -6,6 +6,10 @@ import type { LoraAdapter } from './lora.ts';
 import type { ModelWeights } from './weights.ts';
 import type { KvCache } from './kv-cache.ts';
 import { logSumExp } from './ops/logits.ts';
+import { topIndices } from './sampler.ts';
+
+/** The k most likely tokens at each scored position (row-major [positions × k]), under the same distribution as the log-probs. */
+export interface TopLogprobs { k: number; ids: Int32Array; logprobs: Float32Array }
 
 export interface ResponseRequest { promptIds: number[]; responseIds: number[] }
 
@@ -81,7 +85,7 @@ interface OpenRequest { index: number; fed: number[]; promptLength: number; resp
 
 /**
  * Scoring in passes of at most `rowsPerPass()` fed rows, yielding after each pass (so the engine
- * thread can run decode steps between them). Each request starts from its longest cached prefix
+ * thread can run decode steps between them; a pass of 0 rows just yields). Each request starts from its longest cached prefix
  * (at most its prompt minus one token: the row that predicts the first response token is always
  * computed) and its cache is handed back afterwards. Long requests span passes; short ones share
  * a pass. Every row is computed exactly as in `scoreResponses`, so the log-probs are the same bits.
@@ -89,6 +93,8 @@ interface OpenRequest { index: number; fed: number[]; promptLength: number; resp
 export function* scoreSteps(
   model: Transformer, requests: ResponseRequest[], adapter: LoraAdapter | null, temperature: number,
   rowsPerPass: () => number, caches: CacheSource = freshCaches(model), weights?: ModelWeights,
+  /** when given, filled with each request's top-k alternatives per response position */
+  tops?: { k: number; out: TopLogprobs[] },
 ): Generator<void, Float32Array[]> {
   const { hiddenSize: H, vocabSize: V } = model.cfg;
   const invT = 1 / temperature;
@@ -98,8 +104,9 @@ export function* scoreSteps(
   const logits = model.arena.alloc(SCORE_ROWS * V);
   try {
     while (next < requests.length || open.length > 0) {
-      // fill one pass: continue the open requests, then open new ones while rows remain
-      let budget = Math.max(1, rowsPerPass());
+      // fill one pass: continue the open requests, then open new ones while rows remain (none: wait a turn)
+      let budget = rowsPerPass();
+      if (budget <= 0) { yield; continue; }
       const slices: { req: OpenRequest; from: number; to: number }[] = [];
       for (const req of open) {
         if (budget === 0) break;
@@ -111,6 +118,7 @@ export function* scoreSteps(
         const fed = fedTokens(r);
         const cache = caches.open(fed, r.promptIds.length - 1);
         const req: OpenRequest = { index: next++, fed, promptLength: r.promptIds.length, responseIds: r.responseIds, cache, lp: new Float32Array(r.responseIds.length) };
+        if (tops) tops.out[req.index] = { k: tops.k, ids: new Int32Array(r.responseIds.length * tops.k), logprobs: new Float32Array(r.responseIds.length * tops.k) };
         open.push(req);
         const from = req.cache.length, to = Math.min(fed.length, from + budget);
         slices.push({ req, from, to }); budget -= to - from;
@@ -125,7 +133,12 @@ export function* scoreSteps(
           model.logits(logits, hidden.subarray((row0 + q0 - from) * H, (row0 + q0 - from + rows) * H), rows, weights);
           for (let i = 0; i < rows; i++) {
             const t = q0 + i - (req.promptLength - 1);
-            req.lp[t] = logits[i * V + req.responseIds[t]] * invT - logSumExp(logits, i * V, V, invT);
+            const lse = logSumExp(logits, i * V, V, invT);
+            req.lp[t] = logits[i * V + req.responseIds[t]] * invT - lse;
+            if (tops) {
+              const top = tops.out[req.index];
+              topIndices(logits, i * V, V, tops.k).forEach((id, j) => { top.ids[t * tops.k + j] = id; top.logprobs[t * tops.k + j] = logits[i * V + id] * invT - lse; });
+            }
           }
         }
         row0 += to - from;
