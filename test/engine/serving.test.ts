@@ -81,7 +81,7 @@ for (const kind of ['vllm', 'sglang'] as const) {
       // (it runs until aborted below, however slow the machine is)
       d.tokenDelayMs = 15;
       const hold = new AbortController();
-      const slow = collect(e.sample(prompt, { ...PARAMS, maxTokens: 100_000, ignoreEos: true, seed: 1 }, hold.signal));
+      const slow = collect(e.sample(prompt, { ...PARAMS, maxTokens: 400, ignoreEos: true, seed: 1 }, hold.signal));
       await new Promise((r) => setTimeout(r, 60));
       const v2 = await step();
       await e.publish(v2);
@@ -91,6 +91,9 @@ for (const kind of ['vllm', 'sglang'] as const) {
       assert.equal(fresh.policyVersion, v2);
       hold.abort();
       const old = await slow;
+      // the server double finishes the abandoned generation quickly, before the engines close
+      d.tokenDelayMs = 0;
+      for (let i = 0; i < 600 && d.inflight > 0; i++) await new Promise((r) => setTimeout(r, 50));
       assert.equal(old.policyVersion, v1);
       assert.ok(old.ids.length > 0);
       // unloading follows the end of its last request (asynchronously)
