@@ -13,7 +13,7 @@ import { ChatTokenizer } from './tokenizer.ts';
 import type { KvCache } from './kv-cache.ts';
 import { PrefixCache, type PrefixCacheStats } from './prefix-cache.ts';
 import type { TokenTexts } from './constraint.ts';
-import { scoreSteps, type CacheSource, type TopLogprobs } from './score.ts';
+import { scoreSteps, scoreStepsTopK, type CacheSource } from './score.ts';
 import type { LoraTrainer } from './trainer.ts';
 import type { FullTrainer } from './full-trainer.ts';
 import { freeWeights } from './full-weights.ts';
@@ -27,7 +27,7 @@ import { WeightsVersions } from './versions.ts';
 import { planKvMemory, plannedKvBytes, contextProblem, type KvPlan } from './kv-memory.ts';
 import { newSequence, sampleNext, closeText, tokenTextsOf, type Sequence, type SampleContext } from './sequence.ts';
 import type { LossSpec } from '../../learn/losses.ts';
-import { EngineError, checkTokenIds, type EngineInfo, type SampleParams, type SampleResult, type SampledToken, type ScoreRequest, type ScoreOptions, type ScoredWithTop, type AdapterSelector, type Datum, type ForwardBackwardMetrics, type OptimStepMetrics, type AdamParams } from '../types.ts';
+import { EngineError, checkTokenIds, type EngineInfo, type SampleParams, type SampleResult, type SampledToken, type ScoreRequest, type ScoreOptions, type TopKScoreRequest, type TopKScore, type AdapterSelector, type Datum, type ForwardBackwardMetrics, type OptimStepMetrics, type AdamParams } from '../types.ts';
 
 export type { Sequence } from './sequence.ts';
 
@@ -278,7 +278,39 @@ export class EmbeddedRuntime {
    * decode, a pass takes the rows the pacer allows and its time is paid from the same credit as
    * prompt rows, so scoring in the background keeps decoders at their share too.
    */
-  *scoreSteps(requests: ScoreRequest[], opts: ScoreOptions = {}, paced = true, tops?: { k: number; out: TopLogprobs[] }): Generator<void, Float32Array[]> {
+  scoreSteps(requests: ScoreRequest[], opts: ScoreOptions = {}, paced = true): Generator<void, Float32Array[]> {
+    const { adapter, weights, caches } = this.scoringSetup(requests, opts);
+    return this.paced(scoreSteps(this.model, requests, adapter, opts.temperature ?? 1, () => this.pacer.rows(paced && this.decoding()), caches, weights), paced);
+  }
+
+  /** `scoreSteps` with each position's top-K and the log-probs of the requests' gatherIds (see Engine.scoreTopK). */
+  scoreTopKSteps(requests: TopKScoreRequest[], k: number, opts: ScoreOptions = {}, paced = true): Generator<void, TopKScore[]> {
+    const V = this.model.cfg.vocabSize;
+    if (!Number.isInteger(k) || k < 0 || k > V) throw new EngineError('bad_request', `top-K scoring needs an integer k in 0..${V}, got ${k}`);
+    for (const r of requests) {
+      if (!r.gatherIds) continue;
+      if (r.gatherIds.length !== r.responseIds.length) throw new EngineError('bad_request', `gatherIds has ${r.gatherIds.length} entries for ${r.responseIds.length} response tokens`);
+      for (const ids of r.gatherIds) checkTokenIds(ids, V, 'gather id');
+    }
+    const { adapter, weights, caches } = this.scoringSetup(requests, opts);
+    return this.paced(scoreStepsTopK(this.model, requests, adapter, opts.temperature ?? 1, () => this.pacer.rows(paced && this.decoding()), k, caches, weights), paced);
+  }
+
+  private decoding(): boolean { return this.running.some((s) => s.prefilled); }
+
+  /** Runs scoring passes, paying the time of each from the pacer's credit while sequences decode. */
+  private *paced<T>(passes: Generator<void, T>, paced: boolean): Generator<void, T> {
+    for (;;) {
+      const paying = paced && this.decoding(), t0 = performance.now();
+      const r = passes.next();
+      if (paying) this.pacer.background(performance.now() - t0);
+      if (r.done) return r.value;
+      yield;
+    }
+  }
+
+  /** Checks the requests and picks the weights and the KV caches (prefix cache for fixed versions) of a scoring job. */
+  private scoringSetup(requests: ScoreRequest[], opts: ScoreOptions): { adapter: LoraAdapter | null; weights?: ModelWeights; caches: CacheSource } {
     const V = this.model.cfg.vocabSize;
     for (const { promptIds, responseIds } of requests) {
       if (promptIds.length === 0) throw new EngineError('bad_request', 'scoring needs at least one prompt token');
@@ -304,23 +336,7 @@ export class EmbeddedRuntime {
         else c.release();
       },
     };
-    const decoding = () => paced && this.running.some((s) => s.prefilled);
-    const passes = scoreSteps(this.model, requests, adapter, opts.temperature ?? 1, () => this.pacer.rows(decoding()), caches, weights, tops);
-    for (;;) {
-      const paying = decoding(), t0 = performance.now();
-      const r = passes.next();
-      if (paying) this.pacer.background(performance.now() - t0);
-      if (r.done) return r.value;
-      yield;
-    }
-  }
-
-  /** `scoreSteps` plus the k most likely tokens at every response position. */
-  *scoreTopSteps(requests: ScoreRequest[], k: number, opts: ScoreOptions = {}, paced = true): Generator<void, ScoredWithTop[]> {
-    if (!Number.isInteger(k) || k < 1 || k > this.model.cfg.vocabSize) throw new EngineError('bad_request', `k must be an integer between 1 and the vocabulary size ${this.model.cfg.vocabSize} (got ${k})`);
-    const out: TopLogprobs[] = new Array(requests.length);
-    const lps = yield* this.scoreSteps(requests, opts, paced, { k, out });
-    return lps.map((logprobs, i) => ({ logprobs, k, topIds: out[i]?.ids ?? new Int32Array(0), topLogprobs: out[i]?.logprobs ?? new Float32Array(0) }));
+    return { adapter, weights, caches };
   }
 
   // ---- weights versions ----

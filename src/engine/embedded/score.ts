@@ -7,11 +7,9 @@ import type { ModelWeights } from './weights.ts';
 import type { KvCache } from './kv-cache.ts';
 import { logSumExp } from './ops/logits.ts';
 import { topIndices } from './sampler.ts';
+import type { TopKScore } from '../types.ts';
 
-/** The k most likely tokens at each scored position (row-major [positions × k]), under the same distribution as the log-probs. */
-export interface TopLogprobs { k: number; ids: Int32Array; logprobs: Float32Array }
-
-export interface ResponseRequest { promptIds: number[]; responseIds: number[] }
+export interface ResponseRequest { promptIds: number[]; responseIds: number[]; gatherIds?: number[][] }
 
 const SCORE_ROWS = 64;
 /** tokens of several requests packed into one forward pass */
@@ -81,11 +79,11 @@ export function freshCaches(model: Transformer): CacheSource {
   return { open: () => model.newCache(), close: (_, cache) => cache.release() };
 }
 
-interface OpenRequest { index: number; fed: number[]; promptLength: number; responseIds: number[]; cache: KvCache; lp: Float32Array }
+interface OpenRequest { index: number; fed: number[]; promptLength: number; responseIds: number[]; gatherIds?: number[][]; cache: KvCache; out: TopKScore }
 
 /**
  * Scoring in passes of at most `rowsPerPass()` fed rows, yielding after each pass (so the engine
- * thread can run decode steps between them; a pass of 0 rows just yields). Each request starts from its longest cached prefix
+ * thread can run decode steps between them). Each request starts from its longest cached prefix
  * (at most its prompt minus one token: the row that predicts the first response token is always
  * computed) and its cache is handed back afterwards. Long requests span passes; short ones share
  * a pass. Every row is computed exactly as in `scoreResponses`, so the log-probs are the same bits.
@@ -93,20 +91,32 @@ interface OpenRequest { index: number; fed: number[]; promptLength: number; resp
 export function* scoreSteps(
   model: Transformer, requests: ResponseRequest[], adapter: LoraAdapter | null, temperature: number,
   rowsPerPass: () => number, caches: CacheSource = freshCaches(model), weights?: ModelWeights,
-  /** when given, filled with each request's top-k alternatives per response position */
-  tops?: { k: number; out: TopLogprobs[] },
 ): Generator<void, Float32Array[]> {
+  const scores = yield* scoreStepsTopK(model, requests, adapter, temperature, rowsPerPass, 0, caches, weights);
+  return scores.map((s) => s.logprobs);
+}
+
+/**
+ * `scoreSteps` that also reports each response position's k most likely ids with their log-probs
+ * (chosen and computed exactly as sampling's top_logprobs, so the two agree bit for bit) and the
+ * log-probs of each request's `gatherIds` (top-K distillation: a teacher's log-probs at the
+ * student's top-K ids).
+ */
+export function* scoreStepsTopK(
+  model: Transformer, requests: ResponseRequest[], adapter: LoraAdapter | null, temperature: number,
+  rowsPerPass: () => number, k: number, caches: CacheSource = freshCaches(model), weights?: ModelWeights,
+): Generator<void, TopKScore[]> {
   const { hiddenSize: H, vocabSize: V } = model.cfg;
   const invT = 1 / temperature;
-  const out: Float32Array[] = new Array(requests.length);
+  const out: TopKScore[] = new Array(requests.length);
   const open: OpenRequest[] = [];
   let next = 0;
   const logits = model.arena.alloc(SCORE_ROWS * V);
   try {
     while (next < requests.length || open.length > 0) {
-      // fill one pass: continue the open requests, then open new ones while rows remain (none: wait a turn)
+      // fill one pass: continue the open requests, then open new ones while rows remain
       let budget = rowsPerPass();
-      if (budget <= 0) { yield; continue; }
+      if (budget <= 0) { yield; continue; } // none this turn (the pacer's credit is spent)
       const slices: { req: OpenRequest; from: number; to: number }[] = [];
       for (const req of open) {
         if (budget === 0) break;
@@ -117,8 +127,11 @@ export function* scoreSteps(
         const r = requests[next];
         const fed = fedTokens(r);
         const cache = caches.open(fed, r.promptIds.length - 1);
-        const req: OpenRequest = { index: next++, fed, promptLength: r.promptIds.length, responseIds: r.responseIds, cache, lp: new Float32Array(r.responseIds.length) };
-        if (tops) tops.out[req.index] = { k: tops.k, ids: new Int32Array(r.responseIds.length * tops.k), logprobs: new Float32Array(r.responseIds.length * tops.k) };
+        const n = r.responseIds.length;
+        const req: OpenRequest = {
+          index: next++, fed, promptLength: r.promptIds.length, responseIds: r.responseIds, gatherIds: r.gatherIds, cache,
+          out: { logprobs: new Float32Array(n), topIds: k > 0 ? new Array(n) : [], topLogprobs: k > 0 ? new Array(n) : [], gathered: r.gatherIds ? new Array(n) : null },
+        };
         open.push(req);
         const from = req.cache.length, to = Math.min(fed.length, from + budget);
         slices.push({ req, from, to }); budget -= to - from;
@@ -134,18 +147,20 @@ export function* scoreSteps(
           for (let i = 0; i < rows; i++) {
             const t = q0 + i - (req.promptLength - 1);
             const lse = logSumExp(logits, i * V, V, invT);
-            req.lp[t] = logits[i * V + req.responseIds[t]] * invT - lse;
-            if (tops) {
-              const top = tops.out[req.index];
-              topIndices(logits, i * V, V, tops.k).forEach((id, j) => { top.ids[t * tops.k + j] = id; top.logprobs[t * tops.k + j] = logits[i * V + id] * invT - lse; });
+            req.out.logprobs[t] = logits[i * V + req.responseIds[t]] * invT - lse;
+            if (k > 0) {
+              const ids = topIndices(logits, i * V, V, k);
+              req.out.topIds[t] = ids;
+              req.out.topLogprobs[t] = ids.map((id) => logits[i * V + id] * invT - lse);
             }
+            if (req.gatherIds && req.out.gathered) req.out.gathered[t] = req.gatherIds[t].map((id) => logits[i * V + id] * invT - lse);
           }
         }
         row0 += to - from;
       }
       while (open.length > 0 && open[0].cache.length === open[0].fed.length) {
         const done = open.shift()!;
-        out[done.index] = done.lp;
+        out[done.index] = done.out;
         caches.close(done.fed, done.cache);
       }
       if (next < requests.length || open.length > 0) yield;

@@ -426,7 +426,7 @@ export class TinkerServer {
     const topk = b.topk_prompt_logprobs === undefined || b.topk_prompt_logprobs === null ? 0 : b.topk_prompt_logprobs;
     if (!Number.isInteger(topk) || (topk as number) < 0 || (topk as number) > Math.min(info.vocabSize, MAX_TOPK)) throw new HttpError(400, `topk_prompt_logprobs must be an integer between 0 and ${Math.min(info.vocabSize, MAX_TOPK)} (got ${JSON.stringify(b.topk_prompt_logprobs)})`);
     const k = topk as number;
-    if (k > 0 && !this.o.engine.scoreTop) throw new HttpError(400, 'topk_prompt_logprobs: this engine cannot report top-k log-probs');
+    if (k > 0 && !this.o.engine.scoreTopK) throw new HttpError(400, 'topk_prompt_logprobs: this engine cannot report top-k log-probs');
     const wantPrompt = b.prompt_logprobs === true || k > 0;
     // an extension of this server: prompt log-probs of softmax(logits / T) (default 1, as Tinker's)
     const promptTemperature = b.prompt_logprobs_temperature ?? 1;
@@ -442,9 +442,9 @@ export class TinkerServer {
         // every position but the first, scored as a response to the first token
         const req = [{ promptIds: [prompt[0]], responseIds: prompt.slice(1) }], opts = { adapter: weights, temperature: promptTemperature };
         if (k > 0) {
-          const [r] = prompt.length > 1 ? await this.o.engine.scoreTop!(req, k, opts) : [{ logprobs: new Float32Array(0), k, topIds: new Int32Array(0), topLogprobs: new Float32Array(0) }];
+          const [r] = prompt.length > 1 ? await this.o.engine.scoreTopK!(req, k, opts) : [{ logprobs: new Float32Array(0), topIds: [], topLogprobs: [], gathered: null }];
           out.prompt_logprobs = [null, ...Array.from(r.logprobs)];
-          out.topk_prompt_logprobs = [null, ...Array.from(r.logprobs, (_, t) => Array.from({ length: k }, (_, j): [number, number] => [r.topIds[t * k + j], r.topLogprobs[t * k + j]]))];
+          out.topk_prompt_logprobs = [null, ...r.topIds.map((ids, t) => ids.map((id, j): [number, number] => [id, r.topLogprobs[t][j]]))];
         } else {
           const [lps] = prompt.length > 1 ? await this.o.engine.score(req, opts) : [new Float32Array(0)];
           out.prompt_logprobs = [null, ...Array.from(lps)];
