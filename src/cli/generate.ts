@@ -2,6 +2,7 @@
 import { defineCommand, opt, UsageError } from './command.ts';
 import { idList, modelDir, modelOption, kernelOption, threadsOption, jsonOption } from './args.ts';
 import type { ChatMessage } from '../engine/types.ts';
+import type { KernelName } from '../engine/embedded/kernels/kernel.ts';
 
 const common = {
   model: modelOption,
@@ -20,7 +21,7 @@ function parseMessages(raw: string, source: string): ChatMessage[] {
   return messages as ChatMessage[];
 }
 
-async function loadEngine(o: { model?: string; adapter?: string; kernel?: 'wasm' | 'ts'; threads?: number }) {
+async function loadEngine(o: { model?: string; adapter?: string; kernel?: KernelName; threads?: number }) {
   const { EmbeddedEngine } = await import('../engine/embedded/engine.ts');
   const engine = await EmbeddedEngine.load(await modelDir(o.model), { kernel: o.kernel, threads: o.threads });
   try {

@@ -1,5 +1,6 @@
-// The WASM SIMD kernel (1 and 2 threads) agrees with the plain TypeScript kernel, and the
-// committed .wasm is exactly what scripts/build-wasm.ts builds from assembly/kernels.ts.
+// The WASM SIMD kernel (1 and 2 threads) and, where its addon was built, the native kernel agree
+// with the plain TypeScript kernel, and the committed .wasm is exactly what scripts/build-wasm.ts
+// builds from assembly/kernels.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -7,10 +8,16 @@ import { join } from 'node:path';
 import { Arena } from '../../src/engine/embedded/arena.ts';
 import { TsKernel } from '../../src/engine/embedded/kernels/ts.ts';
 import { WasmKernel } from '../../src/engine/embedded/kernels/wasm.ts';
+import { NativeKernel, loadNativeAddon } from '../../src/engine/embedded/kernels/native.ts';
 import { buildWasm, WASM_OUT } from '../../scripts/build-wasm.ts';
 import { Rng } from '../../src/engine/embedded/rng.ts';
 import { packPanels, packedLength, unpackRow } from '../../src/engine/embedded/kernels/packed.ts';
 import { tempDir } from '../helpers/models.ts';
+
+/** The native kernel on 1 and 2 threads where its addon is built here (else none: WebAssembly is then all there is). */
+function nativeKernels(arena: Arena): NativeKernel[] {
+  return loadNativeAddon().addon ? [new NativeKernel(arena, 1), new NativeKernel(arena, 2)] : [];
+}
 
 const SHAPES: [number, number, number][] = [
   [1, 1, 1], [1, 7, 3], [3, 5, 9], [4, 4, 4], [5, 33, 17], [8, 64, 64], [13, 100, 37], [1, 576, 1000], [64, 288, 300], [257, 96, 130],
@@ -19,6 +26,7 @@ const SHAPES: [number, number, number][] = [
 test('WASM SIMD kernel matches the TypeScript kernel within float32 rounding, with strides and accumulation', async () => {
   const arena = new Arena();
   const ts = new TsKernel(), w1 = new WasmKernel(arena, 1), w2 = new WasmKernel(arena, 2);
+  const nat = nativeKernels(arena);
   const rng = new Rng(42);
   try {
     for (const [M, K, N] of SHAPES) {
@@ -28,7 +36,7 @@ test('WASM SIMD kernel matches the TypeScript kernel within float32 rounding, wi
         const a = arena.alloc(M * lda), b = arena.alloc(N * ldb);
         for (const x of [a, b]) for (let i = 0; i < x.length; i++) x[i] = rng.next() * 2 - 1;
         const init = Float32Array.from({ length: M * ldc }, () => rng.next());
-        const outs = [ts, w1, w2].map((k) => {
+        const outs = [ts, w1, w2, ...nat].map((k) => {
           const c = arena.alloc(M * ldc);
           c.set(init);
           k.matmulNT(c, a, b, M, N, K, { lda, ldb, ldc, accumulate: strided });
@@ -47,13 +55,14 @@ test('WASM SIMD kernel matches the TypeScript kernel within float32 rounding, wi
       }
     }
   } finally {
-    await w1.close(); await w2.close();
+    await w1.close(); await w2.close(); for (const k of nat) await k.close();
   }
 });
 
 test('WASM NN and TN matrix multiplies (the forms of the backward pass) match the TypeScript kernel', async () => {
   const arena = new Arena();
   const ts = new TsKernel(), w1 = new WasmKernel(arena, 1), w2 = new WasmKernel(arena, 2);
+  const nat = nativeKernels(arena);
   const rng = new Rng(9);
   try {
     for (const [M, K, N] of [...SHAPES, [64, 576, 16], [16, 256, 576], [300, 48, 33]] as [number, number, number][]) {
@@ -63,7 +72,7 @@ test('WASM NN and TN matrix multiplies (the forms of the backward pass) match th
         const a = arena.alloc((form === 'NN' ? M : K) * lda), b = arena.alloc(K * ldb);
         for (const x of [a, b]) for (let i = 0; i < x.length; i++) x[i] = rng.next() * 2 - 1;
         const init = Float32Array.from({ length: M * ldc }, () => rng.next());
-        const outs = [ts, w1, w2].map((kern) => {
+        const outs = [ts, w1, w2, ...nat].map((kern) => {
           const c = arena.alloc(M * ldc);
           c.set(init);
           (form === 'NN' ? kern.matmulNN : kern.matmulTN).call(kern, c, a, b, M, N, K, { lda, ldb, ldc, accumulate: true });
@@ -78,13 +87,14 @@ test('WASM NN and TN matrix multiplies (the forms of the backward pass) match th
       }
     }
   } finally {
-    await w1.close(); await w2.close();
+    await w1.close(); await w2.close(); for (const k of nat) await k.close();
   }
 });
 
 test('packed weights: forward C = A·Wᵀ and backward C = A·W match the plain kernels, for any row count and partial panels', async () => {
   const arena = new Arena();
   const ts = new TsKernel(), w1 = new WasmKernel(arena, 1), w2 = new WasmKernel(arena, 2);
+  const nat = nativeKernels(arena);
   const rng = new Rng(12);
   try {
     // [M, rows (out), cols (in)]: M covers the 6-, 2- and 1-row paths; rows % 8 != 0 gives a partial panel
@@ -107,7 +117,7 @@ test('packed weights: forward C = A·Wᵀ and backward C = A·W match the plain 
       const refT = arena.alloc(M * (cols + 2));
       refT.set(initT);
       ts.matmulNN(refT, g, w, M, cols, rows, { lda: rows + 1, ldc: cols + 2, accumulate: true });
-      for (const k of [ts, w1, w2]) {
+      for (const k of [ts, w1, w2, ...nat]) {
         const c = arena.alloc(M * (rows + 2));
         c.set(init);
         k.matmulPacked(c, a, packed, M, { lda: cols + 3, ldc: rows + 2, accumulate: true });
@@ -119,7 +129,7 @@ test('packed weights: forward C = A·Wᵀ and backward C = A·W match the plain 
       }
     }
   } finally {
-    await w1.close(); await w2.close();
+    await w1.close(); await w2.close(); for (const k of nat) await k.close();
   }
 });
 
