@@ -33,6 +33,18 @@ INLINE float FN(hsum)(__m256 v) {
   return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
 }
 
+/* 8 weights at element `i` of w, as float32: stored so, or bfloat16 widened exactly (the bits shifted up) */
+INLINE __m256 FN(loadw)(const void *w, long i, const int bf) {
+  if (!bf) return _mm256_loadu_ps((const float *)w + i);
+  const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* element `i` of w (float32 or bfloat16) as an address */
+INLINE const void *FN(at)(const void *w, long i, const int bf) {
+  return bf ? (const void *)((const uint16_t *)w + i) : (const void *)((const float *)w + i);
+}
+
 /* Store (or add to C) `valid` (1..8) lanes of v at c (masked for a partial vector: no temporary arrays, so tiles stay in registers). */
 INLINE void FN(put8)(float *c, __m256 v, int acc, int valid) {
   if (valid == 8) {
@@ -52,8 +64,8 @@ INLINE void FN(put8)(float *c, __m256 v, int acc, int valid) {
  * ones repeat its last row) and stores R: every index is then a constant and the accumulators
  * stay in registers.
  */
-INLINE void FN(btile)(const int NV, const float *a, long ars, long aks, const float *const *b, long bks, int K, float *c,
-                      long ldc, int acc, int valid, int R) {
+INLINE void FN(btile)(const int NV, const int BF, const float *a, long ars, long aks, const void *const *b, long bks, int K,
+                      float *c, long ldc, int acc, int valid, int R) {
   /* named accumulators, not an array: GCC keeps arrays of them in memory here */
 #define ROW_DECL(r)                                                                                          \
   const float *a##r = a + ((r) < R ? (r) : R - 1) * ars;                                                     \
@@ -76,11 +88,11 @@ INLINE void FN(btile)(const int NV, const float *a, long ars, long aks, const fl
 #if ROWS > 6
   ROW_DECL(6) ROW_DECL(7)
 #endif
-  const float *b0 = b[0], *b1 = NV > 1 ? b[1] : b[0], *b2 = NV > 2 ? b[2] : b[0];
+  const void *b0 = b[0], *b1 = NV > 1 ? b[1] : b[0], *b2 = NV > 2 ? b[2] : b[0];
   for (long k = 0; k < K; k++) {
-    const __m256 y0 = _mm256_loadu_ps(b0 + k * bks);
-    const __m256 y1 = NV > 1 ? _mm256_loadu_ps(b1 + k * bks) : y0;
-    const __m256 y2 = NV > 2 ? _mm256_loadu_ps(b2 + k * bks) : y0;
+    const __m256 y0 = FN(loadw)(b0, k * bks, BF);
+    const __m256 y1 = NV > 1 ? FN(loadw)(b1, k * bks, BF) : y0;
+    const __m256 y2 = NV > 2 ? FN(loadw)(b2, k * bks, BF) : y0;
     ROW_STEP(0) ROW_STEP(1) ROW_STEP(2) ROW_STEP(3) ROW_STEP(4) ROW_STEP(5)
 #if ROWS > 6
     ROW_STEP(6) ROW_STEP(7)
@@ -99,18 +111,24 @@ INLINE void FN(btile)(const int NV, const float *a, long ars, long aks, const fl
  * Rows [0, M) in tiles of ROWS against NV column vectors. Row tile m starts at a + m·ts; inside a
  * tile, A(r, k) = a[r·ars + k·aks].
  */
-#define ROW_LOOP(NV)                                                                                         \
+#define ROW_LOOP(NV, BF)                                                                                     \
   do {                                                                                                       \
     for (long m = 0; m < M; m += ROWS)                                                                       \
-      FN(btile)(NV, a + m * ts, ars, aks, bv, bks, K, c + m * ldc, ldc, acc, valid, M - m < ROWS ? (int)(M - m) : ROWS); \
+      FN(btile)(NV, BF, a + m * ts, ars, aks, bv, bks, K, c + m * ldc, ldc, acc, valid, M - m < ROWS ? (int)(M - m) : ROWS); \
   } while (0)
 
-/* All M rows against nv (1..3) column vectors. */
-static void FN(bcols)(int nv, const float *a, long ts, long ars, long aks, const float *const *bv, long bks, long M, int K,
+/* All M rows against nv (1..3) column vectors (bf: the vectors are bfloat16). */
+static void FN(bcols)(int nv, int bf, const float *a, long ts, long ars, long aks, const void *const *bv, long bks, long M, int K,
                       float *c, long ldc, int acc, int valid) {
-  if (nv == 3) ROW_LOOP(3);
-  else if (nv == 2) ROW_LOOP(2);
-  else ROW_LOOP(1);
+  if (bf) {
+    if (nv == 3) ROW_LOOP(3, 1);
+    else if (nv == 2) ROW_LOOP(2, 1);
+    else ROW_LOOP(1, 1);
+  } else {
+    if (nv == 3) ROW_LOOP(3, 0);
+    else if (nv == 2) ROW_LOOP(2, 0);
+    else ROW_LOOP(1, 0);
+  }
 }
 
 /* rows of A per cache block: about 64 KiB of A per block */
@@ -119,24 +137,25 @@ static long FN(row_block)(long K) {
   return mb < ROWS ? ROWS : mb;
 }
 
-/* C[m, n] (+)= Σ_k A[m, k]·W[n, k] for panels [q0, q1) of a packed W (see packed.ts). */
-void FN(gemm_packed)(const float *a, const float *p, float *c, long M, long q0, long q1, long K, long N, long lda, long ldc,
-                     int acc) {
+/* C[m, n] (+)= Σ_k A[m, k]·W[n, k] for panels [q0, q1) of a packed W (see packed.ts), float32 or bfloat16. */
+INLINE void FN(packed_impl)(const float *a, const void *p, float *c, long M, long q0, long q1, long K, long N, long lda,
+                            long ldc, int acc, const int bf) {
   const long ps = K * 8;
   if (M == 1) {
     /* decode: four panels at a time keep four independent chains */
     long q = q0;
     for (; q + 4 <= q1; q += 4) {
       const long n = q * 8;
-      const float *bv[4] = {p + q * ps, p + (q + 1) * ps, p + (q + 2) * ps, p + (q + 3) * ps};
       if (n + 32 > N) break;
+      const void *w0 = FN(at)(p, q * ps, bf), *w1 = FN(at)(p, (q + 1) * ps, bf), *w2 = FN(at)(p, (q + 2) * ps, bf),
+                 *w3 = FN(at)(p, (q + 3) * ps, bf);
       __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
       for (long k = 0; k < K; k++) {
         const __m256 x = _mm256_broadcast_ss(a + k);
-        s0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(bv[0] + k * 8), s0);
-        s1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(bv[1] + k * 8), s1);
-        s2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(bv[2] + k * 8), s2);
-        s3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(bv[3] + k * 8), s3);
+        s0 = _mm256_fmadd_ps(x, FN(loadw)(w0, k * 8, bf), s0);
+        s1 = _mm256_fmadd_ps(x, FN(loadw)(w1, k * 8, bf), s1);
+        s2 = _mm256_fmadd_ps(x, FN(loadw)(w2, k * 8, bf), s2);
+        s3 = _mm256_fmadd_ps(x, FN(loadw)(w3, k * 8, bf), s3);
       }
       FN(put8)(c + n, s0, acc, 8); FN(put8)(c + n + 8, s1, acc, 8);
       FN(put8)(c + n + 16, s2, acc, 8); FN(put8)(c + n + 24, s3, acc, 8);
@@ -151,11 +170,21 @@ void FN(gemm_packed)(const float *a, const float *p, float *c, long M, long q0, 
     for (long q = q0; q < q1; q += BCOLS) {
       const int nv = q1 - q < BCOLS ? (int)(q1 - q) : BCOLS;
       const long n = q * 8;
-      const float *bv[3] = {p + q * ps, p + (q + 1) * ps, p + (q + 2) * ps};
+      const void *bv[3] = {FN(at)(p, q * ps, bf), FN(at)(p, (q + 1) * ps, bf), FN(at)(p, (q + 2) * ps, bf)};
       const long left = N - n - (nv - 1) * 8;
-      FN(bcols)(nv, ap, lda, lda, 1, bv, 8, rows, (int)K, c + m0 * ldc + n, ldc, acc, left >= 8 ? 8 : (int)left);
+      FN(bcols)(nv, bf, ap, lda, lda, 1, bv, 8, rows, (int)K, c + m0 * ldc + n, ldc, acc, left >= 8 ? 8 : (int)left);
     }
   }
+}
+
+void FN(gemm_packed)(const float *a, const void *p, float *c, long M, long q0, long q1, long K, long N, long lda, long ldc,
+                     int acc) {
+  FN(packed_impl)(a, p, c, M, q0, q1, K, N, lda, ldc, acc, 0);
+}
+
+void FN(gemm_packed_bf16)(const float *a, const void *p, float *c, long M, long q0, long q1, long K, long N, long lda,
+                          long ldc, int acc) {
+  FN(packed_impl)(a, p, c, M, q0, q1, K, N, lda, ldc, acc, 1);
 }
 
 /*
@@ -169,8 +198,8 @@ static void FN(bstripe)(const float *a, long ars, long aks, const float *t, long
   for (; n + 8 <= n1;) {
     const long w = (n1 - n) / 8;
     const int nv = w >= BCOLS ? BCOLS : (int)w;
-    const float *bv[3] = {b + n, b + n + 8, b + n + 16};
-    FN(bcols)(nv, t, ts, tars, taks, bv, ldb, M, (int)K, c + n, ldc, acc, 8);
+    const void *bv[3] = {b + n, b + n + 8, b + n + 16};
+    FN(bcols)(nv, 0, t, ts, tars, taks, bv, ldb, M, (int)K, c + n, ldc, acc, 8);
     n += nv * 8;
   }
   /* tail columns: the same single fused chain per element, in scalar form */
@@ -232,14 +261,14 @@ INLINE float FN(dot)(const float *x, const float *y, long K) {
  * and `ystep` for Y (1 group per 8 floats when contiguous; packed_t strides panels). `groups` full
  * groups, then a last group of `rem` (0..7) lanes.
  */
-INLINE void FN(dtile)(const int R, const int J, const float *x, long xs, long xstep, const float *y, long ys, long ystep,
-                      long groups, int rem, float *c, long ldc, int acc) {
+INLINE void FN(dtile)(const int R, const int J, const int BF, const float *x, long xs, long xstep, const void *y, long ys,
+                      long ystep, long groups, int rem, float *c, long ldc, int acc) {
   __m256 s[DOT_ROWS][DOT_COLS];
   for (int r = 0; r < R; r++)
     for (int j = 0; j < J; j++) s[r][j] = _mm256_setzero_ps();
   for (long g = 0; g < groups; g++) {
     __m256 w[DOT_COLS];
-    for (int j = 0; j < J; j++) w[j] = _mm256_loadu_ps(y + j * ys + g * ystep);
+    for (int j = 0; j < J; j++) w[j] = FN(loadw)(y, j * ys + g * ystep, BF);
     for (int r = 0; r < R; r++) {
       const __m256 v = _mm256_loadu_ps(x + r * xs + g * xstep);
       for (int j = 0; j < J; j++) s[r][j] = _mm256_fmadd_ps(v, w[j], s[r][j]);
@@ -248,7 +277,9 @@ INLINE void FN(dtile)(const int R, const int J, const float *x, long xs, long xs
   if (rem) {
     const __m256i mask = FN(lane_mask)(rem);
     __m256 w[DOT_COLS];
-    for (int j = 0; j < J; j++) w[j] = _mm256_maskload_ps(y + j * ys + groups * ystep, mask);
+    /* bfloat16 panels are 8 wide with zero padding: no mask needed (nor a masked 16-bit load) */
+    for (int j = 0; j < J; j++)
+      w[j] = BF ? FN(loadw)(y, j * ys + groups * ystep, 1) : _mm256_maskload_ps((const float *)y + j * ys + groups * ystep, mask);
     for (int r = 0; r < R; r++) {
       const __m256 v = _mm256_maskload_ps(x + r * xs + groups * xstep, mask);
       for (int j = 0; j < J; j++) s[r][j] = _mm256_fmadd_ps(v, w[j], s[r][j]);
@@ -263,20 +294,27 @@ INLINE void FN(dtile)(const int R, const int J, const float *x, long xs, long xs
 }
 
 /* every (R, J) of the dot tile up to DOT_ROWS × DOT_COLS: the full tile, else row by row in column runs of constant width */
-static void FN(dtile_any)(int R, int J, const float *x, long xs, long xstep, const float *y, long ys, long ystep, long groups,
-                          int rem, float *c, long ldc, int acc) {
+INLINE void FN(dtile_any_t)(const int BF, int R, int J, const float *x, long xs, long xstep, const void *y, long ys, long ystep,
+                            long groups, int rem, float *c, long ldc, int acc) {
   if (R == DOT_ROWS && J == DOT_COLS) {
-    FN(dtile)(DOT_ROWS, DOT_COLS, x, xs, xstep, y, ys, ystep, groups, rem, c, ldc, acc);
+    FN(dtile)(DOT_ROWS, DOT_COLS, BF, x, xs, xstep, y, ys, ystep, groups, rem, c, ldc, acc);
     return;
   }
   for (int r = 0; r < R; r++) {
     const float *xr = x + r * xs;
     float *cr = c + r * ldc;
     int j = 0;
-    for (; j + DOT_COLS <= J; j += DOT_COLS) FN(dtile)(1, DOT_COLS, xr, xs, xstep, y + j * ys, ys, ystep, groups, rem, cr + j, ldc, acc);
-    for (; j + 2 <= J; j += 2) FN(dtile)(1, 2, xr, xs, xstep, y + j * ys, ys, ystep, groups, rem, cr + j, ldc, acc);
-    for (; j < J; j++) FN(dtile)(1, 1, xr, xs, xstep, y + j * ys, ys, ystep, groups, rem, cr + j, ldc, acc);
+    for (; j + DOT_COLS <= J; j += DOT_COLS)
+      FN(dtile)(1, DOT_COLS, BF, xr, xs, xstep, FN(at)(y, j * ys, BF), ys, ystep, groups, rem, cr + j, ldc, acc);
+    for (; j + 2 <= J; j += 2) FN(dtile)(1, 2, BF, xr, xs, xstep, FN(at)(y, j * ys, BF), ys, ystep, groups, rem, cr + j, ldc, acc);
+    for (; j < J; j++) FN(dtile)(1, 1, BF, xr, xs, xstep, FN(at)(y, j * ys, BF), ys, ystep, groups, rem, cr + j, ldc, acc);
   }
+}
+
+static void FN(dtile_any)(int bf, int R, int J, const float *x, long xs, long xstep, const void *y, long ys, long ystep,
+                          long groups, int rem, float *c, long ldc, int acc) {
+  if (bf) FN(dtile_any_t)(1, R, J, x, xs, xstep, y, ys, ystep, groups, rem, c, ldc, acc);
+  else FN(dtile_any_t)(0, R, J, x, xs, xstep, y, ys, ystep, groups, rem, c, ldc, acc);
 }
 
 /* gemm_nt: C[m, n] (+)= Σ_k A[m, k]·B[n, k] for columns [n0, n1) (B in the [out, in] layout). */
@@ -288,7 +326,7 @@ void FN(gemm_nt)(const float *a, const float *b, float *c, long M, long n0, long
     const int R = M - m < DOT_ROWS ? (int)(M - m) : DOT_ROWS;
     for (long n = n0; n < n1; n += DOT_COLS) {
       const int J = n1 - n < DOT_COLS ? (int)(n1 - n) : DOT_COLS;
-      FN(dtile_any)(R, J, a + m * lda, lda, 8, b + n * ldb, ldb, 8, groups, rem, c + m * ldc + n, ldc, acc);
+      FN(dtile_any)(0, R, J, a + m * lda, lda, 8, b + n * ldb, ldb, 8, groups, rem, c + m * ldc + n, ldc, acc);
     }
   }
 }
@@ -300,8 +338,8 @@ void FN(gemm_nt)(const float *a, const float *b, float *c, long M, long n0, long
  * (from K only) whose partial sums are added into C, so a block of weights stays in cache while
  * every row tile passes over it.
  */
-void FN(gemm_packed_t)(const float *a, const float *p, float *c, long M, long i0, long i1, long K, long N, long lda, long ldc,
-                       int acc) {
+static void FN(packed_t_impl)(const float *a, const void *p, float *c, long M, long i0, long i1, long K, long N, long lda,
+                              long ldc, int acc, int bf) {
   const long Q = N / 8;
   const int rem = (int)(N % 8);
   long QB = 65536 / (K > 0 ? K : 1);
@@ -314,10 +352,20 @@ void FN(gemm_packed_t)(const float *a, const float *p, float *c, long M, long i0
       const int R = M - m < DOT_ROWS ? (int)(M - m) : DOT_ROWS;
       for (long i = i0; i < i1; i += DOT_COLS) {
         const int J = i1 - i < DOT_COLS ? (int)(i1 - i) : DOT_COLS;
-        FN(dtile_any)(R, J, a + m * lda + qa * 8, lda, 8, p + qa * K * 8 + i * 8, 8, K * 8, qb - qa, last ? rem : 0,
-                      c + m * ldc + i, ldc, add);
+        FN(dtile_any)(bf, R, J, a + m * lda + qa * 8, lda, 8, FN(at)(p, qa * K * 8 + i * 8, bf), 8, K * 8, qb - qa,
+                      last ? rem : 0, c + m * ldc + i, ldc, add);
       }
     }
     if (Q == 0) break;
   }
+}
+
+void FN(gemm_packed_t)(const float *a, const void *p, float *c, long M, long i0, long i1, long K, long N, long lda, long ldc,
+                       int acc) {
+  FN(packed_t_impl)(a, p, c, M, i0, i1, K, N, lda, ldc, acc, 0);
+}
+
+void FN(gemm_packed_t_bf16)(const float *a, const void *p, float *c, long M, long i0, long i1, long K, long N, long lda,
+                            long ldc, int acc) {
+  FN(packed_t_impl)(a, p, c, M, i0, i1, K, N, lda, ldc, acc, 1);
 }

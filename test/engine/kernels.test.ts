@@ -11,7 +11,7 @@ import { WasmKernel } from '../../src/engine/embedded/kernels/wasm.ts';
 import { NativeKernel, loadNativeAddon } from '../../src/engine/embedded/kernels/native.ts';
 import { buildWasm, WASM_OUT } from '../../scripts/build-wasm.ts';
 import { Rng } from '../../src/engine/embedded/rng.ts';
-import { packPanels, packedLength, unpackRow } from '../../src/engine/embedded/kernels/packed.ts';
+import { packPanels, packedLength, packedSlots, unpackRow, bf16Bits, bf16Value } from '../../src/engine/embedded/kernels/packed.ts';
 import { tempDir } from '../helpers/models.ts';
 
 /** The native kernel on 1 and 2 threads where its addon is built here (else none: WebAssembly is then all there is). */
@@ -91,7 +91,7 @@ test('WASM NN and TN matrix multiplies (the forms of the backward pass) match th
   }
 });
 
-test('packed weights: forward C = A·Wᵀ and backward C = A·W match the plain kernels, for any row count and partial panels', async () => {
+test('packed weights, float32 and bfloat16: forward C = A·Wᵀ and backward C = A·W match the plain kernels, for any row count and partial panels', async () => {
   const arena = new Arena();
   const ts = new TsKernel(), w1 = new WasmKernel(arena, 1), w2 = new WasmKernel(arena, 2);
   const nat = nativeKernels(arena);
@@ -99,10 +99,13 @@ test('packed weights: forward C = A·Wᵀ and backward C = A·W match the plain 
   try {
     // [M, rows (out), cols (in)]: M covers the 6-, 2- and 1-row paths; rows % 8 != 0 gives a partial panel
     for (const [M, rows, cols] of [[1, 8, 8], [1, 13, 5], [2, 16, 33], [5, 172, 64], [7, 64, 172], [13, 21, 10], [64, 576, 300], [300, 96, 130]] as [number, number, number][]) {
+     for (const dtype of ['f32', 'bf16'] as const) {
       const w = arena.alloc(rows * cols);
       for (let i = 0; i < w.length; i++) w[i] = rng.next() * 2 - 1;
-      const packed = { data: arena.alloc(packedLength(rows, cols)), rows, cols };
-      packPanels(w, rows, cols, packed.data);
+      const packed = { data: arena.alloc(packedSlots(rows, cols, dtype)), rows, cols, dtype };
+      packPanels(w, rows, cols, packed.data, dtype);
+      // bfloat16 panels hold the rounded weights: the reference is float32 arithmetic on those
+      if (dtype === 'bf16') for (let i = 0; i < w.length; i++) w[i] = bf16Value(bf16Bits(w[i]));
       const row = new Float32Array(cols);
       unpackRow(packed, rows - 1, row);
       assert.deepEqual(Array.from(row), Array.from(w.subarray((rows - 1) * cols, rows * cols)));
@@ -121,12 +124,13 @@ test('packed weights: forward C = A·Wᵀ and backward C = A·W match the plain 
         const c = arena.alloc(M * (rows + 2));
         c.set(init);
         k.matmulPacked(c, a, packed, M, { lda: cols + 3, ldc: rows + 2, accumulate: true });
-        for (let i = 0; i < c.length; i++) assert.ok(Math.abs(c[i] - ref[i]) < 1e-5 * Math.sqrt(cols) + 1e-6, `${k.name}/${k.threads} packed ${M}×${rows}×${cols} at ${i}: ${c[i]} vs ${ref[i]}`);
+        for (let i = 0; i < c.length; i++) assert.ok(Math.abs(c[i] - ref[i]) < 1e-5 * Math.sqrt(cols) + 1e-6, `${k.name}/${k.threads} ${dtype} packed ${M}×${rows}×${cols} at ${i}: ${c[i]} vs ${ref[i]}`);
         const cT = arena.alloc(M * (cols + 2));
         cT.set(initT);
         k.matmulPackedT(cT, g, packed, M, { lda: rows + 1, ldc: cols + 2, accumulate: true });
-        for (let i = 0; i < cT.length; i++) assert.ok(Math.abs(cT[i] - refT[i]) < 1e-5 * Math.sqrt(rows) + 1e-6, `${k.name}/${k.threads} packedT ${M}×${rows}×${cols} at ${i}: ${cT[i]} vs ${refT[i]}`);
+        for (let i = 0; i < cT.length; i++) assert.ok(Math.abs(cT[i] - refT[i]) < 1e-5 * Math.sqrt(rows) + 1e-6, `${k.name}/${k.threads} ${dtype} packedT ${M}×${rows}×${cols} at ${i}: ${cT[i]} vs ${refT[i]}`);
       }
+     }
     }
   } finally {
     await w1.close(); await w2.close(); for (const k of nat) await k.close();

@@ -16,13 +16,14 @@ import { TsKernel } from './kernels/ts.ts';
 import { WasmKernel } from './kernels/wasm.ts';
 import { NativeKernel, loadNativeAddon } from './kernels/native.ts';
 import type { LoraAdapter, LoraModule, LoraTarget } from './lora.ts';
-import { unpackRow } from './kernels/packed.ts';
+import { unpackRow, type WeightsDtype } from './kernels/packed.ts';
 import { checkTokenIds } from '../types.ts';
 
 /** `weights`: a full set of weights (a full-parameter training version) instead of the model's own. */
 export interface BatchItem { tokens: ArrayLike<number>; cache: KvCache; adapter?: LoraAdapter | null; weights?: ModelWeights }
 
-export interface LoadOptions { kernel?: KernelName; threads?: number; maxContext?: number }
+/** `weightsDtype`: how the matrices are stored (bf16 halves their memory; compute stays float32) */
+export interface LoadOptions { kernel?: KernelName; threads?: number; maxContext?: number; weightsDtype?: WeightsDtype }
 
 /**
  * The kernel `name` asks for; without a name, OPENCLAW_RL_KERNEL's, else native where the addon
@@ -97,7 +98,7 @@ export class Transformer {
   static load(dir: string, opts: LoadOptions = {}): Transformer {
     const cfg = loadConfig(dir);
     const arena = new Arena();
-    const weights = loadWeights(dir, cfg, arena);
+    const weights = loadWeights(dir, cfg, arena, opts.weightsDtype);
     return new Transformer(cfg, weights, createKernel(arena, opts.kernel, opts.threads), arena, opts.maxContext);
   }
 

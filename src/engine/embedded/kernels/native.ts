@@ -12,7 +12,7 @@ import type { Arena } from '../arena.ts';
 import type { MatmulOptions } from './kernel.ts';
 import type { PackedMatrix } from './packed.ts';
 import { WasmKernel } from './wasm.ts';
-import { OP_NATIVE_NT, OP_NATIVE_NN, OP_NATIVE_TN, OP_NATIVE_PACKED, OP_NATIVE_PACKED_T } from './wasm-pool.ts';
+import { OP_NATIVE_NT, OP_NATIVE_NN, OP_NATIVE_TN, OP_NATIVE_PACKED, OP_NATIVE_PACKED_T, OP_NATIVE_PACKED_BF16, OP_NATIVE_PACKED_T_BF16 } from './wasm-pool.ts';
 
 /** The addon's exports: operands are absolute addresses (numbers), see native/kernels.c. */
 export interface NativeAddon {
@@ -20,6 +20,8 @@ export interface NativeAddon {
   address(view: ArrayBufferView): number;
   gemm_packed(a: number, p: number, c: number, M: number, q0: number, q1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
   gemm_packed_t(a: number, p: number, c: number, M: number, i0: number, i1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
+  gemm_packed_bf16(a: number, p: number, c: number, M: number, q0: number, q1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
+  gemm_packed_t_bf16(a: number, p: number, c: number, M: number, i0: number, i1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
   gemm_nt(a: number, b: number, c: number, M: number, n0: number, n1: number, K: number, lda: number, ldb: number, ldc: number, acc: number): void;
   gemm_nn(a: number, b: number, c: number, M: number, n0: number, n1: number, K: number, lda: number, ldb: number, ldc: number, acc: number): void;
   gemm_tn(a: number, b: number, c: number, i0: number, i1: number, N: number, M: number, lda: number, ldb: number, ldc: number, acc: number): void;
@@ -64,12 +66,12 @@ export class NativeKernel extends WasmKernel {
 
   override matmulPacked(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
     const K = w.cols, N = w.rows, lda = opts.lda ?? K, ldc = opts.ldc ?? N, acc = opts.accumulate ? 1 : 0;
-    this.dispatch(OP_NATIVE_PACKED, Math.ceil(N / 8), m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
+    this.dispatch(w.dtype === 'bf16' ? OP_NATIVE_PACKED_BF16 : OP_NATIVE_PACKED, Math.ceil(N / 8), m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
   }
 
   override matmulPackedT(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
     const K = w.cols, N = w.rows, lda = opts.lda ?? N, ldc = opts.ldc ?? K, acc = opts.accumulate ? 1 : 0;
-    this.dispatch(OP_NATIVE_PACKED_T, K, m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
+    this.dispatch(w.dtype === 'bf16' ? OP_NATIVE_PACKED_T_BF16 : OP_NATIVE_PACKED_T, K, m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
   }
 
   override matmulNN(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {

@@ -9,18 +9,20 @@ export const CTRL_INTS = P + 16;
 export const CLOSED = 0xffff;
 export const MAX_CHUNKS = 4096;
 export const OP_GEMM = 0, OP_ATTENTION = 1, OP_NN = 2, OP_TN = 3, OP_ATTENTION_BACKWARD = 4, OP_ROWS_LSE = 5, OP_ROWS_SOFTMAX_GRAD = 6, OP_PACKED = 7, OP_PACKED_T = 8;
+/** the packed products with bfloat16 panels */
+export const OP_PACKED_BF16 = 9, OP_PACKED_T_BF16 = 10;
 /** the same products on the native addon (native.ts); same parameters as their WebAssembly twins */
-export const OP_NATIVE_NT = 9, OP_NATIVE_NN = 10, OP_NATIVE_TN = 11, OP_NATIVE_PACKED = 12, OP_NATIVE_PACKED_T = 13;
+export const OP_NATIVE_NT = 11, OP_NATIVE_NN = 12, OP_NATIVE_TN = 13, OP_NATIVE_PACKED = 14, OP_NATIVE_PACKED_T = 15, OP_NATIVE_PACKED_BF16 = 16, OP_NATIVE_PACKED_T_BF16 = 17;
 
 /** Chunks of a job are whole multiples of its kernel's tile (rows, columns or panels). */
 export function opTile(op: number): number {
   switch (op) {
     case OP_NN: return 16;
-    case OP_ATTENTION: case OP_PACKED: return 1;
-    case OP_NATIVE_PACKED: return 6;
+    case OP_ATTENTION: case OP_PACKED: case OP_PACKED_BF16: return 1;
+    case OP_NATIVE_PACKED: case OP_NATIVE_PACKED_BF16: return 6;
     case OP_NATIVE_NN: return 24;
     case OP_NATIVE_TN: return 32;
-    case OP_NATIVE_NT: case OP_NATIVE_PACKED_T: return 12;
+    case OP_NATIVE_NT: case OP_NATIVE_PACKED_T: case OP_NATIVE_PACKED_T_BF16: return 12;
     default: return 4;
   }
 }
@@ -31,6 +33,7 @@ export interface NativeBinding {
     gemm_packed(a: number, p: number, c: number, ...n: number[]): void; gemm_packed_t(a: number, p: number, c: number, ...n: number[]): void;
     gemm_nt(a: number, b: number, c: number, ...n: number[]): void; gemm_nn(a: number, b: number, c: number, ...n: number[]): void;
     gemm_tn(a: number, b: number, c: number, ...n: number[]): void;
+    gemm_packed_bf16(a: number, p: number, c: number, ...n: number[]): void; gemm_packed_t_bf16(a: number, p: number, c: number, ...n: number[]): void;
   };
   /** address of the shared memory's byte 0 (a shared WebAssembly memory never moves when it grows) */
   base: number;
@@ -43,6 +46,8 @@ export interface WasmKernelExports {
   attention_backward(dq: number, lddq: number, dout: number, out: number, q: number, ldq: number, table: number, segs: number, p0: number, p1: number, nHeads: number, nKv: number, hd: number, window: number, scale: number, scratch: number): void;
   gemm_packed(a: number, p: number, c: number, M: number, q0: number, q1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
   gemm_packed_t(a: number, p: number, c: number, M: number, i0: number, i1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
+  gemm_packed_bf16(a: number, p: number, c: number, M: number, q0: number, q1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
+  gemm_packed_t_bf16(a: number, p: number, c: number, M: number, i0: number, i1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
   swiglu(out: number, gu: number, r0: number, r1: number, I: number): void;
   swiglu_backward(dgu: number, dout: number, gu: number, r0: number, r1: number, I: number): void;
   rows_lse(logits: number, r0: number, r1: number, V: number, invT: number, lse: number): void;
@@ -69,6 +74,8 @@ export function exec(ctrl: Int32Array, k: WasmKernelExports, i0: number, i1: num
     const a = nat.base + (p(0) >>> 0), b = nat.base + (p(1) >>> 0), c = nat.base + (p(2) >>> 0), n = nat.addon;
     if (op === OP_NATIVE_PACKED) n.gemm_packed(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
     else if (op === OP_NATIVE_PACKED_T) n.gemm_packed_t(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+    else if (op === OP_NATIVE_PACKED_BF16) n.gemm_packed_bf16(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+    else if (op === OP_NATIVE_PACKED_T_BF16) n.gemm_packed_t_bf16(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
     else if (op === OP_NATIVE_NT) n.gemm_nt(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
     else if (op === OP_NATIVE_NN) n.gemm_nn(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
     else n.gemm_tn(a, b, c, i0, i1, p(3), p(4), p(5), p(6), p(7), p(8));
@@ -82,6 +89,10 @@ export function exec(ctrl: Int32Array, k: WasmKernelExports, i0: number, i1: num
     k.gemm_packed(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
   } else if (op === OP_PACKED_T) {
     k.gemm_packed_t(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+  } else if (op === OP_PACKED_BF16) {
+    k.gemm_packed_bf16(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+  } else if (op === OP_PACKED_T_BF16) {
+    k.gemm_packed_t_bf16(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
   } else if (op === OP_ROWS_LSE) {
     k.rows_lse(p(0) >>> 0, i0, i1, p(1), bitsFloat(p(2)), p(3) >>> 0);
   } else if (op === OP_ROWS_SOFTMAX_GRAD) {

@@ -8,7 +8,7 @@ import type { Kernel, MatmulOptions, AttentionBatch, AttentionBackwardBatch } fr
 import type { AttentionShape } from '../ops/attention.ts';
 import type { PackedMatrix } from './packed.ts';
 import { createRequire } from 'node:module';
-import { GEN, CLAIM, DONE, NCHUNKS, CHUNK, TOTAL, OP, STOP, P, CTRL_INTS, CLOSED, MAX_CHUNKS, OP_GEMM, OP_ATTENTION, OP_NN, OP_TN, OP_ATTENTION_BACKWARD, OP_ROWS_LSE, OP_ROWS_SOFTMAX_GRAD, OP_PACKED, OP_PACKED_T, runChunks, exec, floatBits, opTile, bindNative, type WasmKernelExports, type NativeBinding } from './wasm-pool.ts';
+import { GEN, CLAIM, DONE, NCHUNKS, CHUNK, TOTAL, OP, STOP, P, CTRL_INTS, CLOSED, MAX_CHUNKS, OP_GEMM, OP_ATTENTION, OP_NN, OP_TN, OP_ATTENTION_BACKWARD, OP_ROWS_LSE, OP_ROWS_SOFTMAX_GRAD, OP_PACKED, OP_PACKED_T, OP_PACKED_BF16, OP_PACKED_T_BF16, runChunks, exec, floatBits, opTile, bindNative, type WasmKernelExports, type NativeBinding } from './wasm-pool.ts';
 
 const EXT = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 let cachedModule: WebAssembly.Module | null = null;
@@ -95,12 +95,12 @@ export class WasmKernel implements Kernel {
 
   matmulPacked(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
     const K = w.cols, N = w.rows, lda = opts.lda ?? K, ldc = opts.ldc ?? N, acc = opts.accumulate ? 1 : 0;
-    this.dispatch(OP_PACKED, Math.ceil(N / 8), m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
+    this.dispatch(w.dtype === 'bf16' ? OP_PACKED_BF16 : OP_PACKED, Math.ceil(N / 8), m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
   }
 
   matmulPackedT(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
     const K = w.cols, N = w.rows, lda = opts.lda ?? N, ldc = opts.ldc ?? K, acc = opts.accumulate ? 1 : 0;
-    this.dispatch(OP_PACKED_T, K, m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
+    this.dispatch(w.dtype === 'bf16' ? OP_PACKED_T_BF16 : OP_PACKED_T, K, m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
   }
 
   matmulNN(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {
