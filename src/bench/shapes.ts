@@ -12,6 +12,8 @@ import { packedSlots, bf16Bits, type PackedMatrix, type WeightsDtype } from '../
 
 /** config.json contents of the shapes the benchmarks use */
 export const SHAPES: Record<string, Record<string, unknown>> = {
+  // stories260K (the test model, and the chat model built from it) with random weights
+  '260k': { model_type: 'llama', hidden_size: 64, intermediate_size: 172, num_hidden_layers: 5, num_attention_heads: 8, num_key_value_heads: 4, head_dim: 8, vocab_size: 512, max_position_embeddings: 512, rms_norm_eps: 1e-5, rope_theta: 10000, tie_word_embeddings: true },
   // llama2.c's stories15M layout with a GQA twist, as in engines.md
   '15m': { model_type: 'llama', hidden_size: 288, intermediate_size: 768, num_hidden_layers: 6, num_attention_heads: 6, num_key_value_heads: 2, vocab_size: 32000, max_position_embeddings: 1024, rms_norm_eps: 1e-5, rope_theta: 10000, tie_word_embeddings: false },
   // SmolLM2-135M

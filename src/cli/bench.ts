@@ -11,8 +11,8 @@ import type { Method } from '../learn/advantages.ts';
 
 const log = (l: string) => process.stderr.write(l + '\n');
 const positive = (help: string, d: number) => opt.int(help, { min: 1, default: d });
-const shapeOption = opt.choice(['15m', '135m', '0.6b'], 'a random-weight model of this shape instead of --model');
-const noBoth = (o: { model?: string; shape?: string }) => { if (o.model && o.shape) throw new UsageError('give --model DIR or --shape 15m|135m|0.6b, not both'); };
+const shapeOption = opt.choice(['260k', '15m', '135m', '0.6b'], 'a random-weight model of this shape instead of --model');
+const noBoth = (o: { model?: string; shape?: string }) => { if (o.model && o.shape) throw new UsageError('give --model DIR or --shape 260k|15m|135m|0.6b, not both'); };
 
 export const benchEngineCommand = defineCommand({
   name: 'bench engine',
