@@ -13,22 +13,35 @@ import { JudgeLoop } from '../judge/loop.ts';
 import { createJudge, JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TrainerLoop, TRAINER_DEFAULTS } from '../trainer/loop.ts';
 import type { Method } from '../learn/advantages.ts';
+import type { HintSelection } from '../learn/topk-opd.ts';
 import type { Persona } from './persona.ts';
 import { SimulatedUser } from './user.ts';
 import { evaluateHeldOut, calibrateFluency, klToBase, referenceLogLikelihood, type EvaluatedSample } from './evaluate.ts';
 import type { FluencyBand } from '../learn/fluency.ts';
+import { stableEffect, type StableEffect } from '../learn/effect.ts';
+import { LlmBackend, SelfBackend, type ChatBackend } from '../judge/backends.ts';
+import { COMPACT_CONTEXT_LIMIT } from '../judge/prompts.ts';
+import { judgeSatisfaction, SATISFACTION_JUDGE_DEFAULTS } from './judge-satisfaction.ts';
 import { lineChartSvg, svgToPng } from './plot.ts';
 
 export interface CurvePoint {
   conversations: number; rate: number; fluentRate: number; satisfiedAndFluentRate: number; policyVersion: number; klToBase: number;
   referenceLogLikelihood: number; seconds: number;
+  /** judge-scored satisfaction: mean over samples of the mean of 5 graded votes (null: not asked, or no valid vote) */
+  judgeSatisfaction: number | null;
+  /** share of the judge's votes that gave a valid grade */
+  judgeValidVotes: number | null;
 }
-/** An evaluated sample with the evaluation it belongs to. */
-export interface RecordedSample extends EvaluatedSample { conversations: number; policyVersion: number }
+/** An evaluated sample with the evaluation it belongs to (and its judge grades, when asked). */
+export interface RecordedSample extends EvaluatedSample { conversations: number; policyVersion: number; judgeScore?: number | null; judgeGrades?: (number | null)[] }
 export interface PersonalizeResult {
-  persona: string; method: Method; seed: number; baseRate: number; finalRate: number; wallSeconds: number;
+  persona: string; method: Method; seed: number;
+  /** the method as the report names it, e.g. "opd (topk)" */
+  label: string; opdMode: 'token' | 'topk'; klCoef: number; baseRate: number; finalRate: number; wallSeconds: number;
   baseSatisfiedAndFluent: number; finalSatisfiedAndFluent: number; finalKlToBase: number; fluencyBand: FluencyBand;
   conversations: number; steps: number; curve: CurvePoint[]; samples: RecordedSample[];
+  /** upstream's measure: conversations until satisfied-and-fluent stays ≥ base + stableGain for 3 consecutive evaluations */
+  stable: StableEffect & { gain: number };
 }
 
 export interface PersonalizeOptions {
@@ -48,8 +61,27 @@ export interface PersonalizeOptions {
   batchSize?: number;
   loraRank?: number;
   rewardBaseline?: 'none' | 'batch' | 'group';
+  /** OPD on the sampled token or top-K distillation (trainer's opdMode) */
+  opdMode?: 'token' | 'topk';
+  hintSelection?: HintSelection;
+  opdTeacher?: 'base' | 'policy';
+  /** β of the KL-to-base penalty (default: the trainer's) */
+  klCoef?: number;
+  /** also grade every held-out sample with the judge (self or llm): mean of 5 votes on 0–1 */
+  judgeSatisfaction?: boolean;
+  /** stop once the effect held for 3 consecutive evaluations (--conversations is then the cap) */
+  untilStable?: boolean;
+  /** the effect: satisfied-and-fluent at least this far above the base (default 0.5 = 50 points) */
+  stableGain?: number;
   /** called with a live progress line */
   progress?: (line: string) => void;
+}
+
+/** The chat backend that grades satisfaction, from the run's judge configuration. */
+function satisfactionBackend(c: JudgeConfig, engine: EmbeddedEngine): ChatBackend {
+  if (c.kind === 'self') return new SelfBackend(engine);
+  if (c.kind === 'llm' && c.url && c.model) return new LlmBackend({ baseUrl: c.url, model: c.model, apiKey: c.apiKey, timeoutMs: c.timeoutMs, retries: c.retries, maxConcurrent: c.concurrency });
+  throw new Error('judge-scored satisfaction needs --judge self or --judge llm (the lexical judge cannot grade an answer)');
 }
 
 export async function runPersonalize(o: PersonalizeOptions): Promise<PersonalizeResult> {
@@ -62,8 +94,11 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const judge = createJudge(o.judge ?? JUDGE_DEFAULTS, engine);
   if (!judge) throw new Error('the benchmark needs a judge (lexical, self or llm)');
   const judgeLoop = new JudgeLoop(store, judge, { hints: o.method !== 'binary', concurrency: 8 });
+  const opdMode = o.opdMode ?? 'token', klCoef = o.klCoef ?? TRAINER_DEFAULTS.klCoef;
+  const label = o.method === 'binary' ? 'binary' : `${o.method} (${opdMode})`;
   const trainer = new TrainerLoop(store, engine, {
-    method: o.method, batchSize: o.batchSize ?? 8, learningRate: o.learningRate ?? 3e-3, rewardBaseline: o.rewardBaseline ?? TRAINER_DEFAULTS.rewardBaseline,
+    method: o.method, opdMode, klCoef, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
+    topk: { ...TRAINER_DEFAULTS.topk, selection: o.hintSelection ?? TRAINER_DEFAULTS.topk.selection }, batchSize: o.batchSize ?? 8, learningRate: o.learningRate ?? 3e-3, rewardBaseline: o.rewardBaseline ?? TRAINER_DEFAULTS.rewardBaseline,
     lora: { rank: o.loraRank ?? 8, alpha: 2 * (o.loraRank ?? 8), seed }, maxStaleness: 8, checkpointDir: join(dir, 'checkpoints'), checkpointEvery: 1_000_000,
   });
   await trainer.init();
@@ -71,19 +106,29 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const curve: CurvePoint[] = [];
   const samples: RecordedSample[] = [];
   let band: FluencyBand | undefined;
+  const gradeBackend = o.judgeSatisfaction ? satisfactionBackend(o.judge ?? JUDGE_DEFAULTS, engine) : null;
+  const gradeOptions = { ...SATISFACTION_JUDGE_DEFAULTS, temperature: (o.judge ?? JUDGE_DEFAULTS).temperature, ...(engine.info.contextLength <= COMPACT_CONTEXT_LIMIT && o.judge?.kind === 'self' ? { compact: true, maxTokens: 16 } : {}) };
   const evaluate = async (done: number) => {
     const held = await evaluateHeldOut(engine, o.persona, evalK, band!);
-    const point = {
+    const graded = gradeBackend ? await Promise.all(held.samples.map((x) => judgeSatisfaction(gradeBackend, o.persona.description, x.prompt, x.text, gradeOptions))) : null;
+    const scored = graded?.map((g) => g.score).filter((x): x is number => x !== null) ?? [];
+    const votes = graded?.flatMap((g) => g.grades) ?? [];
+    const point: CurvePoint = {
       conversations: done, rate: held.rate, fluentRate: held.fluentRate, satisfiedAndFluentRate: held.satisfiedAndFluentRate, policyVersion: trainer.version,
       klToBase: trainer.version === 0 ? 0 : await klToBase(engine), referenceLogLikelihood: await referenceLogLikelihood(engine), seconds: (performance.now() - t0) / 1000,
+      judgeSatisfaction: scored.length ? scored.reduce((a, b) => a + b, 0) / scored.length : null,
+      judgeValidVotes: graded ? votes.filter((v) => v !== null).length / Math.max(1, votes.length) : null,
     };
     curve.push(point);
-    for (const x of held.samples) samples.push({ conversations: done, policyVersion: trainer.version, ...x });
-    o.progress?.(`[${o.persona.name} · ${o.method}] ${done}/${o.conversations} conversations · version ${trainer.version} · held-out satisfaction ${pct(point.rate)} · ` +
-      `satisfied-and-fluent ${pct(point.satisfiedAndFluentRate)} (fluent ${pct(point.fluentRate)}) · KL ${point.klToBase.toFixed(3)} · ${point.seconds.toFixed(1)} s`);
+    held.samples.forEach((x, i) => samples.push({ conversations: done, policyVersion: trainer.version, ...x, ...(graded ? { judgeScore: graded[i].score, judgeGrades: graded[i].grades } : {}) }));
+    o.progress?.(`[${o.persona.name} · ${label}] ${done}/${o.conversations} conversations · version ${trainer.version} · held-out satisfaction ${pct(point.rate)} · ` +
+      `satisfied-and-fluent ${pct(point.satisfiedAndFluentRate)} (fluent ${pct(point.fluentRate)}) · KL ${point.klToBase.toFixed(3)}` +
+      `${graded ? ` · judge-scored ${point.judgeSatisfaction === null ? '–' : point.judgeSatisfaction.toFixed(2)} (${pct(point.judgeValidVotes!)} valid votes)` : ''} · ${point.seconds.toFixed(1)} s`);
   };
+  const stableGain = o.stableGain ?? 0.5;
+  const stableNow = () => stableEffect(curve.map((p) => ({ conversations: p.conversations, rate: p.satisfiedAndFluentRate })), stableGain);
   try {
-    o.progress?.(`[${o.persona.name} · ${o.method}] calibrating fluency on the base model's own held-out samples…`);
+    o.progress?.(`[${o.persona.name} · ${label}] calibrating fluency on the base model's own held-out samples…`);
     band = await calibrateFluency(engine, o.persona, evalK);
     await evaluate(0);
     let done = 0, satisfiedSeen = 0;
@@ -94,13 +139,16 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
       satisfiedSeen += results.filter((r) => r.satisfied).length;
       await judgeLoop.tick();
       await trainer.tick();
-      if (done % evalEvery === 0 || done === o.conversations) await evaluate(done);
-      else o.progress?.(`[${o.persona.name} · ${o.method}] ${done}/${o.conversations} conversations · version ${trainer.version} · satisfied in conversation ${((satisfiedSeen / done) * 100).toFixed(0)}%`);
+      if (done % evalEvery === 0 || done === o.conversations) {
+        await evaluate(done);
+        if (o.untilStable && stableNow().at !== null) { o.progress?.(`[${o.persona.name} · ${label}] the effect held for 3 consecutive evaluations (from ${stableNow().at} conversations): stopping`); break; }
+      }
+      else o.progress?.(`[${o.persona.name} · ${label}] ${done}/${o.conversations} conversations · version ${trainer.version} · satisfied in conversation ${((satisfiedSeen / done) * 100).toFixed(0)}%`);
     }
     return {
-      persona: o.persona.name, method: o.method, seed, baseRate: curve[0].rate, finalRate: curve.at(-1)!.rate, wallSeconds: +((performance.now() - t0) / 1000).toFixed(1),
+      persona: o.persona.name, method: o.method, label, opdMode, klCoef, seed, baseRate: curve[0].rate, finalRate: curve.at(-1)!.rate, wallSeconds: +((performance.now() - t0) / 1000).toFixed(1),
       baseSatisfiedAndFluent: curve[0].satisfiedAndFluentRate, finalSatisfiedAndFluent: curve.at(-1)!.satisfiedAndFluentRate, finalKlToBase: curve.at(-1)!.klToBase,
-      fluencyBand: band, conversations: o.conversations, steps: trainer.step, curve, samples,
+      fluencyBand: band, conversations: done, steps: trainer.step, curve, samples, stable: { ...stableNow(), gain: stableGain },
     };
   } finally {
     await server.close();
@@ -122,31 +170,35 @@ export async function writeReport(outDir: string, runs: PersonalizeResult[]): Pr
   const lean = runs.map(({ samples: _samples, ...r }) => r);
   writeFileSync(files[0], JSON.stringify(lean.length === 1 ? lean[0] : lean, null, 2) + '\n');
   const svg = lineChartSvg(runs.flatMap((r) => [
-    { label: `${r.method} satisfied`, points: r.curve.map((p) => ({ x: p.conversations, y: p.rate })) },
-    { label: `${r.method} sat. & fluent`, points: r.curve.map((p) => ({ x: p.conversations, y: p.satisfiedAndFluentRate })) },
+    { label: `${r.label} satisfied`, points: r.curve.map((p) => ({ x: p.conversations, y: p.rate })) },
+    { label: `${r.label} sat. & fluent`, points: r.curve.map((p) => ({ x: p.conversations, y: p.satisfiedAndFluentRate })) },
   ]), { title: `Held-out satisfaction — persona "${runs[0].persona}"`, xLabel: 'conversations', yLabel: 'share of held-out answers' });
   writeFileSync(files[1], svg);
   await svgToPng(svg, files[2]);
   const klMax = Math.max(0.05, ...runs.flatMap((r) => r.curve.map((p) => p.klToBase)));
-  const klSvg = lineChartSvg(runs.map((r) => ({ label: r.method, points: r.curve.map((p) => ({ x: p.conversations, y: p.klToBase })) })), {
+  const klSvg = lineChartSvg(runs.map((r) => ({ label: r.label, points: r.curve.map((p) => ({ x: p.conversations, y: p.klToBase })) })), {
     title: `KL(policy ‖ base) on neutral prompts — "${runs[0].persona}"`, xLabel: 'conversations', yLabel: 'nats per token', yMax: klMax, yFormat: (y) => y.toFixed(2),
   });
   writeFileSync(files[3], klSvg);
   await svgToPng(klSvg, files[4]);
   const at = (r: PersonalizeResult, n: number, key: 'rate' | 'satisfiedAndFluentRate') => { if (r.conversations < n) return '–'; const p = r.curve.filter((c) => c.conversations <= n).at(-1); return p ? pct(p[key]) : '–'; };
   const band = runs[0].fluencyBand;
+  const grade = (p: CurvePoint) => (p.judgeSatisfaction === null ? '–' : p.judgeSatisfaction.toFixed(2));
+  const judged = (r: PersonalizeResult) => (r.curve[0].judgeValidVotes === null ? '–' : `${grade(r.curve[0])} → ${grade(r.curve.at(-1)!)} (${pct(r.curve.at(-1)!.judgeValidVotes!)} valid)`);
   const lines = [
     `# Personalization: ${runs[0].persona}`, '',
     'Each cell: held-out satisfied / satisfied-and-fluent. Fluent: base-model mean log-likelihood per token ≥ ' +
       `${band.lower.toFixed(3)} (the ${band.percentile * 100}th percentile of ${band.calibrationSamples} base samples) and no loops.`, '',
-    '| method | base | after 50 | after 100 | after 200 | final | fluent (final) | conversations | steps | KL to base (final) | wall time |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
-    ...runs.map((r) => `| ${r.method} | ${pct(r.baseRate)} / ${pct(r.baseSatisfiedAndFluent)} | ${at(r, 50, 'rate')} / ${at(r, 50, 'satisfiedAndFluentRate')} | ` +
+    `Stable: conversations until satisfied-and-fluent held ≥ base + ${(runs[0].stable.gain * 100).toFixed(0)} points for 3 consecutive evaluations (– = not within the run). ` +
+      'Judge-scored: mean over held-out samples of the mean of 5 judge grades (0–1), with the share of valid votes.', '',
+    '| method | base | after 50 | after 100 | after 200 | final | fluent (final) | stable at | judge-scored (base → final) | conversations | steps | KL to base (final) | wall time |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ...runs.map((r) => `| ${r.label} | ${pct(r.baseRate)} / ${pct(r.baseSatisfiedAndFluent)} | ${at(r, 50, 'rate')} / ${at(r, 50, 'satisfiedAndFluentRate')} | ` +
       `${at(r, 100, 'rate')} / ${at(r, 100, 'satisfiedAndFluentRate')} | ${at(r, 200, 'rate')} / ${at(r, 200, 'satisfiedAndFluentRate')} | ` +
-      `${pct(r.finalRate)} / ${pct(r.finalSatisfiedAndFluent)} | ${pct(r.curve.at(-1)!.fluentRate)} | ${r.conversations} | ${r.steps} | ${r.finalKlToBase.toFixed(3)} | ${r.wallSeconds} s |`),
+      `${pct(r.finalRate)} / ${pct(r.finalSatisfiedAndFluent)} | ${pct(r.curve.at(-1)!.fluentRate)} | ${r.stable.at ?? '–'} | ${judged(r)} | ${r.conversations} | ${r.steps} | ${r.finalKlToBase.toFixed(3)} | ${r.wallSeconds} s |`),
     '',
   ];
   writeFileSync(files[5], lines.join('\n'));
-  writeFileSync(files[6], runs.flatMap((r) => r.samples.map((x) => JSON.stringify({ method: r.method, runSeed: r.seed, ...x }))).join('\n') + '\n');
+  writeFileSync(files[6], runs.flatMap((r) => r.samples.map((x) => JSON.stringify({ method: r.method, opdMode: r.opdMode, runSeed: r.seed, ...x }))).join('\n') + '\n');
   return files;
 }

@@ -118,6 +118,13 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'persona-file': opt.file('a persona of your own (JSON, see personas/)'),
     method: opt.choice(['binary', 'opd', 'combine'], 'learning method', { default: 'binary' }),
     compare: opt.flag('run binary, opd and combine one after another'),
+    'opd-mode': opt.choice(['token', 'topk', 'both'], 'OPD on the sampled token, top-K distillation over the student\'s top-4 (upstream\'s topk_select), or both one after another', { default: 'token' }),
+    'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: 'sequence_optimal' }),
+    'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher: the base weights or the live policy', { default: 'base' }),
+    'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: 'the trainer default' }),
+    'judge-satisfaction': opt.flag('also grade every held-out sample with the judge (self or llm): 0–1 in \\boxed{}, mean of 5 votes'),
+    'until-stable': opt.flag('stop once satisfied-and-fluent held ≥ base + --stable-gain for 3 consecutive evaluations (--conversations caps the run)'),
+    'stable-gain': opt.number('the effect that counts as learned: satisfied-and-fluent this far above the base (0.5 = 50 points)', { gt: 0, default: 0.5 }),
     conversations: positive('simulated conversations', d.conversations),
     judge: opt.choice(['lexical', 'self', 'llm'], 'judge', { default: 'lexical' }),
     'judge-url': opt.string('OpenAI-compatible base URL of the LLM judge', { placeholder: 'URL', nonEmpty: true }),
@@ -136,6 +143,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
 type PersonalizeValues = Values<ReturnType<typeof personalizeOptions>>;
 const checkPersonalize = (o: PersonalizeValues) => {
   if (o.judge === 'llm' && (!o['judge-url'] || !o['judge-model'])) throw new UsageError('--judge llm needs --judge-url and --judge-model');
+  if (o['judge-satisfaction'] && o.judge === 'lexical') throw new UsageError('--judge-satisfaction needs --judge self or --judge llm (the lexical judge cannot grade an answer)');
 };
 
 export async function personalizeRuns(o: PersonalizeValues, progress: (line: string) => void): Promise<PersonalizeResult[]> {
@@ -143,14 +151,19 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
   const { JUDGE_DEFAULTS } = await import('../judge/config.ts');
   const persona = await personaFrom(o['persona-file'], o.persona);
   const methods: Method[] = o.compare ? ['binary', 'opd', 'combine'] : [o.method];
+  const modes: ('token' | 'topk')[] = o['opd-mode'] === 'both' ? ['token', 'topk'] : [o['opd-mode']];
   const judge: JudgeConfig = { ...JUDGE_DEFAULTS, kind: o.judge, url: o['judge-url'], model: o['judge-model'] };
   const model = await modelDir(o.model);
   const runs: PersonalizeResult[] = [];
   for (const method of methods) {
-    runs.push(await runPersonalize({
-      model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
-      learningRate: o['learning-rate'], batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], progress,
-    }));
+    for (const opdMode of method === 'binary' ? ['token' as const] : modes) {
+      runs.push(await runPersonalize({
+        model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
+        learningRate: o['learning-rate'], batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], progress,
+        opdMode, hintSelection: o['hint-selection'], opdTeacher: o['opd-teacher'], klCoef: o['kl-coef'],
+        judgeSatisfaction: o['judge-satisfaction'], untilStable: o['until-stable'], stableGain: o['stable-gain'],
+      }));
+    }
   }
   return runs;
 }
@@ -201,8 +214,9 @@ export const benchPersonalizeCommand = defineCommand({
     const files = await writeReport(resolve(o.out.replace('<persona>', runs[0].persona)), runs);
     process.stderr.write(`wrote ${files.join(', ')}\n`);
     for (const r of runs) {
-      process.stderr.write(`${r.persona} · ${r.method}: satisfied ${(r.baseRate * 100).toFixed(0)}% → ${(r.finalRate * 100).toFixed(0)}%, satisfied-and-fluent ` +
-        `${(r.baseSatisfiedAndFluent * 100).toFixed(0)}% → ${(r.finalSatisfiedAndFluent * 100).toFixed(0)}%, KL to base ${r.finalKlToBase.toFixed(3)} in ${r.conversations} conversations (${r.steps} steps, ${r.wallSeconds} s)\n`);
+      process.stderr.write(`${r.persona} · ${r.label}: satisfied ${(r.baseRate * 100).toFixed(0)}% → ${(r.finalRate * 100).toFixed(0)}%, satisfied-and-fluent ` +
+        `${(r.baseSatisfiedAndFluent * 100).toFixed(0)}% → ${(r.finalSatisfiedAndFluent * 100).toFixed(0)}%, KL to base ${r.finalKlToBase.toFixed(3)} in ${r.conversations} conversations (${r.steps} steps, ${r.wallSeconds} s); ` +
+        `${r.stable.at === null ? `the effect (+${(r.stable.gain * 100).toFixed(0)} points) did not hold for 3 consecutive evaluations` : `stable from ${r.stable.at} conversations`}\n`);
     }
     if (o.json) process.stdout.write(JSON.stringify(runs.length === 1 ? runs[0] : runs) + '\n');
   },

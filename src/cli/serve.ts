@@ -53,8 +53,10 @@ const SERVE_OPTIONS = {
   'batch-size': count('samples per optimizer step', TRAINER_DEFAULTS.batchSize),
   'learning-rate': opt.number('optimizer learning rate (at most 0.1: larger steps destroy the weights)', { gt: 0, default: TRAINER_DEFAULTS.learningRate }),
   'max-staleness': opt.int('drop samples this many versions older than the policy', { min: 0, default: TRAINER_DEFAULTS.maxStaleness }),
-  'kl-coef': opt.number('KL penalty to the base model', { min: 0, default: 0 }),
+  'kl-coef': opt.number('β of the KL-to-base penalty in the loss (k3 estimator; 0 = off)', { min: 0, defaultText: `${TRAINER_DEFAULTS.klCoef} (0 with --engine tinker)` }),
   'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher', { default: TRAINER_DEFAULTS.opdTeacher }),
+  'opd-mode': opt.choice(['token', 'topk'], 'OPD on the sampled token, or top-K distillation over the student\'s top-4 with up to 3 hints per turn (embedded engine)', { default: TRAINER_DEFAULTS.opdMode }),
+  'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: TRAINER_DEFAULTS.topk.selection }),
   'reward-baseline': opt.choice(['batch', 'group', 'none'], 'advantage baseline', { default: TRAINER_DEFAULTS.rewardBaseline }),
   'lora-rank': count('LoRA rank', 16),
   'lora-alpha': count('LoRA alpha', 32),
@@ -101,7 +103,8 @@ export const serveCommand = defineCommand({
     if (o.engine === 'tinker' && !o['tinker-url']) throw new UsageError('--engine tinker needs --tinker-url (or TINKER_BASE_URL)');
     if (o.full && o.engine !== 'embedded') throw new UsageError(`--full needs --engine embedded: --engine ${o.engine} trains and serves LoRA adapters only`);
     if ((o.engine === 'vllm' || o.engine === 'sglang') && !o['serving-url']) throw new UsageError(`--engine ${o.engine} needs --serving-url (the server's base URL)`);
-    if (o.engine === 'tinker' && o['kl-coef'] > 0) throw new UsageError('--kl-coef needs the embedded engine: the Tinker API has no KL-to-base loss term');
+    if (o.engine === 'tinker' && (o['kl-coef'] ?? 0) > 0) throw new UsageError('--kl-coef needs the embedded engine: the Tinker API has no KL-to-base loss term');
+    if (o.engine !== 'embedded' && o['opd-mode'] === 'topk') throw new UsageError(`--opd-mode topk needs --engine embedded: --engine ${o.engine} has no top-K scoring`);
   },
   run: (o) => serveWith(o),
 });
@@ -218,7 +221,8 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   const { method, overlong } = o;
   trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method, opdTeacher: o['opd-teacher'], rewardBaseline: o['reward-baseline'], overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
-    batchSize: o['batch-size'], maxStaleness: o['max-staleness'], learningRate: o['learning-rate'], klCoef: o['kl-coef'],
+    batchSize: o['batch-size'], maxStaleness: o['max-staleness'], learningRate: o['learning-rate'], klCoef: o['kl-coef'] ?? (o.engine === 'tinker' ? 0 : TRAINER_DEFAULTS.klCoef),
+    opdMode: o['opd-mode'], topk: { ...TRAINER_DEFAULTS.topk, selection: o['hint-selection'] },
     lora: o.full ? null : { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'],
     log: (l) => (/WARNING|REJECTED/.test(l) ? logger.warn(l, { component: 'trainer' }) : logger.info(l, { component: 'trainer' })),
     error: (l) => logger.error(l, { component: 'trainer' }),

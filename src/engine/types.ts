@@ -106,6 +106,17 @@ export interface SampleResult {
 export type SampleEvent = { type: 'token'; token: SampledToken } | { type: 'done'; result: SampleResult };
 
 export interface ScoreRequest { promptIds: number[]; responseIds: number[] }
+/** A scoring request that also asks, per response token, for the log-probs of these vocabulary ids. */
+export interface TopKScoreRequest extends ScoreRequest { gatherIds?: number[][] }
+/** Teacher-forced log-probs of a response, with each position's K most likely tokens (most likely first). */
+export interface TopKScore {
+  logprobs: Float32Array;
+  /** per response token: the K most likely ids and their log-probs, as sampling's top_logprobs reports them */
+  topIds: number[][];
+  topLogprobs: number[][];
+  /** per response token: the log-probs of the request's gatherIds (null when none were asked) */
+  gathered: number[][] | null;
+}
 /**
  * Which weights score: 'published' (what new requests are served with, the default), 'current'
  * (the adapter being trained), 'base' (adapters off), or a saved version number.
@@ -136,6 +147,12 @@ export interface Engine {
   sample(promptIds: number[], params: SampleParams, signal?: AbortSignal): AsyncIterable<SampleEvent>;
   /** Teacher-forced log-probs of each response's tokens after its prompt. */
   score(requests: ScoreRequest[], opts?: ScoreOptions): Promise<Float32Array[]>;
+  /**
+   * `score` plus each position's top-K (ids and log-probs under the same distribution as sampling's
+   * top_logprobs) and the log-probs of ids asked for per position: what top-K distillation needs.
+   * Optional: engines without it cannot run top-K OPD (the trainer says so).
+   */
+  scoreTopK?(requests: TopKScoreRequest[], k: number, opts?: ScoreOptions): Promise<TopKScore[]>;
   close(): Promise<void>;
 }
 
@@ -175,6 +192,12 @@ export interface Datum {
   teacherLogprobs?: number[];
   /** the temperature the response was sampled at (default: the loss spec's) */
   temperature?: number;
+  /**
+   * top-K distillation (ppo): per response token, a set of vocabulary ids with their log-probs under
+   * the old policy and their advantages; the PPO surrogate of every entry is added to the token's loss
+   * (learn/topk-opd.ts). The sampled token's own term still uses `advantages` (0 for OPD alone).
+   */
+  distill?: { ids: number[][]; oldLogprobs: number[][]; advantages: number[][] };
 }
 
 export interface AdamParams {
@@ -208,6 +231,8 @@ export interface ForwardBackwardMetrics {
   logprobs: number[][];
   /** norm of the gradient accumulated so far, as the next optimStep would see it */
   gradNorm: number;
+  /** top-K distillation part of the loss, when data carried distill sets: mean set loss per token, tokens, share of clipped entries */
+  distill?: { loss: number; tokens: number; clipFraction: number };
 }
 
 export interface OptimStepMetrics {

@@ -67,3 +67,39 @@ export function selectHint(votes: HintVote[], minLength = 10): string | null {
   }
   return best;
 }
+
+/**
+ * Every accepted hint of a turn, as upstream's top-K OPD takes its teacher candidates: positive votes'
+ * non-trivial hints longer than minLength, duplicates (ignoring case and spacing) removed, shortest
+ * first, at most max of them.
+ */
+export function acceptedHints(votes: HintVote[], max = 3, minLength = 10): string[] {
+  const seen = new Set<string>(), out: string[] = [];
+  for (const v of votes) {
+    if (v.score !== 1 || !v.hint) continue;
+    const h = v.hint.trim(), key = h.toLowerCase().replace(/\s+/g, ' ');
+    if (h.length <= minLength || isTrivialHint(h) || seen.has(key)) continue;
+    seen.add(key);
+    out.push(h);
+  }
+  return out.sort((a, b) => a.length - b.length).slice(0, max);
+}
+
+/** The grades a satisfaction judge may give (upstream's personalization evaluator). */
+export const SATISFACTION_GRADES = [0, 0.25, 0.5, 0.75, 1] as const;
+const BOXED_NUMBER = /\\boxed\{\s*([0-9]*\.?[0-9]+)\s*\}/g;
+
+/** The last \boxed{…} grade in a judge's answer: one of 0, 0.25, 0.5, 0.75, 1 (also written .5, 1.0), else null. */
+export function parseBoxedGrade(text: string): number | null {
+  let last: RegExpExecArray | null = null;
+  for (const m of text.matchAll(BOXED_NUMBER)) last = m;
+  if (!last) return null;
+  const v = Number(last[1]);
+  return (SATISFACTION_GRADES as readonly number[]).includes(v) ? v : null;
+}
+
+/** Mean of the valid grades, or null when no vote was valid. */
+export function meanGrade(grades: (number | null)[]): number | null {
+  const ok = grades.filter((g): g is number => g !== null);
+  return ok.length ? ok.reduce((a, b) => a + b, 0) / ok.length : null;
+}

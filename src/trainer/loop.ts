@@ -20,7 +20,10 @@ import { join } from 'node:path';
 import type { Store, TurnRow } from '../store/store.ts';
 import type { TrainingEngine, Datum, LoraSettings } from '../engine/types.ts';
 import { withHint } from '../learn/hint-prompt.ts';
-import { buildSample, atLeastOneSample, overlongPenalty, groupNormalise, type Method } from '../learn/advantages.ts';
+import { buildSample, topkSample, atLeastOneSample, overlongPenalty, groupNormalise, OPD_ADVANTAGE_CLIP, type Method } from '../learn/advantages.ts';
+import { acceptedHints, type HintVote } from '../learn/votes.ts';
+import { TOPK_DEFAULTS, type HintSelection } from '../learn/topk-opd.ts';
+import { distillSets, type DistillInput } from './distill.ts';
 import type { WireMessage } from '../conversation/messages.ts';
 import { Periodic } from '../util/periodic.ts';
 import { recoverFolder } from '../util/atomic-folder.ts';
@@ -37,6 +40,15 @@ export interface TrainerOptions {
   klCoef: number;
   gradClipNorm: number;
   opdTeacher: 'base' | 'policy';
+  /**
+   * 'token': the teacher's log-prob of each sampled token, A_t = clip(teacher − behaviour, ±opdClip);
+   * 'topk': upstream's top-K distillation over the student's K most likely tokens at each position,
+   * with up to `topk.maxCandidates` hints per turn as teacher candidates (trainer/distill.ts)
+   */
+  opdMode: 'token' | 'topk';
+  /** clip of teacher − behaviour per token in 'token' mode, and of teacher − old per set entry in 'topk' mode */
+  opdClip: number;
+  topk: { k: number; maxCandidates: number; selection: HintSelection };
   weights: { opd: number; rl: number };
   overlong: { lMax: number; lCache: number } | null;
   /**
@@ -63,7 +75,8 @@ export interface TrainerOptions {
 
 export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
   method: 'combine', batchSize: 8, maxStaleness: 4, learningRate: 1e-3, clipLow: 0.2, clipHigh: 0.28, klCoef: 0, gradClipNorm: 1,
-  opdTeacher: 'base', weights: { opd: 1, rl: 1 }, overlong: null, rewardBaseline: 'batch', lora: { rank: 16, alpha: 32 }, checkpointEvery: 1, maxCanaryDrop: GUARD_DEFAULTS.maxCanaryDrop, pollMs: 200, log: () => {},
+  opdTeacher: 'base', opdMode: 'token', opdClip: OPD_ADVANTAGE_CLIP, topk: { k: TOPK_DEFAULTS.k, maxCandidates: TOPK_DEFAULTS.maxCandidates, selection: TOPK_DEFAULTS.selection },
+  weights: { opd: 1, rl: 1 }, overlong: null, rewardBaseline: 'batch', lora: { rank: 16, alpha: 32 }, checkpointEvery: 1, maxCanaryDrop: GUARD_DEFAULTS.maxCanaryDrop, pollMs: 200, log: () => {},
 };
 
 export interface StepRecord { step: number | null; status: string; version: number | null; samples: number; tokens: number; loss: number | null; rewardMean: number | null; clipFraction: number | null; kl: number | null; teacherGap: number | null; gradNorm: number | null; stalenessMean: number | null; durationMs: number }
@@ -200,8 +213,8 @@ export class TrainerLoop {
     return Number((this.store.sql(`SELECT COUNT(*) AS n FROM samples WHERE status = 'pending'`).get() as { n: number }).n);
   }
 
-  private judgedTurns(): (TurnRow & { score: number; hint: string | null })[] {
-    return this.store.sql(`SELECT t.*, j.score AS score, j.hint AS hint FROM turns t JOIN judgements j ON j.turn_id = t.id
+  private judgedTurns(): (TurnRow & { score: number; hint: string | null; votes_json: string })[] {
+    return this.store.sql(`SELECT t.*, j.score AS score, j.hint AS hint, j.votes_json AS votes_json FROM turns t JOIN judgements j ON j.turn_id = t.id
       LEFT JOIN samples s ON s.turn_id = t.id WHERE j.status = 'done' AND s.turn_id IS NULL ORDER BY t.id`).all() as never;
   }
 
@@ -214,22 +227,33 @@ export class TrainerLoop {
       const temperature = request.params.temperature > 0 ? request.params.temperature : 1;
       let reward: number | null = turn.score;
       if (reward !== null && this.o.overlong) reward = Math.max(-1, Math.min(1, reward + overlongPenalty(responseIds.length, this.o.overlong.lMax, this.o.overlong.lCache)));
+      const topk = this.o.opdMode === 'topk' && this.o.method !== 'binary';
       let teacher: number[] | null = null;
-      if (this.o.method !== 'binary' && turn.hint) {
+      if (!topk && this.o.method !== 'binary' && turn.hint) {
         const promptIds = this.engine.tokenizer.encodeChat(withHint(request.messages, turn.hint), { tools: (request.tools ?? undefined) as never, templateKwargs: request.templateKwargs });
         if (promptIds.length + responseIds.length - 1 <= this.engine.info.contextLength) {
           [teacher] = (await this.engine.score([{ promptIds, responseIds }], { temperature, adapter: this.o.opdTeacher === 'base' ? 'base' : 'current' })).map((a) => Array.from(a));
         }
       }
-      let sample = buildSample(this.o.method, { reward, teacher, behaviour }, this.o.weights);
+      const hints = topk ? this.hintCandidates(turn) : [];
+      let sample = topk ? topkSample(this.o.method, reward, hints.length > 0, responseIds.length, this.o.weights.rl) : buildSample(this.o.method, { reward, teacher, behaviour }, this.o.weights, this.o.opdClip);
       let kind: string = sample?.kind ?? 'none';
       if (!sample && this.sessionHasNoSample(turn.session_id)) { sample = atLeastOneSample(responseIds.length); kind = 'neutral'; }
       this.store.sql(`INSERT INTO samples (turn_id, method, kind, reward, hint, advantages, loss_mask, teacher_logprobs, behaviour_version, temperature, status, created_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(turn.id, this.o.method, kind, reward, turn.hint, JSON.stringify(sample?.advantages ?? []),
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(turn.id, this.o.method, kind, reward, topk ? (hints.length ? JSON.stringify(hints) : null) : turn.hint, JSON.stringify(sample?.advantages ?? []),
         JSON.stringify(sample?.lossMask ?? []), teacher ? JSON.stringify(teacher) : null, Math.max(0, turn.policy_version), temperature, sample ? 'pending' : 'none', Date.now());
       built++;
     }
     return built;
+  }
+
+  /** A turn's hint candidates for top-K OPD: every accepted hint vote (≤ maxCandidates, shortest first), else the judge's chosen hint. */
+  private hintCandidates(turn: { hint: string | null; votes_json: string }): string[] {
+    let votes: { kind?: string; score?: number | null; hint?: string | null }[] = [];
+    try { votes = JSON.parse(turn.votes_json); } catch { /* a judgement without readable votes still has its chosen hint */ }
+    const hintVotes: HintVote[] = votes.filter((v) => v.kind === 'hint').map((v) => ({ score: v.score === 1 || v.score === -1 ? v.score : null, hint: v.hint ?? null }));
+    const accepted = acceptedHints(hintVotes, this.o.topk.maxCandidates);
+    return accepted.length ? accepted : turn.hint ? [turn.hint] : [];
   }
 
   private sessionHasNoSample(sessionId: string): boolean {
@@ -238,8 +262,8 @@ export class TrainerLoop {
 
   private async trainStep(): Promise<void> {
     const t0 = performance.now();
-    const rows = this.store.sql(`SELECT s.*, t.prompt_ids, t.response_ids, t.response_logprobs FROM samples s JOIN turns t ON t.id = s.turn_id
-      WHERE s.status = 'pending' ORDER BY s.turn_id LIMIT ?`).all(this.o.batchSize) as { turn_id: number; kind: string; reward: number | null; advantages: string; loss_mask: string; teacher_logprobs: string | null; behaviour_version: number; temperature: number; prompt_ids: string; response_ids: string; response_logprobs: string }[];
+    const rows = this.store.sql(`SELECT s.*, t.prompt_ids, t.response_ids, t.response_logprobs, t.request_json FROM samples s JOIN turns t ON t.id = s.turn_id
+      WHERE s.status = 'pending' ORDER BY s.turn_id LIMIT ?`).all(this.o.batchSize) as { turn_id: number; method: string; kind: string; reward: number | null; hint: string | null; advantages: string; loss_mask: string; teacher_logprobs: string | null; behaviour_version: number; temperature: number; prompt_ids: string; response_ids: string; response_logprobs: string; request_json: string }[];
     // the exact ids (stored encrypted under --redact all)
     const promptIdsOf = new Map(rows.map((r) => [r.turn_id, this.store.decodeIds(r.prompt_ids)]));
     const fresh = rows.filter((r) => this.version - r.behaviour_version <= this.o.maxStaleness);
@@ -265,6 +289,20 @@ export class TrainerLoop {
       promptIds: promptIdsOf.get(r.turn_id)!, responseIds: this.store.decodeIds(r.response_ids), behaviourLogprobs: JSON.parse(r.response_logprobs),
       advantages: (JSON.parse(r.advantages) as number[]).map((a) => (shifted.has(r.turn_id) ? a + this.o.weights.rl * (shifted.get(r.turn_id)! - r.reward!) : a)), lossMask: JSON.parse(r.loss_mask), teacherLogprobs: r.teacher_logprobs ? JSON.parse(r.teacher_logprobs) : undefined, temperature: r.temperature,
     }));
+    let distillNote = '';
+    if (this.o.opdMode === 'topk' && this.o.method !== 'binary') {
+      // which samples get a distillation set: those with hints, and in combine also rewarded ones without (teacher on the same prompt)
+      const wants = fresh.map((r) => r.kind === 'opd' || r.kind === 'combine' || (r.kind === 'binary' && this.o.method === 'combine' && r.reward !== null));
+      const inputs: DistillInput[] = [], at: number[] = [];
+      fresh.forEach((r, i) => {
+        if (!wants[i]) return;
+        inputs.push({ promptIds: data[i].promptIds, responseIds: data[i].responseIds, temperature: r.temperature, request: JSON.parse(r.request_json), hints: r.hint ? JSON.parse(r.hint) as string[] : [] });
+        at.push(i);
+      });
+      const { sets, stats } = await distillSets(this.engine, inputs, { k: this.o.topk.k, selection: this.o.topk.selection, advantageClip: this.o.opdClip, weight: this.o.weights.opd, teacher: this.o.opdTeacher });
+      sets.forEach((set, j) => { if (set) data[at[j]].distill = set; });
+      if (stats.samples) distillNote = `, top-${this.o.topk.k} OPD on ${stats.samples} (${stats.candidates} teacher passes${stats.tooLong ? `, ${stats.tooLong} too long` : ''}, overlap ${stats.overlapMean.toFixed(2)}, |teacher − old| ${stats.gapMean.toFixed(2)})`;
+    }
     const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.o.klCoef });
     const opt = await this.engine.optimStep({ learningRate: this.o.learningRate, gradClipNorm: this.o.gradClipNorm });
     const rewards = fresh.map((r) => r.reward).filter((x): x is number => x !== null);
@@ -307,7 +345,7 @@ export class TrainerLoop {
     this.lastStep = record;
     if (this.step % this.o.checkpointEvery === 0) await this.engine.saveTrainingState(this.checkpoint);
     await this.afterStep(record);
-    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token, ${record.durationMs.toFixed(0)} ms)`);
+    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${distillNote}, ${record.durationMs.toFixed(0)} ms)`);
   }
 
   /**
@@ -370,3 +408,4 @@ export class TrainerLoop {
     return { method: this.o.method, policyVersion: this.version, step: this.step, batchSize: this.o.batchSize, samples, lastStep: this.lastStep, rollbacks: this.counts.rolledBack, failures: this.periodic.totalFailures };
   }
 }
+

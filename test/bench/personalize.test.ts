@@ -47,9 +47,15 @@ test('checker rules: words, limits, regex and composition', () => {
   for (const [rule, expected] of table) assert.equal(check(rule, text), expected, JSON.stringify(rule));
 });
 
-test('the shipped personas load and fit stories260K', () => {
+test('the shipped personas load: four for stories260K, four written as chat requests for stories260k-chat', () => {
   const names = readdirSync(PERSONAS_DIR).filter((f) => f.endsWith('.json')).map((f) => loadPersona(join(PERSONAS_DIR, f)).name).sort();
-  assert.deepEqual(names, ['dog-lover', 'named-character', 'no-sad-words', 'short-stories']);
+  assert.deepEqual(names, ['chat-bird-lover', 'chat-cat-lover', 'chat-dog-lover', 'chat-named-hero', 'dog-lover', 'named-character', 'no-sad-words', 'short-stories']);
+  for (const n of names.filter((x) => x.startsWith('chat-'))) {
+    const p = loadPersona(join(PERSONAS_DIR, `${n}.json`));
+    // held-out requests are worded differently from every training request
+    assert.ok(p.heldOutPrompts.every((h) => !p.trainPrompts.includes(h)), n);
+    assert.ok(new Set(p.feedback.unsatisfied).size >= 5, `${n}: feedback in varied words`);
+  }
 });
 
 test('the simulated user talks through the API: sessions, feedback as next state, sessions ended', async () => {
@@ -101,7 +107,7 @@ test('a small benchmark run writes curve.json, plots of satisfaction and KL, a s
     assert.deepEqual(files.map((f) => f.slice(t.dir.length + 1)), ['curve.json', 'plot.svg', 'plot.png', 'kl.svg', 'kl.png', 'summary.md', 'samples.jsonl']);
     const curve = JSON.parse(readFileSync(files[0], 'utf8'));
     assert.deepEqual(Object.keys(curve).sort(), ['baseRate', 'baseSatisfiedAndFluent', 'conversations', 'curve', 'finalKlToBase', 'finalRate',
-      'finalSatisfiedAndFluent', 'fluencyBand', 'method', 'persona', 'seed', 'steps', 'wallSeconds']);
+      'finalSatisfiedAndFluent', 'fluencyBand', 'klCoef', 'label', 'method', 'opdMode', 'persona', 'seed', 'stable', 'steps', 'wallSeconds']);
     assert.match(readFileSync(files[1], 'utf8'), /^<svg[\s\S]*Held-out satisfaction[\s\S]*binary satisfied[\s\S]*binary sat\. &amp; fluent[\s\S]*<\/svg>$/);
     const png = readFileSync(files[2]);
     assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);

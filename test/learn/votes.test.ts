@@ -51,3 +51,15 @@ test('hint selection: longest positive wins; short and trivial hints are rejecte
   assert.ok(isTrivialHint('Be more helpful!'));
   assert.ok(!isTrivialHint('Use the metric system for temperatures.'));
 });
+
+test('accepted hints: every positive non-trivial hint over 10 characters, duplicates removed, shortest first, at most 3', async () => {
+  const { acceptedHints } = await import('../../src/learn/votes.ts');
+  const v = (score: 1 | -1 | null, hint: string | null) => ({ score, hint });
+  const votes = [
+    v(1, 'The user wants a story about a dog.'), v(1, 'Include a dog.'), v(-1, 'Write about a cat.'), v(1, 'the user  wants a story about a DOG.'),
+    v(1, 'short'), v(1, 'The answer was wrong.'), v(null, 'Make the story about a dog, please.'), v(1, 'Put a dog in the story.'), v(1, 'Make it about a puppy named Rex.'),
+  ];
+  assert.deepEqual(acceptedHints(votes), ['Include a dog.', 'Put a dog in the story.', 'Make it about a puppy named Rex.']);
+  assert.deepEqual(acceptedHints(votes, 5), ['Include a dog.', 'Put a dog in the story.', 'Make it about a puppy named Rex.', 'The user wants a story about a dog.']);
+  assert.deepEqual(acceptedHints([v(-1, 'The user wants a dog.')]), []);
+});

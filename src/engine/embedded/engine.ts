@@ -9,7 +9,7 @@ import type { RuntimeOptions, RuntimeStats } from './runtime.ts';
 import type { JobName } from './worker.ts';
 import type { LossSpec } from '../../learn/losses.ts';
 import {
-  EngineError, type TrainingEngine, type EngineInfo, type SampleEvent, type SampleParams, type ScoreOptions, type ScoreRequest,
+  EngineError, type TrainingEngine, type EngineInfo, type SampleEvent, type SampleParams, type ScoreOptions, type ScoreRequest, type TopKScoreRequest, type TopKScore,
   type Datum, type AdamParams, type ForwardBackwardMetrics, type OptimStepMetrics, type AdapterSelector, type LoraSettings,
 } from '../types.ts';
 
@@ -116,6 +116,7 @@ export class EmbeddedEngine implements TrainingEngine {
   }
 
   score(requests: ScoreRequest[], opts: ScoreOptions = {}): Promise<Float32Array[]> { return this.job('score', requests, opts); }
+  scoreTopK(requests: TopKScoreRequest[], k: number, opts: ScoreOptions = {}): Promise<TopKScore[]> { return this.job('scoreTopK', requests, k, opts); }
   configureTraining(lora: LoraSettings | null = {}): Promise<void> { return this.job('configureTraining', lora); }
   forwardBackward(data: Datum[], loss: LossSpec): Promise<ForwardBackwardMetrics> { return this.job('forwardBackward', data, loss); }
   optimStep(adam: AdamParams): Promise<OptimStepMetrics> { return this.job('optimStep', adam); }

@@ -88,7 +88,7 @@ export class FullTrainer extends TrainerCore {
       const { hidden, ctx } = model.forwardWithContext(items, checkpoints, tapes);
       let row = 0;
       group.forEach((d, k) => {
-        this.head(hidden, row + d.promptIds.length - 1, d.responseIds, temperatureOf(d), (t, logp) => term(k, t, logp), dx, weights.lmHead, this.gHead);
+        this.head(hidden, row + d.promptIds.length - 1, d.responseIds, d.distill?.ids ?? null, temperatureOf(d), (t, logp, setLogp) => term(k, t, logp, setLogp), dx, weights.lmHead, this.gHead);
         row += items[k].tokens.length;
       });
       const dFinal = arena.alloc(R * H);

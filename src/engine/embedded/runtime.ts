@@ -17,7 +17,7 @@ import { machineFor, allowedTokens, maskLogits, TokenTexts, type CharMachine } f
 import { logSumExp } from './ops/logits.ts';
 import { Rng, randomSeed } from './rng.ts';
 import { IncrementalDecoder, StopMatcher } from './detokenize.ts';
-import { scoreSteps, type CacheSource } from './score.ts';
+import { scoreSteps, scoreStepsTopK, type CacheSource } from './score.ts';
 import { LoraTrainer } from './trainer.ts';
 import { FullTrainer } from './full-trainer.ts';
 import { cloneWeights, freeWeights } from './full-weights.ts';
@@ -27,7 +27,7 @@ import type { LoraAdapter, LoraConfig } from './lora.ts';
 import { saveAdapter, loadAdapter, saveTrainingState, loadTrainingState } from './peft.ts';
 import { modelTensors, writeHfModel } from './hf-export.ts';
 import type { LossSpec } from '../../learn/losses.ts';
-import { EngineError, checkTokenIds, type EngineInfo, type SampleParams, type SampleResult, type SampledToken, type ScoreRequest, type ScoreOptions, type AdapterSelector, type Datum, type ForwardBackwardMetrics, type OptimStepMetrics, type AdamParams } from '../types.ts';
+import { EngineError, checkTokenIds, type EngineInfo, type SampleParams, type SampleResult, type SampledToken, type ScoreRequest, type ScoreOptions, type TopKScoreRequest, type TopKScore, type AdapterSelector, type Datum, type ForwardBackwardMetrics, type OptimStepMetrics, type AdamParams } from '../types.ts';
 
 export interface Sequence {
   readonly key: number;
@@ -371,6 +371,25 @@ export class EmbeddedRuntime {
 
   /** `score` in passes of at most one prefill chunk, yielding between them (the worker decodes in between). */
   scoreSteps(requests: ScoreRequest[], opts: ScoreOptions = {}): Generator<void, Float32Array[]> {
+    const { adapter, weights, caches } = this.scoringSetup(requests, opts);
+    return scoreSteps(this.model, requests, adapter, opts.temperature ?? 1, () => this.prefillChunkNow(this.running.length > 0), caches, weights);
+  }
+
+  /** `scoreSteps` with each position's top-K and the log-probs of the requests' gatherIds (see Engine.scoreTopK). */
+  scoreTopKSteps(requests: TopKScoreRequest[], k: number, opts: ScoreOptions = {}): Generator<void, TopKScore[]> {
+    const V = this.model.cfg.vocabSize;
+    if (!Number.isInteger(k) || k < 0 || k > V) throw new EngineError('bad_request', `top-K scoring needs an integer k in 0..${V}, got ${k}`);
+    for (const r of requests) {
+      if (!r.gatherIds) continue;
+      if (r.gatherIds.length !== r.responseIds.length) throw new EngineError('bad_request', `gatherIds has ${r.gatherIds.length} entries for ${r.responseIds.length} response tokens`);
+      for (const ids of r.gatherIds) checkTokenIds(ids, V, 'gather id');
+    }
+    const { adapter, weights, caches } = this.scoringSetup(requests, opts);
+    return scoreStepsTopK(this.model, requests, adapter, opts.temperature ?? 1, () => this.prefillChunkNow(this.running.length > 0), k, caches, weights);
+  }
+
+  /** Checks the requests and picks the weights and the KV caches (prefix cache for fixed versions) of a scoring job. */
+  private scoringSetup(requests: ScoreRequest[], opts: ScoreOptions): { adapter: LoraAdapter | null; weights?: ModelWeights; caches: CacheSource } {
     const V = this.model.cfg.vocabSize;
     for (const { promptIds, responseIds } of requests) {
       if (promptIds.length === 0) throw new EngineError('bad_request', 'scoring needs at least one prompt token');
@@ -396,7 +415,7 @@ export class EmbeddedRuntime {
         else c.release();
       },
     };
-    return scoreSteps(this.model, requests, adapter, opts.temperature ?? 1, () => this.prefillChunkNow(this.running.length > 0), caches, weights);
+    return { adapter, weights, caches };
   }
 
   // ---- weights versions ----

@@ -6,8 +6,10 @@ import type { LoraAdapter } from './lora.ts';
 import type { ModelWeights } from './weights.ts';
 import type { KvCache } from './kv-cache.ts';
 import { logSumExp } from './ops/logits.ts';
+import { topIndices } from './sampler.ts';
+import type { TopKScore } from '../types.ts';
 
-export interface ResponseRequest { promptIds: number[]; responseIds: number[] }
+export interface ResponseRequest { promptIds: number[]; responseIds: number[]; gatherIds?: number[][] }
 
 const SCORE_ROWS = 64;
 /** tokens of several requests packed into one forward pass */
@@ -77,7 +79,7 @@ export function freshCaches(model: Transformer): CacheSource {
   return { open: () => model.newCache(), close: (_, cache) => cache.release() };
 }
 
-interface OpenRequest { index: number; fed: number[]; promptLength: number; responseIds: number[]; cache: KvCache; lp: Float32Array }
+interface OpenRequest { index: number; fed: number[]; promptLength: number; responseIds: number[]; gatherIds?: number[][]; cache: KvCache; out: TopKScore }
 
 /**
  * Scoring in passes of at most `rowsPerPass()` fed rows, yielding after each pass (so the engine
@@ -90,9 +92,23 @@ export function* scoreSteps(
   model: Transformer, requests: ResponseRequest[], adapter: LoraAdapter | null, temperature: number,
   rowsPerPass: () => number, caches: CacheSource = freshCaches(model), weights?: ModelWeights,
 ): Generator<void, Float32Array[]> {
+  const scores = yield* scoreStepsTopK(model, requests, adapter, temperature, rowsPerPass, 0, caches, weights);
+  return scores.map((s) => s.logprobs);
+}
+
+/**
+ * `scoreSteps` that also reports each response position's k most likely ids with their log-probs
+ * (chosen and computed exactly as sampling's top_logprobs, so the two agree bit for bit) and the
+ * log-probs of each request's `gatherIds` (top-K distillation: a teacher's log-probs at the
+ * student's top-K ids).
+ */
+export function* scoreStepsTopK(
+  model: Transformer, requests: ResponseRequest[], adapter: LoraAdapter | null, temperature: number,
+  rowsPerPass: () => number, k: number, caches: CacheSource = freshCaches(model), weights?: ModelWeights,
+): Generator<void, TopKScore[]> {
   const { hiddenSize: H, vocabSize: V } = model.cfg;
   const invT = 1 / temperature;
-  const out: Float32Array[] = new Array(requests.length);
+  const out: TopKScore[] = new Array(requests.length);
   const open: OpenRequest[] = [];
   let next = 0;
   const logits = model.arena.alloc(SCORE_ROWS * V);
@@ -110,7 +126,11 @@ export function* scoreSteps(
         const r = requests[next];
         const fed = fedTokens(r);
         const cache = caches.open(fed, r.promptIds.length - 1);
-        const req: OpenRequest = { index: next++, fed, promptLength: r.promptIds.length, responseIds: r.responseIds, cache, lp: new Float32Array(r.responseIds.length) };
+        const n = r.responseIds.length;
+        const req: OpenRequest = {
+          index: next++, fed, promptLength: r.promptIds.length, responseIds: r.responseIds, gatherIds: r.gatherIds, cache,
+          out: { logprobs: new Float32Array(n), topIds: k > 0 ? new Array(n) : [], topLogprobs: k > 0 ? new Array(n) : [], gathered: r.gatherIds ? new Array(n) : null },
+        };
         open.push(req);
         const from = req.cache.length, to = Math.min(fed.length, from + budget);
         slices.push({ req, from, to }); budget -= to - from;
@@ -125,14 +145,21 @@ export function* scoreSteps(
           model.logits(logits, hidden.subarray((row0 + q0 - from) * H, (row0 + q0 - from + rows) * H), rows, weights);
           for (let i = 0; i < rows; i++) {
             const t = q0 + i - (req.promptLength - 1);
-            req.lp[t] = logits[i * V + req.responseIds[t]] * invT - logSumExp(logits, i * V, V, invT);
+            const lse = logSumExp(logits, i * V, V, invT);
+            req.out.logprobs[t] = logits[i * V + req.responseIds[t]] * invT - lse;
+            if (k > 0) {
+              const ids = topIndices(logits, i * V, V, k);
+              req.out.topIds[t] = ids;
+              req.out.topLogprobs[t] = ids.map((id) => logits[i * V + id] * invT - lse);
+            }
+            if (req.gatherIds && req.out.gathered) req.out.gathered[t] = req.gatherIds[t].map((id) => logits[i * V + id] * invT - lse);
           }
         }
         row0 += to - from;
       }
       while (open.length > 0 && open[0].cache.length === open[0].fed.length) {
         const done = open.shift()!;
-        out[done.index] = done.lp;
+        out[done.index] = done.out;
         caches.close(done.fed, done.cache);
       }
       if (next < requests.length || open.length > 0) yield;

@@ -6,6 +6,7 @@ import type { Transformer } from './model.ts';
 import type { PackedMatrix } from './kernels/packed.ts';
 import { packRows } from './score.ts';
 import { ppoToken, k3Token, crossEntropyToken, PPO_DEFAULTS, type LossSpec } from '../../learn/losses.ts';
+import { topkToken } from '../../learn/topk-opd.ts';
 import { EngineError, checkTokenIds, type Datum, type ForwardBackwardMetrics } from '../types.ts';
 
 /** Rows of logits held at once in the loss head ([rows × vocab] floats). */
@@ -17,8 +18,12 @@ const HEAD_ROWS = 128;
 export const TAPE_BUDGET_BYTES = 1.5 * 2 ** 30;
 export const WASM_MEMORY_BYTES = 4 * 2 ** 30;
 
-/** ∂loss/∂logp of response token t of datum k (0 = no gradient). */
-export type TokenTerm = (datum: number, t: number, logp: number) => number;
+/** ∂loss/∂logp of a response token, and of each id of its distillation set (null when it has none). */
+export interface TokenGrad { dlogp: number; dSet: number[] | null }
+/** The loss term of response token t of datum k, given its log-prob and those of its distillation set. */
+export type TokenTerm = (datum: number, t: number, logp: number, setLogp: number[] | null) => TokenGrad;
+/** A head's view of one datum's term: token t's log-prob and its set's log-probs → gradients. */
+export type RowTerm = (t: number, logp: number, setLogp: number[] | null) => TokenGrad;
 
 export abstract class TrainerCore {
   readonly model: Transformer;
@@ -53,15 +58,28 @@ export abstract class TrainerCore {
     perToken('behaviourLogprobs', spec.kind === 'ppo');
     perToken('lossMask', false);
     perToken('teacherLogprobs', false);
+    if (d.distill) {
+      if (spec.kind !== 'ppo') throw new EngineError('bad_request', 'distill sets need the ppo loss');
+      const { ids, oldLogprobs, advantages } = d.distill;
+      for (const [name, v] of [['ids', ids], ['oldLogprobs', oldLogprobs], ['advantages', advantages]] as const) {
+        if (!Array.isArray(v) || v.length !== n) throw new EngineError('bad_request', `distill.${name} has ${Array.isArray(v) ? v.length : 'no'} entries for ${n} response tokens`);
+      }
+      for (let t = 0; t < n; t++) {
+        const k = ids[t].length;
+        if (oldLogprobs[t].length !== k || advantages[t].length !== k) throw new EngineError('bad_request', `distill sets of token ${t} differ in size (${k} ids, ${oldLogprobs[t].length} log-probs, ${advantages[t].length} advantages)`);
+        checkTokenIds(ids[t], V, 'distill id');
+      }
+    }
   }
 
   /**
    * Loss head over the response rows [first, first + n) of `hidden`, HEAD_ROWS rows at a time (no
-   * [tokens × vocab] matrix is ever held). `term(t, logp)` returns ∂loss/∂logp of token t; the
-   * gradient with respect to those hidden rows is added into `dHidden`, and with `dHead` (row-major
-   * [vocab × hidden]) the gradient of the LM head weights too.
+   * [tokens × vocab] matrix is ever held). `term(t, logp, setLogp)` returns ∂loss/∂logp of token t
+   * and of the ids `sets[t]` (top-K distillation); the gradient with respect to those hidden rows is
+   * added into `dHidden`, and with `dHead` (row-major [vocab × hidden]) the gradient of the LM head
+   * weights too.
    */
-  protected head(hidden: Float32Array, first: number, targets: number[], temperature: number, term: (t: number, logp: number) => number,
+  protected head(hidden: Float32Array, first: number, targets: number[], sets: number[][] | null, temperature: number, term: RowTerm,
     dHidden: Float32Array, lmHead: PackedMatrix, dHead: Float32Array | null = null): void {
     const { cfg, arena, kernel } = this.model;
     const H = cfg.hiddenSize, V = cfg.vocabSize, invT = 1 / temperature;
@@ -73,15 +91,26 @@ export abstract class TrainerCore {
         kernel.matmulPacked(logits, rowsHidden, lmHead, rows);
         kernel.rowsLogSumExp(logits, rows, V, invT, lse);
         let anyGrad = false;
+        const grads: TokenGrad[] = new Array(rows);
         for (let i = 0; i < rows; i++) {
-          const g = term(t0 + i, logits[i * V + targets[t0 + i]] * invT - lse[i]);
-          coef[i] = g * invT;
-          if (g !== 0) anyGrad = true;
+          const set = sets ? sets[t0 + i] : null;
+          const setLogp = set ? set.map((id) => logits[i * V + id] * invT - lse[i]) : null;
+          const g = term(t0 + i, logits[i * V + targets[t0 + i]] * invT - lse[i], setLogp);
+          grads[i] = g;
+          let total = g.dlogp;
+          if (g.dSet) for (const x of g.dSet) total += x;
+          coef[i] = total * invT;
+          if (g.dlogp !== 0 || (g.dSet && g.dSet.some((x) => x !== 0))) anyGrad = true;
         }
         if (!anyGrad) continue;
-        // dlogits = (g/T)·(onehot − softmax(x/T)), then the hidden rows' gradient dlogits·E
+        // dlogits = Σ_j (g_j/T)·(onehot_j − softmax(x/T)) over the target and the set ids, then the
+        // hidden rows' gradient dlogits·E
         kernel.rowsSoftmaxGrad(logits, rows, V, invT, lse, coef);
-        for (let i = 0; i < rows; i++) logits[i * V + targets[t0 + i]] += coef[i];
+        for (let i = 0; i < rows; i++) {
+          logits[i * V + targets[t0 + i]] += grads[i].dlogp * invT;
+          const set = sets?.[t0 + i], dSet = grads[i].dSet;
+          if (set && dSet) for (let j = 0; j < set.length; j++) logits[i * V + set[j]] += dSet[j] * invT;
+        }
         kernel.matmulPackedT(dHidden.subarray((first + t0) * H), logits, lmHead, rows, { accumulate: true });
         if (dHead) kernel.matmulTN(dHead, logits, rowsHidden, V, H, rows, { accumulate: true });
       }
@@ -105,17 +134,17 @@ export abstract class TrainerCore {
     const temperatureOf = (d: Datum) => d.temperature ?? spec.temperature ?? 1;
     const ppo = spec.kind === 'ppo' ? { ...PPO_DEFAULTS, ...spec } : null;
     const base = ppo && ppo.klCoef > 0 ? data.map((d) => this.baseLogprobs(d, temperatureOf(d))) : null;
-    const metrics = { loss: 0, tokens: 0, clipped: 0, ratio: 0, kl: 0, gap: 0, gapTokens: 0 };
+    const metrics = { loss: 0, tokens: 0, clipped: 0, ratio: 0, kl: 0, gap: 0, gapTokens: 0, setLoss: 0, setTokens: 0, setClipped: 0, setEntries: 0 };
     const logprobs: number[][] = [];
     let index = 0;
     for (const group of packRows(data)) {
       const first = index;
       index += group.length;
-      this.step(group, (k, t, logp) => {
+      this.step(group, (k, t, logp, setLogp) => {
         const d = group[k], mask = d.lossMask?.[t] ?? 1;
         (logprobs[first + k] ??= [])[t] = logp;
-        if (mask === 0) return 0;
-        let loss: number, dlogp: number;
+        if (mask === 0) return { dlogp: 0, dSet: null };
+        let loss: number, dlogp: number, dSet: number[] | null = null;
         if (ppo) {
           const term = ppoToken(logp, d.behaviourLogprobs![t], d.advantages![t], ppo.clipLow, ppo.clipHigh);
           loss = term.loss; dlogp = term.dlogp;
@@ -127,13 +156,20 @@ export abstract class TrainerCore {
             metrics.kl += kl.kl;
           }
           if (d.teacherLogprobs) { metrics.gap += Math.abs(d.teacherLogprobs[t] - d.behaviourLogprobs![t]); metrics.gapTokens++; }
+          if (d.distill && setLogp) {
+            const set = topkToken(setLogp, d.distill.oldLogprobs[t], d.distill.advantages[t], ppo.clipLow, ppo.clipHigh);
+            loss += set.loss;
+            dSet = set.dlogp.map((x) => x * mask);
+            metrics.setLoss += set.loss * mask; metrics.setTokens += mask; metrics.setClipped += set.clipped; metrics.setEntries += setLogp.length;
+            if (!set.dlogp.every(Number.isFinite)) this.nonFinite ??= `non-finite distillation gradient at datum ${first + k}, token ${t}`;
+          }
         } else {
           ({ loss, dlogp } = crossEntropyToken(logp));
         }
         if (!Number.isFinite(loss) || !Number.isFinite(dlogp)) this.nonFinite ??= `non-finite loss at datum ${first + k}, token ${t}`;
         metrics.loss += loss * mask;
         metrics.tokens += mask;
-        return dlogp * mask;
+        return { dlogp: dlogp * mask, dSet };
       }, temperatureOf);
       if (index < data.length) yield;
     }
@@ -144,6 +180,7 @@ export abstract class TrainerCore {
       clipFraction: ppo ? metrics.clipped / n : 0, meanRatio: ppo ? metrics.ratio / n : 1,
       kl: base ? metrics.kl / n : null, teacherBehaviourGap: metrics.gapTokens > 0 ? metrics.gap / metrics.gapTokens : null,
       logprobs, gradNorm: this.pendingGradNorm(),
+      ...(metrics.setTokens > 0 ? { distill: { loss: metrics.setLoss / metrics.setTokens, tokens: metrics.setTokens, clipFraction: metrics.setClipped / Math.max(1, metrics.setEntries) } } : {}),
     };
   }
 }

@@ -62,7 +62,7 @@ export class LoraTrainer extends TrainerCore {
       // loss head: dx collects ∂L/∂(final hidden) on response rows
       let row = 0;
       group.forEach((d, k) => {
-        this.head(hidden, row + d.promptIds.length - 1, d.responseIds, temperatureOf(d), (t, logp) => term(k, t, logp), dx, model.weights.lmHead);
+        this.head(hidden, row + d.promptIds.length - 1, d.responseIds, d.distill?.ids ?? null, temperatureOf(d), (t, logp, setLogp) => term(k, t, logp, setLogp), dx, model.weights.lmHead);
         row += items[k].tokens.length;
       });
       const dFinal = arena.alloc(R * H);

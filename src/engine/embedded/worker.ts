@@ -8,7 +8,7 @@ import { EmbeddedRuntime, type RuntimeOptions } from './runtime.ts';
 import type { LoraConfig } from './lora.ts';
 import { EngineError, type SampleParams } from '../types.ts';
 
-export type JobName = 'score' | 'configureTraining' | 'forwardBackward' | 'optimStep' | 'saveWeights' | 'publish'
+export type JobName = 'score' | 'scoreTopK' | 'configureTraining' | 'forwardBackward' | 'optimStep' | 'saveWeights' | 'publish'
   | 'saveAdapter' | 'saveModel' | 'loadAdapter' | 'saveTrainingState' | 'loadTrainingState' | 'versions' | 'stats';
 
 export type WorkerRequest =
@@ -38,6 +38,7 @@ function startJob(name: JobName, args: unknown[]): Work {
   const a = args as never[];
   switch (name) {
     case 'score': return rt.scoreSteps(a[0], a[1]); // a pass per unit: decode steps run in between
+    case 'scoreTopK': return rt.scoreTopKSteps(a[0], a[1], a[2]);
     case 'configureTraining': return once(() => rt.configureTraining(a[0] as Partial<LoraConfig> | null));
     case 'forwardBackward': return rt.forwardBackwardSteps(a[0], a[1]);
     case 'optimStep': return once(() => rt.optimStep(a[0]));

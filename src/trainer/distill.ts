@@ -1,0 +1,82 @@
+// Top-K OPD at train time (upstream's `topk_select`): for each sample of a batch, the student's old
+// top-K at every response position (the weights being trained, before this step — upstream's
+// old_actor forward), then one teacher pass per hint candidate (the request with that hint in the last
+// user turn, rendered by the chat template: learn/hint-prompt.ts) gathering its log-probs at the
+// student's ids and naming its own top-K, and the per-turn hint choice and set advantages
+// (learn/topk-opd.ts). A turn with a reward but no hint (combine) gets one candidate without a hint:
+// the teacher on the same prompt, which pulls the student's top-K towards it (a KL-like regulariser).
+import type { Engine, Datum, ChatMessage, ToolSpec, TopKScoreRequest } from '../engine/types.ts';
+import { withHint } from '../learn/hint-prompt.ts';
+import { topkTargets, type HintSelection } from '../learn/topk-opd.ts';
+import type { WireMessage } from '../conversation/messages.ts';
+
+export interface DistillOptions {
+  k: number;
+  selection: HintSelection;
+  advantageClip: number;
+  /** scale of the set advantages (w_opd) */
+  weight: number;
+  teacher: 'base' | 'policy';
+}
+
+/** What one sample needs: its exact ids, the request (to re-render with a hint) and its hint candidates ([] = no hint). */
+export interface DistillInput {
+  promptIds: number[];
+  responseIds: number[];
+  temperature: number;
+  request: { messages: WireMessage[]; tools?: unknown; templateKwargs?: Record<string, unknown> };
+  hints: string[];
+}
+
+export interface DistillStats {
+  /** samples given a distillation set */
+  samples: number;
+  /** candidates scored, and candidates dropped because the hinted prompt does not fit the context */
+  candidates: number; tooLong: number;
+  /** mean overlap |S_student ∩ S_teacher| at the chosen hint, and mean index of the chosen hint */
+  overlapMean: number; chosenMean: number;
+  /** mean |teacher − old| over the set entries (before clipping) */
+  gapMean: number;
+}
+
+/** Distillation sets for the inputs (null where no candidate fits the context). */
+export async function distillSets(engine: Engine, inputs: DistillInput[], o: DistillOptions): Promise<{ sets: (Datum['distill'] | null)[]; stats: DistillStats }> {
+  if (!engine.scoreTopK) throw new Error('top-K OPD needs an engine with top-K scoring (the embedded engine); use --opd-mode token');
+  const stats: DistillStats = { samples: 0, candidates: 0, tooLong: 0, overlapMean: 0, chosenMean: 0, gapMean: 0 };
+  const sets: (Datum['distill'] | null)[] = inputs.map(() => null);
+  if (inputs.length === 0) return { sets, stats };
+  const max = engine.info.contextLength;
+  // teacher prompts per input: one per hint, or the prompt itself when there is no hint
+  const teacherPrompts = inputs.map((x) => {
+    if (x.hints.length === 0) return [x.promptIds];
+    return x.hints.map((h) => engine.tokenizer.encodeChat(withHint(x.request.messages, h) as ChatMessage[], { tools: (x.request.tools ?? undefined) as ToolSpec[] | undefined, templateKwargs: x.request.templateKwargs }))
+      .filter((p) => { const fits = p.length + x.responseIds.length - 1 <= max; if (!fits) stats.tooLong++; return fits; });
+  });
+  // scoring runs per temperature (the sets are of softmax(logits / T), as the samples were drawn)
+  const byTemperature = new Map<number, number[]>();
+  inputs.forEach((x, i) => { if (teacherPrompts[i].length) byTemperature.set(x.temperature, [...(byTemperature.get(x.temperature) ?? []), i]); });
+  let entries = 0;
+  for (const [temperature, idx] of byTemperature) {
+    const student = await engine.scoreTopK(idx.map((i) => ({ promptIds: inputs[i].promptIds, responseIds: inputs[i].responseIds })), o.k, { temperature, adapter: 'current' });
+    const requests: TopKScoreRequest[] = [], owner: number[] = [];
+    idx.forEach((i, j) => { for (const p of teacherPrompts[i]) { requests.push({ promptIds: p, responseIds: inputs[i].responseIds, gatherIds: student[j].topIds }); owner.push(j); } });
+    const teacher = await engine.scoreTopK(requests, o.k, { temperature, adapter: o.teacher === 'base' ? 'base' : 'current' });
+    stats.candidates += requests.length;
+    idx.forEach((i, j) => {
+      const candidates = teacher.filter((_, r) => owner[r] === j).map((t) => ({ atStudent: t.gathered!, topIds: t.topIds }));
+      const s = student[j];
+      const targets = topkTargets(s.topIds, s.topLogprobs, candidates, o.selection, o.advantageClip);
+      sets[i] = { ids: targets.ids, oldLogprobs: targets.oldLogprobs, advantages: targets.advantages.map((row) => row.map((a) => a * o.weight)) };
+      stats.samples++;
+      targets.chosen.forEach((k, t) => {
+        stats.overlapMean += targets.overlapAtChosen[t];
+        stats.chosenMean += k;
+        candidates[k].atStudent[t].forEach((lp, v) => { stats.gapMean += Math.abs(lp - s.topLogprobs[t][v]); entries++; });
+      });
+    });
+  }
+  const positions = sets.reduce((a, s) => a + (s ? s.ids.length : 0), 0);
+  if (positions) { stats.overlapMean /= positions; stats.chosenMean /= positions; }
+  if (entries) stats.gapMean /= entries;
+  return { sets, stats };
+}

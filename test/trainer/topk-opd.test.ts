@@ -1,0 +1,88 @@
+// Top-K OPD in the learning loop: the distillation sets the trainer builds (student's old top-K under
+// the weights being trained, teacher = the request with the hint in the last user turn, rendered by
+// the chat template) recomputed independently, and a short run of the loop in top-K combine mode.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, post } from '../helpers/server.ts';
+import { JudgeLoop } from '../../src/judge/loop.ts';
+import { LexicalJudge } from '../../src/judge/judge.ts';
+import { TrainerLoop } from '../../src/trainer/loop.ts';
+import { distillSets } from '../../src/trainer/distill.ts';
+import { withHint, HINT_MARKER } from '../../src/learn/hint-prompt.ts';
+import { collect } from '../../src/engine/types.ts';
+import { EmbeddedEngine } from '../../src/engine/embedded/engine.ts';
+import { STORIES } from '../helpers/models.ts';
+
+test('distillation sets: the student top-4 under the trained weights, the chosen hint by overlap, advantages clip(teacher − old, ±1)·softmax(old)', async () => {
+  const engine = await EmbeddedEngine.load(STORIES);
+  try {
+    await engine.configureTraining({ rank: 4, alpha: 8, seed: 5 });
+    const messages = [{ role: 'user' as const, content: 'Once upon a time' }];
+    const promptIds = engine.tokenizer.encodeChat(messages);
+    const r = await collect(engine.sample(promptIds, { maxTokens: 12, temperature: 1, topP: 1, topK: 0, seed: 3 }));
+    const hints = ['Write about a dog.', 'The user wants a story about a big red ball.'];
+    const { sets, stats } = await distillSets(engine, [{ promptIds, responseIds: r.ids, temperature: 1, request: { messages }, hints }],
+      { k: 4, selection: 'sequence_optimal', advantageClip: 1, weight: 1, teacher: 'base' });
+    assert.equal(stats.samples, 1);
+    assert.equal(stats.candidates, 2);
+    const set = sets[0]!;
+    // recompute independently: the student's top-4, each hinted teacher's log-probs at those ids
+    const [student] = await engine.scoreTopK([{ promptIds, responseIds: r.ids }], 4, { adapter: 'current' });
+    assert.deepEqual(set.ids, student.topIds);
+    assert.deepEqual(set.oldLogprobs, student.topLogprobs);
+    const teachers = await Promise.all(hints.map(async (h) => {
+      const p = engine.tokenizer.encodeChat(withHint(messages, h));
+      assert.ok(engine.tokenizer.decode(p).includes(`${HINT_MARKER}\n${h}`), 'the hint is inside the user turn, in the recipe\'s form');
+      return (await engine.scoreTopK([{ promptIds: p, responseIds: r.ids, gatherIds: student.topIds }], 4, { adapter: 'base' }))[0];
+    }));
+    const overlapSum = teachers.map((t) => t.topIds.reduce((a, ids, i) => a + ids.filter((id) => student.topIds[i].includes(id)).length, 0));
+    const k = overlapSum[1] > overlapSum[0] ? 1 : 0;
+    set.advantages.forEach((row, t) => {
+      const w = student.topLogprobs[t].map(Math.exp), z = w.reduce((a, b) => a + b, 0);
+      row.forEach((a, v) => {
+        const expected = Math.max(-1, Math.min(1, teachers[k].gathered![t][v] - student.topLogprobs[t][v])) * (w[v] / z);
+        assert.ok(Math.abs(a - expected) < 1e-9, `token ${t} entry ${v}: ${a} vs ${expected}`);
+      });
+    });
+    // no hint: one candidate, the teacher on the prompt itself (the base pulls the student's top-K towards it)
+    const plain = await distillSets(engine, [{ promptIds, responseIds: r.ids, temperature: 1, request: { messages }, hints: [] }], { k: 4, selection: 'shortest', advantageClip: 1, weight: 0.5, teacher: 'base' });
+    assert.equal(plain.stats.candidates, 1);
+    const [base] = await engine.scoreTopK([{ promptIds, responseIds: r.ids, gatherIds: student.topIds }], 4, { adapter: 'base' });
+    const w0 = student.topLogprobs[0].map(Math.exp), z0 = w0.reduce((a, b) => a + b, 0);
+    assert.ok(Math.abs(plain.sets[0]!.advantages[0][0] - 0.5 * Math.max(-1, Math.min(1, base.gathered![0][0] - student.topLogprobs[0][0])) * (w0[0] / z0)) < 1e-9);
+  } finally {
+    await engine.close();
+  }
+});
+
+test('the loop in top-K combine mode: hinted turns keep their candidates, steps train with distillation sets and publish', { timeout: 300_000 }, async () => {
+  const s = await startTestServer();
+  const lines: string[] = [];
+  try {
+    const judge = new JudgeLoop(s.store, new LexicalJudge(), { hints: true, concurrency: 8 });
+    const trainer = new TrainerLoop(s.store, s.engine, {
+      method: 'combine', opdMode: 'topk', batchSize: 8, learningRate: 3e-3, lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${s.dataDir}/ckpt`, maxStaleness: 8, log: (l) => lines.push(l),
+    });
+    await trainer.init();
+    for (let c = 0; c < 16; c++) {
+      const h = { 'x-session-id': `topk-${c}` };
+      const first = await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 16, temperature: 1, seed: c }, h);
+      const answer = first.json.choices[0].message.content as string;
+      const feedback = /\bdog/i.test(answer) ? 'I love it!' : 'No, I wanted a story about a dog.';
+      await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: 'Once upon a time' }, { role: 'assistant', content: answer }, { role: 'user', content: feedback }], max_tokens: 2 }, { ...h, 'x-session-done': '1' });
+      await judge.tick();
+      await trainer.tick();
+    }
+    assert.ok(trainer.step >= 1, `no step taken: ${lines.join('\n')}`);
+    const hinted = s.store.db.prepare(`SELECT kind, hint FROM samples WHERE hint IS NOT NULL`).all() as { kind: string; hint: string }[];
+    assert.ok(hinted.length > 0);
+    for (const h of hinted) {
+      assert.ok(['opd', 'combine'].includes(h.kind));
+      assert.deepEqual(JSON.parse(h.hint), ['The user wants a story about a dog.']);
+    }
+    assert.ok(lines.some((l) => /top-4 OPD on \d+/.test(l)), lines.join('\n'));
+    assert.equal((await s.engine.versions()).published, trainer.version);
+  } finally {
+    await s.close();
+  }
+});
