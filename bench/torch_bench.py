@@ -99,7 +99,7 @@ def rmsnorm(x, w, eps=1e-5):
 
 def rope(x, cos, sin):
     x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
-    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+    return x * cos.to(x.dtype) + torch.cat([-x2, x1], dim=-1) * sin.to(x.dtype)
 
 
 class Model(torch.nn.Module):

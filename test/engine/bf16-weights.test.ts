@@ -28,8 +28,8 @@ for (const kernel of FAST_KERNELS) {
         assert.ok(max < MAX_ABS && sum / scored.length < MEAN_ABS, `max |Δ| ${max}, mean ${sum / scored.length}`);
       }
       // greedy decoding mostly keeps the float32 model's choices
-      const g32 = f32.generate(prompt, { maxTokens: 32, temperature: 0, ignoreEos: true });
-      const g16 = bf16.generate(prompt, { maxTokens: 32, temperature: 0, ignoreEos: true });
+      const g32 = f32.generate(prompt, { maxTokens: 32, temperature: 0, topP: 1, topK: 0, ignoreEos: true });
+      const g16 = bf16.generate(prompt, { maxTokens: 32, temperature: 0, topP: 1, topK: 0, ignoreEos: true });
       assert.ok(g16.ids.slice(0, 8).every((id, i) => id === g32.ids[i]), `${g16.ids} vs ${g32.ids}`);
     } finally {
       await f32.close(); await bf16.close();
