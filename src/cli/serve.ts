@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { defineCommand, opt, UsageError, type Values } from './command.ts';
 import { parseOrigins } from '../api/cors.ts';
-import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId } from './args.ts';
+import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId, weightsDtypeOption } from './args.ts';
 import { JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
 import { learningRateProblem } from '../learn/weights-guard.ts';
@@ -35,6 +35,7 @@ const SERVE_OPTIONS = {
   'no-redact': opt.flag('the same as --redact off'),
   'retention-days': opt.int('delete turns older than this many days', { min: 1 }),
   kernel: kernelOption,
+  'weights-dtype': weightsDtypeOption,
   threads: threadsOption,
   judge: opt.choice(judgeKinds, 'how the next message becomes a reward', { default: JUDGE_DEFAULTS.kind, env: 'OPENCLAW_RL_JUDGE' }),
   'judge-url': opt.string('OpenAI-compatible base URL of the LLM judge', { env: 'OPENCLAW_RL_JUDGE_URL', placeholder: 'URL', nonEmpty: true }),
@@ -178,7 +179,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
       baseUrl: o['tinker-url']!, apiKey: o['tinker-api-key'], tokenizerDir: dir, baseModel: o['tinker-base-model'], wire: o['tinker-wire'], ppoAs: o['tinker-loss'],
       log: info,
     })
-    : await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads, prefixCacheMiB: o['prefix-cache-mib'], prefillChunk: o['prefill-chunk'], kvMemoryMiB: o['kv-memory-mib'] });
+    : await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads, weightsDtype: o['weights-dtype'], prefixCacheMiB: o['prefix-cache-mib'], prefillChunk: o['prefill-chunk'], kvMemoryMiB: o['kv-memory-mib'] });
   let engine: Awaited<ReturnType<typeof loadEngine>>;
   try {
     engine = await loadEngine();
