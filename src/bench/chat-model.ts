@@ -34,7 +34,7 @@ export interface ChatModelBenchResult {
   base: string;
   seed: number;
   quick: boolean;
-  topic: { prompts: number; chatRate: number; baseRate: number; examples: { prompt: string; answer: string; ok: boolean }[] };
+  topic: { prompts: number; chatRate: number; baseRate: number; baseRateUnprompted: number; byTopic: Record<string, { chat: number; base: number }>; examples: { prompt: string; answer: string; ok: boolean }[] };
   hint: {
     hints: number;
     satisfying: { answers: number; meanDeltaPerAnswer: number; meanDeltaPerToken: number; shareRaised: number };
@@ -120,9 +120,18 @@ async function topicFollowing(chat: Engine, base: Engine, n: number, rng: Rng, l
   }));
   const chatAnswers = await run(chat);
   const baseAnswers = await run(base);
+  // the base model again with a plain story request that names no topic: how often a topic turns up by chance
+  const unprompted = await Promise.all(cases.map(async (c) => {
+    const r = await collect(base.sample(base.tokenizer.encodeChat([{ role: 'user', content: 'Tell me a story.' }]), { ...SAMPLE, seed: c.seed }));
+    return { ok: mentionsTopic(r.text, c.topic) };
+  }));
   const rate = (xs: { ok: boolean }[]) => xs.filter((x) => x.ok).length / xs.length;
-  log(`topic following: chat ${(rate(chatAnswers) * 100).toFixed(0)}%, base ${(rate(baseAnswers) * 100).toFixed(0)}% of ${n} held-out requests`);
-  return { prompts: n, chatRate: round(rate(chatAnswers)), baseRate: round(rate(baseAnswers)), examples: chatAnswers.slice(0, 4) };
+  const byTopic = Object.fromEntries(TOPICS.map((t) => {
+    const idx = cases.map((c, i) => (c.topic === t ? i : -1)).filter((i) => i >= 0);
+    return [t, { chat: round(rate(idx.map((i) => chatAnswers[i]))), base: round(rate(idx.map((i) => baseAnswers[i]))) }];
+  }));
+  log(`topic following: chat ${(rate(chatAnswers) * 100).toFixed(0)}%, base ${(rate(baseAnswers) * 100).toFixed(0)}% of ${n} held-out requests (base with no topic asked: ${(rate(unprompted) * 100).toFixed(0)}%)`);
+  return { prompts: n, chatRate: round(rate(chatAnswers)), baseRate: round(rate(baseAnswers)), baseRateUnprompted: round(rate(unprompted)), byTopic, examples: chatAnswers.slice(0, 4) };
 }
 
 /** Response ids of `answer` as the chat template renders it after `prompt` (through the end-of-turn token). */

@@ -48,6 +48,8 @@ export const sftCommand = defineCommand({
     'lora-alpha': opt.number('LoRA alpha (scale alpha/rank)', { gt: 0, defaultText: '2 × rank' }),
     epochs: opt.int('passes over the training conversations', { min: 1, default: SFT_DEFAULTS.epochs }),
     'learning-rate': opt.number('AdamW learning rate', { gt: 0, defaultText: '1e-3 for LoRA, 3e-4 with --full' }),
+    'lr-schedule': opt.choice(['constant', 'cosine'], 'learning-rate schedule: constant, or cosine down to a tenth of the peak by the last step', { default: 'constant' }),
+    'warmup-steps': opt.int('steps of linear warm-up to the learning rate', { min: 0, default: 0 }),
     'batch-tokens': opt.int('about this many tokens per optimizer step', { min: 1, default: SFT_DEFAULTS.batchTokens }),
     'eval-fraction': opt.number('share of conversations held out for the eval loss', { min: 0, max: 0.9, default: SFT_DEFAULTS.evalFraction }),
     'eval-every': opt.int('also measure the eval loss every N steps (0: at epoch ends only)', { min: 0, default: 0 }),
@@ -75,6 +77,7 @@ export const sftCommand = defineCommand({
     const settings = {
       epochs: o.epochs, learningRate: o['learning-rate'] ?? (o.full ? 3e-4 : SFT_DEFAULTS.learningRate), batchTokens: o['batch-tokens'],
       evalFraction: o['eval-fraction'], evalEvery: o['eval-every'], seed: o.seed, checkpointEvery: o['checkpoint-every'],
+      schedule: o['lr-schedule'] as 'constant' | 'cosine', warmupSteps: o['warmup-steps'],
     };
     const rank = o['lora-rank'] ?? 16;
     const lora = o.full ? null : { rank, alpha: o['lora-alpha'] ?? 2 * rank, seed: settings.seed };

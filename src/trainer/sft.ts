@@ -22,6 +22,12 @@ export interface SftOptions {
   seed?: number;
   /** also measure the eval loss every this many steps (0 = only at the end of each epoch) */
   evalEvery?: number;
+  /** learning-rate schedule: 'constant', or 'cosine' (decays to minLearningRateRatio × the peak by the last step) */
+  schedule?: 'constant' | 'cosine';
+  /** steps of linear warm-up from 0 to the peak (both schedules) */
+  warmupSteps?: number;
+  /** the cosine schedule's floor, as a share of the peak */
+  minLearningRateRatio?: number;
   /** the other AdamW settings (defaults: types.ts ADAM_DEFAULTS) */
   adam?: Omit<AdamParams, 'learningRate'>;
   /** a folder for checkpoints (training state + position), written every `checkpointEvery` steps and at the end of each epoch */
@@ -34,7 +40,23 @@ export interface SftOptions {
   signal?: AbortSignal;
 }
 
-export const SFT_DEFAULTS = { epochs: 1, learningRate: 1e-3, batchTokens: 4096, evalFraction: 0.05, seed: 1, evalEvery: 0, checkpointEvery: 50 };
+export const SFT_DEFAULTS = {
+  epochs: 1, learningRate: 1e-3, batchTokens: 4096, evalFraction: 0.05, seed: 1, evalEvery: 0, checkpointEvery: 50,
+  schedule: 'constant' as 'constant' | 'cosine', warmupSteps: 0, minLearningRateRatio: 0.1,
+};
+
+/**
+ * The learning rate of optimizer step `step` (0-based) of `totalSteps`: a linear warm-up over
+ * `warmupSteps` (step k gets (k + 1) / warmupSteps of the peak, so the first step moves the weights),
+ * then the peak (constant) or a cosine from the peak down to `minRatio` × peak at the last step.
+ */
+export function learningRateAt(step: number, totalSteps: number, peak: number, schedule: 'constant' | 'cosine', warmupSteps = 0, minRatio = 0.1): number {
+  if (step < warmupSteps) return (peak * (step + 1)) / warmupSteps;
+  if (schedule === 'constant') return peak;
+  const span = Math.max(1, totalSteps - 1 - warmupSteps);
+  const progress = Math.min(1, Math.max(0, (step - warmupSteps) / span));
+  return peak * (minRatio + (1 - minRatio) * 0.5 * (1 + Math.cos(Math.PI * progress)));
+}
 
 export interface SftProgress {
   epoch: number;
@@ -48,6 +70,8 @@ export interface SftProgress {
   tokensPerSecond: number;
   /** seconds left at the current pace */
   etaSeconds: number;
+  /** the learning rate of the last step (the schedule's value) */
+  learningRate?: number;
   /** 'step' after an optimizer step, 'eval' after an eval measurement */
   event: 'step' | 'eval';
   skipped?: string;
@@ -139,7 +163,8 @@ interface Position {
 /** What makes two runs the same run (a checkpoint of another run is never resumed). */
 function runIdOf(examples: EncodedExample[], o: SftOptions): string {
   const h = createHash('sha256');
-  h.update(JSON.stringify([o.epochs, o.learningRate, o.batchTokens, o.evalFraction, o.seed, o.adam ?? null]));
+  const schedule = (o.schedule && o.schedule !== 'constant') || o.warmupSteps ? [o.schedule, o.warmupSteps ?? 0, o.minLearningRateRatio] : [];
+  h.update(JSON.stringify([o.epochs, o.learningRate, o.batchTokens, o.evalFraction, o.seed, o.adam ?? null, ...schedule]));
   for (const e of examples) { h.update(Int32Array.from(e.ids)); h.update(Uint8Array.from(e.mask)); h.update('|'); }
   return h.digest('hex').slice(0, 24);
 }
@@ -159,10 +184,14 @@ function writeFileAtomic(path: string, text: string): void {
  * checkpoint of the same run in checkpointDir, the training state and position are restored first.
  */
 export async function runSft(engine: TrainingEngine, examples: EncodedExample[], options: SftOptions = {}): Promise<SftResult> {
-  const o = { ...SFT_DEFAULTS, ...options };
+  // an option given as undefined keeps its default
+  const o = { ...SFT_DEFAULTS, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) } as typeof SFT_DEFAULTS & SftOptions;
   if (!(Number.isInteger(o.epochs) && o.epochs >= 1)) throw new RangeError(`epochs must be a positive integer (got ${o.epochs})`);
   if (!(o.batchTokens >= 1)) throw new RangeError(`batchTokens must be positive (got ${o.batchTokens})`);
   if (!(o.learningRate >= 0)) throw new RangeError(`learningRate must be non-negative (got ${o.learningRate})`);
+  if (o.schedule !== 'constant' && o.schedule !== 'cosine') throw new RangeError(`schedule must be 'constant' or 'cosine' (got ${o.schedule})`);
+  if (!(Number.isInteger(o.warmupSteps) && o.warmupSteps >= 0)) throw new RangeError(`warmupSteps must be a non-negative integer (got ${o.warmupSteps})`);
+  if (!(o.minLearningRateRatio >= 0 && o.minLearningRateRatio <= 1)) throw new RangeError(`minLearningRateRatio must be in [0, 1] (got ${o.minLearningRateRatio})`);
   if (examples.length === 0) throw new RangeError('no examples to train on');
   const started = Date.now();
   const { train, evalSet } = splitExamples(examples, o.evalFraction, o.seed);
@@ -213,13 +242,14 @@ export async function runSft(engine: TrainingEngine, examples: EncodedExample[],
       if (o.signal?.aborted) { await checkpoint(); throw new Error('SFT was stopped (a checkpoint was written)'); }
       const batch = batches[pos.batch].map((i) => trainData[i]);
       const fb = await engine.forwardBackward(batch, { kind: 'cross_entropy' });
-      const st = await engine.optimStep(adam);
+      const lr = learningRateAt(pos.step, totalSteps, o.learningRate, o.schedule, o.warmupSteps, o.minLearningRateRatio);
+      const st = await engine.optimStep({ ...adam, learningRate: lr });
       pos.batch++; pos.step++; pos.tokens += fb.tokens;
       runTokens += fb.tokens; runSteps++;
       if (st.skipped) pos.skippedSteps++;
       pos.finalTrainLoss = fb.loss;
       const secs = (Date.now() - runStart) / 1000;
-      report({ epoch: pos.epoch, step: pos.step, loss: fb.loss, evalLoss: pos.lastEvalLoss, event: 'step', skipped: st.skipped ? st.reason : undefined }, secs, runTokens, runSteps);
+      report({ epoch: pos.epoch, step: pos.step, loss: fb.loss, evalLoss: pos.lastEvalLoss, learningRate: lr, event: 'step', skipped: st.skipped ? st.reason : undefined }, secs, runTokens, runSteps);
       const epochEnd = pos.batch === batches.length;
       if (evalData.length > 0 && (epochEnd || (o.evalEvery > 0 && pos.step % o.evalEvery === 0))) {
         pos.lastEvalLoss = await evalLoss(engine, evalData);

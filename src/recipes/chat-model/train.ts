@@ -16,6 +16,10 @@ export interface TrainSettings {
   batchTokens: number;
   /** LoRA rank, or 'full' for full-parameter training */
   loraRank: number | 'full';
+  /** learning-rate schedule (SftOptions): default constant, no warm-up */
+  schedule?: 'constant' | 'cosine';
+  warmupSteps?: number;
+  minLearningRateRatio?: number;
 }
 
 export async function trainOnConversations(initDir: string, outDir: string, conversations: Conversation[], s: TrainSettings & { seed: number; log: (l: string) => void }): Promise<Record<string, unknown>> {
@@ -28,6 +32,7 @@ export async function trainOnConversations(initDir: string, outDir: string, conv
     let lastShown = 0;
     const result = await runSft(engine, examples, {
       epochs: s.epochs, learningRate: s.learningRate, batchTokens: s.batchTokens, evalFraction: 0.02, seed: s.seed,
+      schedule: s.schedule, warmupSteps: s.warmupSteps, minLearningRateRatio: s.minLearningRateRatio,
       onProgress: (p) => {
         if (p.event === 'eval' || p.step === p.totalSteps || performance.now() - lastShown > 5000) {
           lastShown = performance.now();

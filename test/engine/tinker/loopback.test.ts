@@ -85,7 +85,7 @@ async function dogLoop(engine: TrainingEngine, conversations: number): Promise<{
       return dog / n;
     };
     const judge = new JudgeLoop(store, new LexicalJudge(), { hints: true, concurrency: 8 });
-    const trainer = new TrainerLoop(store, engine, { method: 'binary', batchSize: 8, learningRate: 1e-2, lora: { rank: 8, alpha: 16, seed: 1 }, checkpointDir: `${t.dir}/ckpt`, maxStaleness: 8 });
+    const trainer = new TrainerLoop(store, engine, { method: 'binary', klCoef: 0, batchSize: 8, learningRate: 1e-2, lora: { rank: 8, alpha: 16, seed: 1 }, checkpointDir: `${t.dir}/ckpt`, maxStaleness: 8 });
     await trainer.init();
     const base = await rate('base');
     const refBase = await referenceLogLikelihood(engine);
