@@ -1,6 +1,25 @@
 import { fma, hsum, put } from './common';
 
 // ---- packed weights ----
+// W is the weight type: f32, or u16 for bfloat16 panels (same layout, 2 bytes a value), widened to
+// float32 exactly (the bits shifted up 16) as they are loaded, then used like float32 weights.
+
+/** lanes [4h, 4h + 4) of the 8 weights at p (h = 0 or 1) as float32 */
+@inline function wLanes<W>(p: usize, h: i32): v128 {
+  if (sizeof<W>() == 4) return v128.load(p + (<usize>h << 4));
+  const v = v128.load(p);
+  return i32x4.shl(h ? i32x4.extend_high_i16x8_u(v) : i32x4.extend_low_i16x8_u(v), 16);
+}
+
+/** byte offset of weight element i */
+@inline function wo<W>(i: i32): usize { return <usize>i * sizeof<W>(); }
+
+/** weight element i at p as float32 (scalar) */
+@inline function wAt<W>(p: usize, i: i32): f32 {
+  if (sizeof<W>() == 4) return load<f32>(p + (<usize>i << 2));
+  return reinterpret<f32>(<u32>load<u16>(p + (<usize>i << 1)) << 16);
+}
+
 // A frozen weight W [N = out, K = in] is stored as panels of 8 output rows: P[p][k][j] = W[8p + j][k]
 // (the last panel zero-padded). The forward product C = A·Wᵀ then broadcasts one A value against
 // two contiguous vectors of a panel: a 6 × 8 tile keeps 12 accumulators + 3 operands in V8's 16
@@ -8,22 +27,31 @@ import { fma, hsum, put } from './common';
 
 // C[m, n] (+)= Σ_k A[m, k]·W[n, k] for panels [q0, q1) (columns [8·q0, min(8·q1, N))).
 export function gemm_packed(a: usize, p: usize, c: usize, M: i32, q0: i32, q1: i32, K: i32, N: i32, lda: i32, ldc: i32, acc: i32): void {
+  packed_impl<f32>(a, p, c, M, q0, q1, K, N, lda, ldc, acc);
+}
+
+/** gemm_packed with bfloat16 panels */
+export function gemm_packed_bf16(a: usize, p: usize, c: usize, M: i32, q0: i32, q1: i32, K: i32, N: i32, lda: i32, ldc: i32, acc: i32): void {
+  packed_impl<u16>(a, p, c, M, q0, q1, K, N, lda, ldc, acc);
+}
+
+@inline function packed_impl<W>(a: usize, p: usize, c: usize, M: i32, q0: i32, q1: i32, K: i32, N: i32, lda: i32, ldc: i32, acc: i32): void {
   const sa = <usize>lda << 2;
   if (M === 1) {
     // decode: one row against four panels at once (8 independent accumulator chains); each
     // output is still summed over k in the same order as in the row tiles below
     let q = q0;
     for (; q + 4 <= q1 && (q + 4) * 8 <= N; q += 4) {
-      const p0 = p + (<usize>(q * K * 8) << 2), ps = <usize>(K * 8) << 2;
+      const p0 = p + wo<W>(q * K * 8), ps = wo<W>(K * 8);
       let c0 = f32x4.splat(0), c1 = f32x4.splat(0), c2 = f32x4.splat(0), c3 = f32x4.splat(0);
       let c4 = f32x4.splat(0), c5 = f32x4.splat(0), c6 = f32x4.splat(0), c7 = f32x4.splat(0);
       for (let k = 0; k < K; k++) {
         const x = v128.load32_splat(a + (<usize>k << 2));
-        const o = p0 + (<usize>(k * 8) << 2);
-        c0 = fma(x, v128.load(o), c0); c1 = fma(x, v128.load(o, 16), c1);
-        c2 = fma(x, v128.load(o + ps), c2); c3 = fma(x, v128.load(o + ps, 16), c3);
-        c4 = fma(x, v128.load(o + 2 * ps), c4); c5 = fma(x, v128.load(o + 2 * ps, 16), c5);
-        c6 = fma(x, v128.load(o + 3 * ps), c6); c7 = fma(x, v128.load(o + 3 * ps, 16), c7);
+        const o = p0 + wo<W>(k * 8);
+        c0 = fma(x, wLanes<W>(o, 0), c0); c1 = fma(x, wLanes<W>(o, 1), c1);
+        c2 = fma(x, wLanes<W>(o + ps, 0), c2); c3 = fma(x, wLanes<W>(o + ps, 1), c3);
+        c4 = fma(x, wLanes<W>(o + 2 * ps, 0), c4); c5 = fma(x, wLanes<W>(o + 2 * ps, 1), c5);
+        c6 = fma(x, wLanes<W>(o + 3 * ps, 0), c6); c7 = fma(x, wLanes<W>(o + 3 * ps, 1), c7);
       }
       const r = c + (<usize>(q * 8) << 2);
       put8(r, c0, c1, acc, true, 8); put8(r + 32, c2, c3, acc, true, 8); put8(r + 64, c4, c5, acc, true, 8); put8(r + 96, c6, c7, acc, true, 8);
@@ -32,7 +60,7 @@ export function gemm_packed(a: usize, p: usize, c: usize, M: i32, q0: i32, q1: i
     if (q0 >= q1) return;
   }
   for (let q = q0; q < q1; q++) {
-    const panel = p + (<usize>(q * K * 8) << 2);
+    const panel = p + wo<W>(q * K * 8);
     const n = q * 8;
     const full = n + 8 <= N;
     let m = 0;
@@ -42,8 +70,8 @@ export function gemm_packed(a: usize, p: usize, c: usize, M: i32, q0: i32, q1: i
       let c20 = f32x4.splat(0), c21 = f32x4.splat(0), c30 = f32x4.splat(0), c31 = f32x4.splat(0);
       let c40 = f32x4.splat(0), c41 = f32x4.splat(0), c50 = f32x4.splat(0), c51 = f32x4.splat(0);
       for (let k = 0; k < K; k++) {
-        const bk = panel + (<usize>(k * 8) << 2);
-        const y0 = v128.load(bk), y1 = v128.load(bk, 16);
+        const bk = panel + wo<W>(k * 8);
+        const y0 = wLanes<W>(bk, 0), y1 = wLanes<W>(bk, 1);
         const o = a0 + (<usize>k << 2);
         let x = v128.load32_splat(o); c00 = fma(x, y0, c00); c01 = fma(x, y1, c01);
         x = v128.load32_splat(o + sa); c10 = fma(x, y0, c10); c11 = fma(x, y1, c11);
@@ -60,8 +88,8 @@ export function gemm_packed(a: usize, p: usize, c: usize, M: i32, q0: i32, q1: i
       const a0 = a + (<usize>(m * lda) << 2);
       let c00 = f32x4.splat(0), c01 = f32x4.splat(0), c10 = f32x4.splat(0), c11 = f32x4.splat(0);
       for (let k = 0; k < K; k++) {
-        const bk = panel + (<usize>(k * 8) << 2);
-        const y0 = v128.load(bk), y1 = v128.load(bk, 16);
+        const bk = panel + wo<W>(k * 8);
+        const y0 = wLanes<W>(bk, 0), y1 = wLanes<W>(bk, 1);
         const o = a0 + (<usize>k << 2);
         let x = v128.load32_splat(o); c00 = fma(x, y0, c00); c01 = fma(x, y1, c01);
         x = v128.load32_splat(o + sa); c10 = fma(x, y0, c10); c11 = fma(x, y1, c11);
@@ -75,9 +103,9 @@ export function gemm_packed(a: usize, p: usize, c: usize, M: i32, q0: i32, q1: i
       const a0 = a + (<usize>(m * lda) << 2);
       let c00 = f32x4.splat(0), c01 = f32x4.splat(0);
       for (let k = 0; k < K; k++) {
-        const bk = panel + (<usize>(k * 8) << 2);
+        const bk = panel + wo<W>(k * 8);
         const x = v128.load32_splat(a0 + (<usize>k << 2));
-        c00 = fma(x, v128.load(bk), c00); c01 = fma(x, v128.load(bk, 16), c01);
+        c00 = fma(x, wLanes<W>(bk, 0), c00); c01 = fma(x, wLanes<W>(bk, 1), c01);
       }
       put8(c + (<usize>(m * ldc + n) << 2), c00, c01, acc, full, N - n);
     }
@@ -103,22 +131,31 @@ export function gemm_packed(a: usize, p: usize, c: usize, M: i32, q0: i32, q1: i
 // packed. For each panel, the 8 weights W[8q..8q+8, i] are contiguous, so each output is a sum of
 // 8-wide dot products: a 4 × 4 tile of (row, column) dot products, like gemm_nt.
 export function gemm_packed_t(a: usize, p: usize, c: usize, M: i32, i0: i32, i1: i32, K: i32, N: i32, lda: i32, ldc: i32, acc: i32): void {
+  packed_t_impl<f32>(a, p, c, M, i0, i1, K, N, lda, ldc, acc);
+}
+
+/** gemm_packed_t with bfloat16 panels */
+export function gemm_packed_t_bf16(a: usize, p: usize, c: usize, M: i32, i0: i32, i1: i32, K: i32, N: i32, lda: i32, ldc: i32, acc: i32): void {
+  packed_t_impl<u16>(a, p, c, M, i0, i1, K, N, lda, ldc, acc);
+}
+
+@inline function packed_t_impl<W>(a: usize, p: usize, c: usize, M: i32, i0: i32, i1: i32, K: i32, N: i32, lda: i32, ldc: i32, acc: i32): void {
   // here K = in (columns of W, = columns of C) and N = out (rows of W, = columns of A).
   // Panels are taken in blocks of about 1 MB, reused by every row tile before the next block
   // (summing into C), so W is read from memory once rather than once per row tile.
   const Q = N >> 3;
   const QB = max(1, 32768 / max(K, 1));
-  if (Q === 0) { packed_t_block(a, p, c, M, i0, i1, K, lda, ldc, acc, 0, 0, N & 7); return; }
+  if (Q === 0) { packed_t_block<W>(a, p, c, M, i0, i1, K, lda, ldc, acc, 0, 0, N & 7); return; }
   for (let qa = 0; qa < Q; qa += QB) {
     const qb = min(Q, qa + QB);
-    packed_t_block(a, p, c, M, i0, i1, K, lda, ldc, qa === 0 ? acc : 1, qa, qb, qb === Q ? N & 7 : 0);
+    packed_t_block<W>(a, p, c, M, i0, i1, K, lda, ldc, qa === 0 ? acc : 1, qa, qb, qb === Q ? N & 7 : 0);
   }
 }
 
 /** gemm_packed_t over panels [qa, qb) plus, when `rem` > 0, the first `rem` rows of panel qb. */
-function packed_t_block(a: usize, p: usize, c: usize, M: i32, i0: i32, i1: i32, K: i32, lda: i32, ldc: i32, acc: i32, qa: i32, qb: i32, rem: i32): void {
+function packed_t_block<W>(a: usize, p: usize, c: usize, M: i32, i0: i32, i1: i32, K: i32, lda: i32, ldc: i32, acc: i32, qa: i32, qb: i32, rem: i32): void {
   const Q = qb;
-  const panelStride = <usize>(K * 8) << 2;
+  const panelStride = wo<W>(K * 8), colStride = wo<W>(8);
   let m = 0;
   for (; m + 4 <= M; m += 4) {
     const a0 = a + (<usize>(m * lda) << 2), sa = <usize>lda << 2;
@@ -129,10 +166,11 @@ function packed_t_block(a: usize, p: usize, c: usize, M: i32, i0: i32, i1: i32, 
       let c20 = f32x4.splat(0), c21 = f32x4.splat(0), c22 = f32x4.splat(0), c23 = f32x4.splat(0);
       let c30 = f32x4.splat(0), c31 = f32x4.splat(0), c32 = f32x4.splat(0), c33 = f32x4.splat(0);
       for (let q = qa; q < qb; q++) {
-        const w = p + <usize>q * panelStride + (<usize>(i * 8) << 2);
+        const w = p + <usize>q * panelStride + wo<W>(i * 8);
         const ao = a0 + (<usize>(q * 8) << 2);
-        for (let h: usize = 0; h < 32; h += 16) {
-          const w0 = v128.load(w + h), w1 = v128.load(w + 32 + h), w2 = v128.load(w + 64 + h), w3 = v128.load(w + 96 + h);
+        for (let hh = 0; hh < 2; hh++) {
+          const h = <usize>hh << 4;
+          const w0 = wLanes<W>(w, hh), w1 = wLanes<W>(w + colStride, hh), w2 = wLanes<W>(w + 2 * colStride, hh), w3 = wLanes<W>(w + 3 * colStride, hh);
           let x = v128.load(ao + h);
           c00 = fma(x, w0, c00); c01 = fma(x, w1, c01); c02 = fma(x, w2, c02); c03 = fma(x, w3, c03);
           x = v128.load(ao + sa + h);
@@ -149,11 +187,11 @@ function packed_t_block(a: usize, p: usize, c: usize, M: i32, i0: i32, i1: i32, 
       let s30 = hsum(c30), s31 = hsum(c31), s32 = hsum(c32), s33 = hsum(c33);
       if (rem) {
         // the partial last panel, scalar (its padding rows are zero, but A has no columns there)
-        const w = p + <usize>Q * panelStride + (<usize>(i * 8) << 2);
+        const w = p + <usize>Q * panelStride + wo<W>(i * 8);
         for (let j = 0; j < rem; j++) {
           const x0 = load<f32>(a0 + (<usize>(Q * 8 + j) << 2)), x1 = load<f32>(a0 + sa + (<usize>(Q * 8 + j) << 2));
           const x2 = load<f32>(a0 + 2 * sa + (<usize>(Q * 8 + j) << 2)), x3 = load<f32>(a0 + 3 * sa + (<usize>(Q * 8 + j) << 2));
-          const w0 = load<f32>(w + (<usize>j << 2)), w1 = load<f32>(w + 32 + (<usize>j << 2)), w2 = load<f32>(w + 64 + (<usize>j << 2)), w3 = load<f32>(w + 96 + (<usize>j << 2));
+          const w0 = wAt<W>(w, j), w1 = wAt<W>(w + colStride, j), w2 = wAt<W>(w + 2 * colStride, j), w3 = wAt<W>(w + 3 * colStride, j);
           s00 += x0 * w0; s01 += x0 * w1; s02 += x0 * w2; s03 += x0 * w3;
           s10 += x1 * w0; s11 += x1 * w1; s12 += x1 * w2; s13 += x1 * w3;
           s20 += x2 * w0; s21 += x2 * w1; s22 += x2 * w2; s23 += x2 * w3;
@@ -166,21 +204,21 @@ function packed_t_block(a: usize, p: usize, c: usize, M: i32, i0: i32, i1: i32, 
       put(r0 + 2 * t, s20, acc); put(r0 + 2 * t + 4, s21, acc); put(r0 + 2 * t + 8, s22, acc); put(r0 + 2 * t + 12, s23, acc);
       put(r0 + 3 * t, s30, acc); put(r0 + 3 * t + 4, s31, acc); put(r0 + 3 * t + 8, s32, acc); put(r0 + 3 * t + 12, s33, acc);
     }
-    for (; i < i1; i++) for (let mm = m; mm < m + 4; mm++) put(c + (<usize>(mm * ldc + i) << 2), packed_col_dot(a + (<usize>(mm * lda) << 2), p, i, K, qa, qb, rem), acc);
+    for (; i < i1; i++) for (let mm = m; mm < m + 4; mm++) put(c + (<usize>(mm * ldc + i) << 2), packed_col_dot<W>(a + (<usize>(mm * lda) << 2), p, i, K, qa, qb, rem), acc);
   }
-  for (; m < M; m++) for (let i = i0; i < i1; i++) put(c + (<usize>(m * ldc + i) << 2), packed_col_dot(a + (<usize>(m * lda) << 2), p, i, K, qa, qb, rem), acc);
+  for (; m < M; m++) for (let i = i0; i < i1; i++) put(c + (<usize>(m * ldc + i) << 2), packed_col_dot<W>(a + (<usize>(m * lda) << 2), p, i, K, qa, qb, rem), acc);
 }
 
 /** Σ_n a[n]·W[n, i] over panels [qa, qb) (+ `rem` rows of panel qb) with W packed. */
-function packed_col_dot(a: usize, p: usize, i: i32, K: i32, qa: i32, qb: i32, rem: i32): f32 {
+function packed_col_dot<W>(a: usize, p: usize, i: i32, K: i32, qa: i32, qb: i32, rem: i32): f32 {
   let s = f32x4.splat(0);
   for (let q = qa; q < qb; q++) {
-    const w = p + (<usize>(q * K * 8 + i * 8) << 2), ao = a + (<usize>(q * 8) << 2);
-    s = fma(v128.load(ao), v128.load(w), s);
-    s = fma(v128.load(ao, 16), v128.load(w, 16), s);
+    const w = p + wo<W>(q * K * 8 + i * 8), ao = a + (<usize>(q * 8) << 2);
+    s = fma(v128.load(ao), wLanes<W>(w, 0), s);
+    s = fma(v128.load(ao, 16), wLanes<W>(w, 1), s);
   }
   let r = hsum(s);
-  for (let j = 0; j < rem; j++) r += load<f32>(a + (<usize>(qb * 8 + j) << 2)) * load<f32>(p + (<usize>(qb * K * 8 + i * 8 + j) << 2));
+  for (let j = 0; j < rem; j++) r += load<f32>(a + (<usize>(qb * 8 + j) << 2)) * wAt<W>(p, qb * K * 8 + i * 8 + j);
   return r;
 }
 

@@ -15,6 +15,9 @@ import type { ChatBackend } from '../judge/backends.ts';
 import { runEpisode, type EpisodeResult } from './episode.ts';
 import { integratedReward, groupAdvantages } from './rewards.ts';
 import { scoreSteps, STEP_JUDGE_DEFAULTS, type StepJudgeOptions } from './prm.ts';
+import type { TaskSource } from './curriculum.ts';
+import { queueTurnSamples } from './samples.ts';
+import type { JudgeTrainer } from './judge-training.ts';
 
 export interface AgentTrainOptions {
   workers: number;
@@ -26,6 +29,8 @@ export interface AgentTrainOptions {
   topP: number;
   /** PRM step scores: a backend and λ (0 = outcome only) */
   prm: { backend: ChatBackend; coef: number; judge: StepJudgeOptions } | null;
+  /** judge consistency training (--train-judge): the judge scores the steps and learns from the outcomes; λ = coef */
+  judge?: { trainer: JudgeTrainer; coef: number } | null;
   trainer: Partial<TrainerOptions> & { checkpointDir: string };
   /** rollouts wait while more samples than this are queued */
   maxQueuedSamples: number;
@@ -50,9 +55,17 @@ export interface AgentProgress {
   envStepsPerSecond: number;
   tokensPerSecond: number;
   elapsedMs: number;
+  /** with a curriculum: the level of the last finished group and the running success rate at it */
+  level?: number;
+  levelSuccess?: number;
 }
 
-export interface AgentTrainSummary extends AgentProgress { samples: number; skippedGroups: number; curve: { episodes: number; accuracy: number; reward: number; version: number }[] }
+export interface AgentTrainSummary extends AgentProgress {
+  samples: number;
+  skippedGroups: number;
+  /** after each group; with a curriculum also the level played and the running success rate at it */
+  curve: { episodes: number; accuracy: number; reward: number; version: number; level?: number; levelSuccess?: number }[];
+}
 
 /** Run-wide counters; the pure part of progress reporting. */
 class Tally {
@@ -82,8 +95,9 @@ class Slots {
   give(): void { const w = this.waiting.shift(); if (w) w(); else this.free++; }
 }
 
-export async function agentTrain(engine: TrainingEngine, store: Store, pool: EnvPool, tasks: Task[], o: AgentTrainOptions): Promise<AgentTrainSummary> {
-  if (tasks.length === 0) throw new Error('no tasks to train on');
+export async function agentTrain(engine: TrainingEngine, store: Store, pool: EnvPool, tasks: Task[] | TaskSource, o: AgentTrainOptions): Promise<AgentTrainSummary> {
+  if (Array.isArray(tasks) && tasks.length === 0) throw new Error('no tasks to train on');
+  const source: TaskSource = Array.isArray(tasks) ? { next: (g) => tasks[g % tasks.length] } : tasks;
   const trainer = new TrainerLoop(store, engine, { ...o.trainer, method: 'binary', rewardBaseline: 'none', log: o.log });
   await trainer.init();
   trainer.start();
@@ -107,46 +121,44 @@ export async function agentTrain(engine: TrainingEngine, store: Store, pool: Env
   /** Rewards, advantages and samples for a finished group. */
   const finishGroup = async (g: number, task: Task, eps: EpisodeResult[]) => {
     const ok = eps.filter((e) => e.status === 'done');
-    const stepScores = o.prm ? await Promise.all(ok.map((e) => scoreSteps(o.prm!.backend, e, o.prm!.judge))) : ok.map(() => []);
-    const rewards = ok.map((e, i) => integratedReward(e.evaluation!.score, stepScores[i], o.prm?.coef ?? 0));
+    // step scores: from the judge being trained (it learns from these episodes' outcomes), or a fixed PRM
+    const stepScores = o.judge ? await Promise.all(ok.map((e) => o.judge!.trainer.scoreAndLearn(e)))
+      : o.prm ? await Promise.all(ok.map((e) => scoreSteps(o.prm!.backend, e, o.prm!.judge))) : ok.map(() => []);
+    const rewards = ok.map((e, i) => integratedReward(e.evaluation!.score, stepScores[i], o.judge?.coef ?? o.prm?.coef ?? 0));
     const adv = groupAdvantages(rewards);
     if (!adv) skippedGroups++;
     const temperature = o.temperature > 0 ? o.temperature : 1;
-    store.transaction(() => {
-      const insert = store.sql(`INSERT INTO samples (turn_id, method, kind, reward, hint, advantages, loss_mask, teacher_logprobs, behaviour_version, temperature, status, reason, created_at)
-        VALUES (?, 'agent', 'binary', ?, NULL, ?, ?, NULL, ?, ?, ?, ?, ?)`);
-      for (const e of eps) {
-        const i = ok.indexOf(e);
-        const reason = e.status === 'failed' ? `episode failed: ${e.error}` : !adv ? 'group without reward variance' : null;
-        for (const t of e.turns) {
-          if (t.turnId < 0 || t.responseIds.length === 0) continue;
-          const a = adv && i >= 0 ? adv[i] : 0;
-          insert.run(t.turnId, i >= 0 ? rewards[i] : null, JSON.stringify(reason ? [] : new Array(t.responseIds.length).fill(a)), JSON.stringify(reason ? [] : new Array(t.responseIds.length).fill(1)),
-            Math.max(0, t.policyVersion), temperature, reason ? 'none' : 'pending', reason, Date.now());
-          if (!reason) samples++;
-        }
-      }
-    });
+    samples += queueTurnSamples(store, eps.flatMap((e) => {
+      const i = ok.indexOf(e);
+      const reason = e.status === 'failed' ? `episode failed: ${e.error}` : !adv ? 'group without reward variance' : null;
+      return e.turns.map((t) => ({
+        turnId: t.turnId, responseLength: t.responseIds.length, reward: i >= 0 ? rewards[i] : null, advantage: adv && i >= 0 ? adv[i] : null,
+        version: t.policyVersion, temperature, reason,
+      }));
+    }));
     eps.forEach((e) => {
       const i = ok.indexOf(e);
       tally.add(e, i >= 0 ? rewards[i] : null);
       episodesLog.append({
-        event: 'episode', run: o.runId, group: g, task: task.key, status: e.status, error: e.error ?? null, ended: e.ended,
+        event: 'episode', run: o.runId, group: g, task: task.key, difficulty: task.difficulty ?? null, status: e.status, error: e.error ?? null, ended: e.ended,
         outcome: e.evaluation?.score ?? null, success: e.evaluation?.success ?? null, stepScores: i >= 0 ? stepScores[i] : [], reward: i >= 0 ? rewards[i] : null,
         advantage: adv && i >= 0 ? adv[i] : null, toolCalls: e.toolCalls, turns: e.turns.map((t) => t.turnId), versions: e.turns.map((t) => t.policyVersion),
         tokens: e.sampledTokens, durationMs: Math.round(e.durationMs),
       });
     });
     tally.groups++;
+    const extra = source.onGroup?.(task, ok.map((e) => e.evaluation!.success));
+    if (extra) episodesLog.append({ event: 'group', run: o.runId, group: g, task: task.key, ...extra });
     const p = progress();
-    curve.push({ episodes: p.episodes, accuracy: p.recentAccuracy, reward: p.meanReward, version: p.policyVersion });
-    o.onProgress?.(p);
+    const step = extra?.curriculum as { level: number; success: number } | undefined;
+    curve.push({ episodes: p.episodes, accuracy: p.recentAccuracy, reward: p.meanReward, version: p.policyVersion, ...(step ? { level: step.level, levelSuccess: step.success } : {}) });
+    o.onProgress?.({ ...p, ...(step ? { level: step.level, levelSuccess: step.success } : {}) });
   };
 
   const groups = Math.ceil(o.episodes / o.groupSize);
   const pending: Promise<void>[] = [];
   for (let g = 0; g < groups; g++) {
-    const task = tasks[g % tasks.length];
+    const task = source.next(g);
     const episodes: Promise<EpisodeResult>[] = [];
     for (let k = 0; k < o.groupSize; k++) {
       // backpressure: do not sample far ahead of what the trainer can take

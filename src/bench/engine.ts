@@ -8,7 +8,8 @@ import { loadWeights } from '../engine/embedded/weights.ts';
 import type { KernelName, Kernel } from '../engine/embedded/kernels/kernel.ts';
 import { TsKernel } from '../engine/embedded/kernels/ts.ts';
 import { WasmKernel } from '../engine/embedded/kernels/wasm.ts';
-import { packPanels, packedLength } from '../engine/embedded/kernels/packed.ts';
+import { packPanels, packedLength, type WeightsDtype } from '../engine/embedded/kernels/packed.ts';
+import { NativeKernel, loadNativeAddon } from '../engine/embedded/kernels/native.ts';
 import { SHAPES, randomModelInMemory } from './shapes.ts';
 import { median, timeRepeated, peakRssBytes } from './stats.ts';
 import { argmax } from '../engine/embedded/ops/logits.ts';
@@ -26,13 +27,13 @@ export const GEMM_SHAPES: [string, number, number, number][] = [
 
 export interface GemmRow { shape: string; m: number; k: number; n: number; gflops: Record<string, number> }
 export interface ModelBench {
-  model: string; kernel: string; threads: number; params: number; weightBytes: number;
+  model: string; kernel: string; threads: number; params: number; weightBytes: number; weightsDtype: WeightsDtype;
   prefillTokens: number; prefillTokensPerSec: number; decodeTokens: number; decodeTokensPerSec: number; decodeMsPerToken: number;
 }
 export interface EngineBenchResult { gemm: GemmRow[]; model: ModelBench | null; peakRssBytes: number; node: string; cpus: number }
 
 export interface EngineBenchOptions {
-  model?: string; shape?: string; kernel?: KernelName; threads?: number;
+  model?: string; shape?: string; kernel?: KernelName; threads?: number; weightsDtype?: WeightsDtype;
   gemm?: boolean; prefill?: number; decode?: number; budgetMs?: number;
   log?: (line: string) => void;
 }
@@ -41,6 +42,7 @@ export async function benchGemm(threads: number, budgetMs: number, log: (l: stri
   const arena = new Arena();
   const kernels: Kernel[] = [new TsKernel(), new WasmKernel(arena, 1)];
   if (threads > 1) kernels.push(new WasmKernel(arena, threads));
+  if (loadNativeAddon().addon) kernels.push(new NativeKernel(arena, 1), ...(threads > 1 ? [new NativeKernel(arena, threads)] : []));
   const rows: GemmRow[] = [];
   for (const [shape, m, k, n] of GEMM_SHAPES) {
     const a = arena.alloc(m * k), b = arena.alloc(n * k), c = arena.alloc(m * n);
@@ -75,18 +77,20 @@ export async function benchModel(opts: EngineBenchOptions): Promise<ModelBench> 
   if (opts.model) {
     const cfg = loadConfig(opts.model);
     const arena = new Arena();
-    model = new Transformer(cfg, loadWeights(opts.model, cfg, arena), createKernel(arena, opts.kernel, threads), arena);
+    model = new Transformer(cfg, loadWeights(opts.model, cfg, arena, opts.weightsDtype), createKernel(arena, opts.kernel, threads), arena);
     name = opts.model;
   } else {
     const raw = SHAPES[opts.shape ?? '135m'];
     if (!raw) throw new Error(`unknown shape '${opts.shape}' (known: ${Object.keys(SHAPES).join(', ')})`);
     log(`building a random-weight ${opts.shape} model in memory…`);
-    const { cfg, weights, arena } = randomModelInMemory(raw);
+    const { cfg, weights, arena } = randomModelInMemory(raw, 1, opts.weightsDtype);
     model = new Transformer(cfg, weights, createKernel(arena, opts.kernel, threads), arena);
     name = `random ${opts.shape ?? '135m'}`;
   }
   const { cfg } = model;
-  const params = Math.round(model.weights.bytes / 4);
+  const W = model.weights, size = (m: { rows: number; cols: number }) => m.rows * m.cols;
+  const params = size(W.embed) + (W.lmHead !== W.embed ? size(W.lmHead) : 0) + W.finalNorm.length + W.layers.reduce((n, L) => n + size(L.wqkv) + size(L.wo) + size(L.wgu) + size(L.wdown) +
+    L.inputNorm.length + L.postNorm.length + (L.bqkv?.length ?? 0) + (L.qNorm?.length ?? 0) + (L.kNorm?.length ?? 0), 0);
   const V = cfg.vocabSize, H = cfg.hiddenSize;
   const prefillT = Math.min(opts.prefill ?? 256, model.maxContext - 1);
   const decodeN = Math.min(opts.decode ?? 64, model.maxContext - 17);
@@ -118,7 +122,7 @@ export async function benchModel(opts: EngineBenchOptions): Promise<ModelBench> 
   log(`decode ${decodeN} tokens: ${decodeMs.toFixed(2)} ms/token (${(1000 / decodeMs).toFixed(1)} tok/s)`);
   await model.close();
   return {
-    model: name, kernel: model.kernel.name, threads: model.kernel.threads, params, weightBytes: model.weights.bytes,
+    model: name, kernel: model.kernel.name, threads: model.kernel.threads, params, weightBytes: model.weights.bytes, weightsDtype: model.weights.dtype ?? 'f32',
     prefillTokens: prefillT, prefillTokensPerSec: +((prefillT / prefillMs) * 1000).toFixed(1),
     decodeTokens: decodeN, decodeTokensPerSec: +(1000 / decodeMs).toFixed(1), decodeMsPerToken: +decodeMs.toFixed(2),
   };

@@ -36,6 +36,10 @@ export interface OpenclawBenchOptions {
   modes?: ('cache' | 'no-cache')[];
   /** how long to measure a decode while a cold prompt prefills */
   interferenceMs: number;
+  /** measure only the decode during a cold prefill (no sessions) */
+  interferenceOnly?: boolean;
+  /** the engine's decode share (RuntimeOptions.decodeShare) */
+  decodeShare?: number;
   /** where random models are written once and reused */
   cacheDir?: string;
   log: (line: string) => void;
@@ -169,7 +173,7 @@ export async function benchOpenclaw(o: OpenclawBenchOptions, tokenizerDir: strin
   let contextLength = 0, systemTokens = 0;
   for (const mode of o.modes ?? ['cache', 'no-cache'] as const) {
     o.log(`${o.shape}: loading (prefix cache ${mode === 'cache' ? 'on' : 'off'})…`);
-    const engine = await EmbeddedEngine.load(dir, { threads: o.threads, prefixCacheMiB: mode === 'cache' ? o.prefixCacheMiB : 0 });
+    const engine = await EmbeddedEngine.load(dir, { threads: o.threads, prefixCacheMiB: mode === 'cache' ? o.prefixCacheMiB : 0, decodeShare: o.decodeShare });
     try {
       const V = engine.info.vocabSize;
       contextLength = engine.info.contextLength;
@@ -187,7 +191,7 @@ export async function benchOpenclaw(o: OpenclawBenchOptions, tokenizerDir: strin
       const background: Promise<unknown>[] = [];
       const turns: TurnTiming[] = [], heartbeats: TurnTiming[] = [];
       const history: ChatMessage[] = [{ role: 'system', content: system }];
-      const nTurns = mode === 'cache' ? o.turns : o.baselineTurns;
+      const nTurns = o.interferenceOnly ? 0 : mode === 'cache' ? o.turns : o.baselineTurns;
       for (let t = 0; t < nTurns; t++) {
         const user = t === 0 ? cap.firstUser : `[Sun 2026-11-22 01:4${t} UTC] ${USER_TURNS[(t - 1) % USER_TURNS.length]}`;
         history.push({ role: 'user', content: user });
@@ -216,7 +220,7 @@ export async function benchOpenclaw(o: OpenclawBenchOptions, tokenizerDir: strin
       await Promise.all(background);
       // without the cache a second session is a cold prefill like turn 1: measured with the cache only
       let second: TurnTiming | null = null;
-      if (mode === 'cache') {
+      if (mode === 'cache' && !o.interferenceOnly) {
         second = (await timedSample(engine, 'second session', encode([{ role: 'system', content: system }, { role: 'user', content: cap.firstUser.replace('Alice', 'Bob') }, cap.internal], cap.tools), params(77))).timing;
         o.log(`  ${mode} second session: prompt ${second.promptTokens} tokens, first token ${(second.ttftMs / 1000).toFixed(2)} s`);
       }
@@ -227,7 +231,7 @@ export async function benchOpenclaw(o: OpenclawBenchOptions, tokenizerDir: strin
         const decoder = engine.sample(encode([{ role: 'user', content: 'Tell me a long story.' }], []), params(5, 100000))[Symbol.asyncIterator]();
         const rate = async (n: number) => { await decoder.next(); const t0 = performance.now(); for (let i = 0; i < n; i++) await decoder.next(); return n / ((performance.now() - t0) / 1000); };
         await rate(4);
-        const idle = await rate(24);
+        const idleBefore = await rate(48);
         const cold = padSystem(tok, 'You are a careful assistant.\n' + cap.system, cap.tools, target, 'B');
         const coldIds = encode([{ role: 'system', content: cold }, { role: 'user', content: 'Hello?' }], cap.tools);
         // measured over the prefill, or its first `interferenceMs` (then the cold request is dropped)
@@ -239,9 +243,13 @@ export async function benchOpenclaw(o: OpenclawBenchOptions, tokenizerDir: strin
         while (!prefilled && performance.now() - d0 < o.interferenceMs) { await decoder.next(); n++; }
         const ms = performance.now() - d0;
         const during = n / (ms / 1000);
+        const pacer = (await engine.stats()).pacer;
         stop.abort();
         await coldRun;
+        // the idle speed before and after the window (the machine's speed may drift meanwhile)
+        const idle = (idleBefore + await rate(48)) / 2;
         await decoder.return?.(undefined);
+        if (pacer) o.log(`  pacer at the end of the window: decode step ${pacer.decodeMs.toFixed(1)} ms, a prompt row adds ${pacer.rowMs.toFixed(1)} ms`);
         interference = { idleTokensPerSec: idle, duringPrefillTokensPerSec: during, ratio: during / idle, prefillTokens: coldIds.length, prefillMs: ms };
         o.log(`  decode alone ${idle.toFixed(1)} tok/s; over ${(ms / 1000).toFixed(1)} s of a ${coldIds.length}-token prompt's prefill: ${during.toFixed(1)} tok/s (${(100 * during / idle).toFixed(0)}%)`);
       }

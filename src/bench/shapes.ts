@@ -8,10 +8,12 @@ import { Arena } from '../engine/embedded/arena.ts';
 import type { ModelWeights, LayerWeights } from '../engine/embedded/weights.ts';
 import { writeSafetensors, type DType, type TensorToWrite } from '../engine/embedded/safetensors.ts';
 import { Rng } from '../engine/embedded/rng.ts';
-import { packedLength, type PackedMatrix } from '../engine/embedded/kernels/packed.ts';
+import { packedSlots, bf16Bits, type PackedMatrix, type WeightsDtype } from '../engine/embedded/kernels/packed.ts';
 
 /** config.json contents of the shapes the benchmarks use */
 export const SHAPES: Record<string, Record<string, unknown>> = {
+  // stories260K (the test model, and the chat model built from it) with random weights
+  '260k': { model_type: 'llama', hidden_size: 64, intermediate_size: 172, num_hidden_layers: 5, num_attention_heads: 8, num_key_value_heads: 4, head_dim: 8, vocab_size: 512, max_position_embeddings: 512, rms_norm_eps: 1e-5, rope_theta: 10000, tie_word_embeddings: true },
   // llama2.c's stories15M layout with a GQA twist, as in engines.md
   '15m': { model_type: 'llama', hidden_size: 288, intermediate_size: 768, num_hidden_layers: 6, num_attention_heads: 6, num_key_value_heads: 2, vocab_size: 32000, max_position_embeddings: 1024, rms_norm_eps: 1e-5, rope_theta: 10000, tie_word_embeddings: false },
   // SmolLM2-135M
@@ -94,7 +96,7 @@ export function writeRandomModel(dir: string, raw: Record<string, unknown>, opts
 }
 
 /** A random model straight into an arena (no files): for benchmarks of large shapes. */
-export function randomModelInMemory(raw: Record<string, unknown>, seed = 1): { cfg: ModelConfig; weights: ModelWeights; arena: Arena } {
+export function randomModelInMemory(raw: Record<string, unknown>, seed = 1, dtype: WeightsDtype = 'f32'): { cfg: ModelConfig; weights: ModelWeights; arena: Arena } {
   const cfg = parseConfig(raw);
   const arena = new Arena();
   const rng = new Rng(seed);
@@ -103,14 +105,18 @@ export function randomModelInMemory(raw: Record<string, unknown>, seed = 1): { c
   const rand = (n: number, std = 0.02) => { const a = arena.alloc(n); fillRandom(a, rng, std); bytes += a.byteLength; return a; };
   /** random weights straight into the packed layout (padding rows stay zero) */
   const randPacked = (rows: number, cols: number): PackedMatrix => {
-    const data = arena.alloc(packedLength(rows, cols));
+    const data = arena.alloc(packedSlots(rows, cols, dtype));
     bytes += data.byteLength;
     const r = 0.02 * Math.sqrt(3);
+    const h = dtype === 'bf16' ? new Uint16Array(data.buffer, data.byteOffset, data.length * 2) : null;
     for (let row = 0; row < rows; row++) {
       const base = Math.floor(row / 8) * cols * 8 + (row % 8);
-      for (let k = 0; k < cols; k++) data[base + k * 8] = (rng.next() * 2 - 1) * r;
+      for (let k = 0; k < cols; k++) {
+        const x = (rng.next() * 2 - 1) * r;
+        if (h) h[base + k * 8] = bf16Bits(x); else data[base + k * 8] = x;
+      }
     }
-    return { data, rows, cols };
+    return dtype === 'bf16' ? { data, rows, cols, dtype } : { data, rows, cols };
   };
   const ones = (n: number) => { const a = arena.alloc(n); a.fill(1); bytes += a.byteLength; return a; };
   const embed = randPacked(cfg.vocabSize, H);
@@ -123,5 +129,5 @@ export function randomModelInMemory(raw: Record<string, unknown>, seed = 1): { c
   }
   const finalNorm = ones(H);
   const lmHead = cfg.tieWordEmbeddings ? embed : randPacked(cfg.vocabSize, H);
-  return { cfg, arena, weights: { embed, layers, finalNorm, lmHead, sourceDtypes: ['F32'], bytes } };
+  return { cfg, arena, weights: { embed, layers, finalNorm, lmHead, sourceDtypes: ['F32'], bytes, dtype } };
 }

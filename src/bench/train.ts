@@ -9,12 +9,13 @@ import { loadWeights } from '../engine/embedded/weights.ts';
 import { LoraTrainer } from '../engine/embedded/trainer.ts';
 import { FullTrainer } from '../engine/embedded/full-trainer.ts';
 import type { Kernel, KernelName } from '../engine/embedded/kernels/kernel.ts';
+import type { WeightsDtype } from '../engine/embedded/kernels/packed.ts';
 import type { Datum } from '../engine/types.ts';
 import { SHAPES, randomModelInMemory } from './shapes.ts';
 import { median, peakRssBytes } from './stats.ts';
 
 export interface TrainBenchOptions {
-  model?: string; shape?: string; kernel?: KernelName; threads?: number;
+  model?: string; shape?: string; kernel?: KernelName; threads?: number; weightsDtype?: WeightsDtype;
   rank?: number; seq?: number; batch?: number; steps?: number; log?: (l: string) => void;
   /** train every weight instead of a LoRA adapter */
   full?: boolean;
@@ -64,13 +65,13 @@ export async function benchTrain(opts: TrainBenchOptions): Promise<TrainBenchRes
     const cfg = loadConfig(opts.model);
     const arena = new Arena();
     kernel = new TimedKernel(createKernel(arena, opts.kernel, threads));
-    model = new Transformer(cfg, loadWeights(opts.model, cfg, arena), kernel, arena);
+    model = new Transformer(cfg, loadWeights(opts.model, cfg, arena, opts.weightsDtype), kernel, arena);
     name = opts.model;
   } else {
     const raw = SHAPES[opts.shape ?? '15m'];
     if (!raw) throw new Error(`unknown shape '${opts.shape}' (known: ${Object.keys(SHAPES).join(', ')})`);
     log(`building a random-weight ${opts.shape ?? '15m'} model in memory…`);
-    const built = randomModelInMemory(raw);
+    const built = randomModelInMemory(raw, 1, opts.weightsDtype);
     kernel = new TimedKernel(createKernel(built.arena, opts.kernel, threads));
     model = new Transformer(built.cfg, built.weights, kernel, built.arena);
     name = `random ${opts.shape ?? '15m'}`;

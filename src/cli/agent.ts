@@ -7,8 +7,9 @@ import { defineCommand, opt, UsageError } from './command.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, jsonOption } from './args.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
 import type { EnvPool } from '../env/types.ts';
+import { ENV_NAMES, SANDBOXED_ENVS } from '../env/names.ts';
 
-const envOption = opt.choice(['toolcall', 'terminal'] as const, 'which environment', { default: 'toolcall' });
+const envOption = opt.choice(ENV_NAMES, 'which environment', { default: 'toolcall' });
 const count = (help: string, d: number) => opt.int(help, { min: 1, default: d });
 const urls = opt.custom('env servers to lease environments from (comma-separated URLs); default: an in-process pool', 'URL,URL', (raw, source) => {
   const list = raw.split(',').map((s) => s.trim()).filter(Boolean);
@@ -37,7 +38,7 @@ async function openPool(env: string, servers: string[] | undefined, capacity: nu
   const { envFactory } = await import('../env/tasks.ts');
   const { sandboxSupport } = await import('../env/sandbox.ts');
   const sb = sandboxSupport();
-  if (!sb.ok && env === 'terminal') throw new Error(`the terminal environment needs the sandbox: ${sb.reason}`);
+  if (!sb.ok && SANDBOXED_ENVS.includes(env)) throw new Error(`the ${env} environment needs the sandbox: ${sb.reason}`);
   const pool = new LocalPool(envFactory(env, { python }), { capacity, log: (l) => process.stderr.write(l + '\n') });
   return { pool, close: () => pool.shutdown() };
 }
@@ -59,7 +60,15 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
   ],
   options: {
     ...ROLLOUT_OPTIONS,
-    tasks: opt.string('training tasks: a JSONL file, builtin:train:N, or (toolcall) expressions:train:N', { default: 'builtin:train:256', placeholder: 'FILE' }),
+    tasks: opt.string('training tasks: a JSONL file, builtin:train:N, or (toolcall) expressions:train:N, level3:train:N', { default: 'builtin:train:256', placeholder: 'FILE' }),
+    curriculum: opt.flag('toolcall: adaptive difficulty — draw tasks of levels 1–5, moving the level to keep the running success rate inside --band (replaces --tasks)'),
+    band: opt.custom('the curriculum\'s target band of running success (low,high)', 'LOW,HIGH', (raw, source) => {
+      const b = raw.split(',').map(Number);
+      if (b.length !== 2 || b.some((x) => !Number.isFinite(x)) || !(b[0] >= 0 && b[1] <= 1 && b[0] < b[1])) throw new UsageError(`${source} expects two rates 0 ≤ low < high ≤ 1, like 0.3,0.7; got '${raw}'`);
+      return b as [number, number];
+    }, { default: [0.3, 0.7] as [number, number] }),
+    'start-level': opt.int('the curriculum\'s first difficulty level', { min: 1, max: 5, default: 1 }),
+    'curriculum-window': opt.int('episodes behind the curriculum\'s running success rate', { min: 2, default: 32 }),
     'eval-tasks': opt.string('held-out tasks evaluated before and after (JSONL file, builtin:heldout:N, expressions:heldout:N)', { placeholder: 'FILE' }),
     'eval-samples': count('episodes per held-out task', 1),
     'eval-temperature': opt.number('sampling temperature of the evaluation (0 = greedy)', { min: 0, max: 2, default: 0 }),
@@ -78,9 +87,16 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
     'prm-url': opt.string('OpenAI-compatible base URL of the PRM judge', { env: 'OPENCLAW_RL_JUDGE_URL', placeholder: 'URL', nonEmpty: true }),
     'prm-model': opt.string('model id of the PRM judge', { env: 'OPENCLAW_RL_JUDGE_MODEL', placeholder: 'ID', nonEmpty: true }),
     'prm-api-key': opt.string('API key of the PRM judge', { env: 'OPENCLAW_RL_JUDGE_API_KEY', placeholder: 'KEY' }),
+    'train-judge': opt.flag('judge consistency training: a judge on its own adapter scores every step (λ = --prm-coef) and is trained, by the same trainer, to agree with the episode outcomes; agreement on the held-out episodes before and after'),
+    'judge-model': opt.string('the judge model folder for --train-judge (default: --model)', { placeholder: 'DIR', nonEmpty: true }),
+    'judge-votes': opt.int('judge votes per step (one GRPO group) with --train-judge', { min: 2, default: 4 }),
+    'judge-learning-rate': opt.number('the judge\'s learning rate', { gt: 0, default: TRAINER_DEFAULTS.learningRate }),
   },
   check: (o) => {
     if (o.prm === 'llm' && (!o['prm-url'] || !o['prm-model'])) throw new UsageError('--prm llm needs --prm-url and --prm-model');
+    if (o.curriculum && o.env !== 'toolcall') throw new UsageError('--curriculum works on --env toolcall (its tasks have difficulty levels)');
+    if (o['train-judge'] && o.prm !== 'none') throw new UsageError('--train-judge brings its own judge: leave out --prm');
+    if (o['train-judge'] && !o['eval-tasks']) throw new UsageError('--train-judge needs --eval-tasks: judge agreement is measured on the held-out episodes');
   },
   run: async (o) => {
     const { EmbeddedEngine } = await import('../engine/embedded/engine.ts');
@@ -96,10 +112,14 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
     const { pool, close } = await openPool(o.env, o['env-servers'], o.workers, !o['no-python']);
     const log = (l: string) => process.stderr.write(l + '\n');
     const runId = `agent-${new Date().toISOString().replace(/[:.]/g, '-')}-${randomUUID().slice(0, 6)}`;
+    let judgeEngine: import('../engine/embedded/engine.ts').EmbeddedEngine | null = null;
+    let judgeStore: import('../store/store.ts').Store | null = null;
     try {
+      const heldOutEpisodes: import('../agent/episode.ts').EpisodeResult[] = [];
       const evaluate = async (label: string) => {
         if (!evalTasks) return null;
         const r = await agentEval(engine, null, pool, evalTasks, {
+          onEpisode: label === 'before' ? (_d, _t, ep) => { heldOutEpisodes.push(ep); } : undefined,
           workers: o.workers, samples: o['eval-samples'], ks: [1, ...(o['eval-samples'] > 1 ? [o['eval-samples']] : [])], maxTokensPerTurn: o['max-tokens'],
           temperature: o['eval-temperature'], topP: o['top-p'], seed: o.seed, runId: `${runId}-${label}`, allocateTimeoutMs: 600_000,
         });
@@ -113,17 +133,47 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
         const backend = o.prm === 'llm' ? new LlmBackend({ baseUrl: o['prm-url']!, model: o['prm-model']!, apiKey: o['prm-api-key'] }) : new SelfBackend(engine);
         prm = { backend, coef: o['prm-coef'], judge: { votes: o['prm-votes'], temperature: 0.6, maxTokens: 64 } };
       }
-      log(`agent train: ${o.env}, ${tasks.length} tasks, ${o.episodes} episodes in groups of ${o['group-size']}, ${o.workers} workers — data in ${dataDir}`);
-      const summary = await agentTrain(engine, store, pool, tasks, {
+      let source: import('../agent/curriculum.ts').TaskSource | null = null;
+      if (o.curriculum) {
+        const { Curriculum, curriculumSource } = await import('../agent/curriculum.ts');
+        const { makeLeveledTask } = await import('../env/arithmetic.ts');
+        const c = new Curriculum({ band: o.band, startLevel: o['start-level'], window: o['curriculum-window'], minEpisodes: Math.max(1, Math.floor(o['curriculum-window'] / 2)) });
+        source = curriculumSource(c, (seed, level) => makeLeveledTask('train', seed, level) as never);
+      }
+      log(`agent train: ${o.env}, ${source ? `curriculum in band ${o.band.join('–')} from level ${o['start-level']}` : `${tasks.length} tasks`}, ${o.episodes} episodes in groups of ${o['group-size']}, ${o.workers} workers — data in ${dataDir}`);
+      let judge: { trainer: import('../agent/judge-training.ts').JudgeTrainer; coef: number } | null = null;
+      if (o['train-judge']) {
+        const { JudgeTrainer } = await import('../agent/judge-training.ts');
+        judgeEngine = await EmbeddedEngine.load(await modelDir(o['judge-model'] ?? o.model), { kernel: o.kernel, threads: o.threads });
+        judgeStore = new Store(join(dataDir, 'judge'));
+        const jt = new JudgeTrainer(judgeEngine, judgeStore, {
+          votes: o['judge-votes'], log,
+          trainer: { checkpointDir: join(dataDir, 'judge', 'checkpoints'), batchSize: o['batch-size'], learningRate: o['judge-learning-rate'], maxStaleness: o['max-staleness'], lora: { rank: o['lora-rank'], alpha: o['lora-alpha'] } },
+        });
+        await jt.start();
+        judge = { trainer: jt, coef: o['prm-coef'] };
+        log(`agent train: judge consistency training on its own adapter, ${o['judge-votes']} votes per step, λ = ${o['prm-coef']}`);
+      }
+      const summary = await agentTrain(engine, store, pool, source ?? tasks, {
+        judge,
         workers: o.workers, groupSize: o['group-size'], episodes: o.episodes, maxTokensPerTurn: o['max-tokens'], temperature: o.temperature, topP: o['top-p'], prm,
         trainer: {
           checkpointDir: join(dataDir, 'checkpoints'), batchSize: o['batch-size'], learningRate: o['learning-rate'], maxStaleness: o['max-staleness'],
           lora: { rank: o['lora-rank'], alpha: o['lora-alpha'] },
         },
         maxQueuedSamples: o['batch-size'] * 4, allocateTimeoutMs: 600_000, runId, seed: o.seed, log,
-        onProgress: (p) => log(`[agent] ${p.episodes} episodes (${p.failed} failed) · accuracy ${pct(p.recentAccuracy)} recent, ${pct(p.accuracy)} overall · reward ${p.meanReward.toFixed(2)} · version ${p.policyVersion} (step ${p.steps}) · ${p.envStepsPerSecond.toFixed(1)} env steps/s · ${p.tokensPerSecond.toFixed(0)} tok/s · ${(p.elapsedMs / 1000).toFixed(0)} s`),
+        onProgress: (p) => log(`[agent] ${p.episodes} episodes (${p.failed} failed) · accuracy ${pct(p.recentAccuracy)} recent, ${pct(p.accuracy)} overall${p.level !== undefined ? ` · level ${p.level} (${pct(p.levelSuccess!)} at it)` : ''} · reward ${p.meanReward.toFixed(2)} · version ${p.policyVersion} (step ${p.steps}) · ${p.envStepsPerSecond.toFixed(1)} env steps/s · ${p.tokensPerSecond.toFixed(0)} tok/s · ${(p.elapsedMs / 1000).toFixed(0)} s`),
       });
       await engine.saveAdapter(join(dataDir, 'adapter'), 'published').catch((e) => log(`agent train: adapter not saved: ${(e as Error).message}`));
+      let judgeResult = null;
+      if (judge && judgeEngine) {
+        await judge.trainer.stop();
+        await judgeEngine.saveAdapter(join(dataDir, 'judge', 'adapter'), 'published').catch((e) => log(`agent train: judge adapter not saved: ${(e as Error).message}`));
+        const before = await judge.trainer.agreement(heldOutEpisodes, 'base');
+        const after = await judge.trainer.agreement(heldOutEpisodes, 'published');
+        judgeResult = { votes: judge.trainer.counts, steps: judge.trainer.trainer.step, version: judge.trainer.trainer.version, agreementBefore: before, agreementAfter: after };
+        log(`agent train: judge–outcome agreement on ${after.steps} held-out steps (${after.successSteps} from successful episodes): ${pct(before.rate)} → ${pct(after.rate)}, balanced ${pct(before.balanced)} → ${pct(after.balanced)}; unreadable verdicts ${before.invalid} → ${after.invalid}; ${judge.trainer.trainer.step} judge steps`);
+      }
       const after = await evaluate('after');
       // what the gain cost: KL(policy ‖ base) on the held-out task prompts and on plain story requests
       const { klToBase, chatPrompts, STORY_PROMPTS } = await import('../agent/drift.ts');
@@ -133,13 +183,16 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
       } : null;
       if (drift) log(`agent train: KL(policy ‖ base) per token ${drift.heldOutTasks?.toFixed(4) ?? '–'} on held-out task prompts, ${drift.storyPrompts.toFixed(4)} on story requests`);
       const strip = (r: typeof before) => r && (({ firstPrompts: _fp, ...rest }) => rest)(r);
-      const out = { env: o.env, runId, ...summary, evalBefore: strip(before), evalAfter: strip(after), klToBase: drift, dataDir };
+      const curriculum = source && 'log' in source ? { band: o.band, steps: source.log as import('../agent/curriculum.ts').CurriculumStep[] } : null;
+      const out = { env: o.env, runId, ...summary, curriculum, judge: judgeResult, evalBefore: strip(before), evalAfter: strip(after), klToBase: drift, dataDir };
       if (o.json) process.stdout.write(JSON.stringify(out) + '\n');
       else process.stdout.write(`trained ${summary.episodes} episodes (${summary.failed} failed), ${summary.samples} samples, ${summary.steps} steps → version ${summary.policyVersion}; training accuracy ${pct(summary.accuracy)}${before && after ? `; held-out accuracy ${pct(before.accuracy)} → ${pct(after.accuracy)}` : ''}\n`);
     } finally {
       await close();
       await engine.close();
       store.close();
+      await judgeEngine?.close();
+      judgeStore?.close();
     }
   },
 });
@@ -216,5 +269,25 @@ export const benchAgentsCommand = defineCommand({
       });
       if (o.json) process.stdout.write(JSON.stringify({ model: engine.info.modelId, threads: engine.info.threads, rows }) + '\n');
     } finally { await engine.close(); }
+  },
+});
+
+export const benchGuiCommand = defineCommand({
+  name: 'bench gui',
+  summary: 'GUI environment: memory and time of N parallel browser episodes (contexts of one Chromium vs N processes)',
+  description: `Plays N generated GUI tasks at once with their scripted correct actions in headless Chromium, as N
+contexts of one shared browser (what the GUI environment does) and/or as N separate browser processes, and
+reports the extra memory of the browser process trees at the peak (PSS: shared pages split among processes;
+and RSS) over the idle baseline. --screenshots DIR also writes one finished episode of each task page as a PNG.`,
+  options: {
+    episodes: count('episodes at once', 8),
+    mode: opt.choice(['contexts', 'processes', 'both'] as const, 'one Chromium with a context per episode, a Chromium per episode, or both', { default: 'both' }),
+    screenshots: opt.path('write a screenshot of each task page here', { placeholder: 'DIR' }),
+    json: jsonOption,
+  },
+  run: async (o) => {
+    const { benchGui } = await import('../bench/gui.ts');
+    const rows = await benchGui({ episodes: o.episodes, modes: o.mode === 'both' ? ['contexts', 'processes'] : [o.mode], screenshotsDir: o.screenshots, log: (l) => process.stderr.write(l + '\n') });
+    if (o.json) process.stdout.write(JSON.stringify({ rows }) + '\n');
   },
 });

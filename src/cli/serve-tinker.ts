@@ -14,6 +14,7 @@ const OPTIONS = {
   'data-dir': opt.path('where tinker:// checkpoints are kept', { default: '.openclaw-rl-tinker', placeholder: 'DIR' }),
   'served-model-name': opt.string('the base model name clients ask for', { defaultText: "the model folder's name", placeholder: 'NAME', nonEmpty: true }),
   'long-poll-seconds': opt.int('how long retrieve_future holds a poll before answering try_again', { min: 1, max: 40, default: 25 }),
+  'session-idle-seconds': opt.int('end a session (its samplers and training client) after this long without a heartbeat or call; sessions survive restarts', { min: 10, default: 600 }),
   kernel: kernelOption,
   threads: threadsOption,
 };
@@ -43,7 +44,7 @@ export const serveTinkerCommand = defineCommand({
     const modelName = o['served-model-name'] ?? engine.info.modelId;
     const server = new TinkerServer({
       engine, modelName, dataDir: resolve(o['data-dir']), host: o.host, port: o.port, apiKey: o['api-key'],
-      longPollMs: o['long-poll-seconds'] * 1000, log: (l) => process.stderr.write(l + '\n'),
+      longPollMs: o['long-poll-seconds'] * 1000, sessionIdleMs: o['session-idle-seconds'] * 1000, log: (l) => process.stderr.write(l + '\n'),
     });
     const running = await server.listen().catch(async (e) => { await engine.close(); throw e; });
     process.stderr.write(`openclaw-rl: Tinker API for '${modelName}' (${engine.info.kernel} × ${engine.info.threads}) at ${running.url} — checkpoints in ${resolve(o['data-dir'])}${o['api-key'] ? ', API key required' : ''}\n`);

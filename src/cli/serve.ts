@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { defineCommand, opt, UsageError, type Values } from './command.ts';
 import { parseOrigins } from '../api/cors.ts';
-import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId } from './args.ts';
+import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId, weightsDtypeOption } from './args.ts';
 import { JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
 import { RECIPE } from '../trainer/recipe.ts';
@@ -36,6 +36,7 @@ const SERVE_OPTIONS = {
   'no-redact': opt.flag('the same as --redact off'),
   'retention-days': opt.int('delete turns older than this many days', { min: 1 }),
   kernel: kernelOption,
+  'weights-dtype': weightsDtypeOption,
   threads: threadsOption,
   judge: opt.choice(judgeKinds, 'how the next message becomes a reward', { default: JUDGE_DEFAULTS.kind, env: 'OPENCLAW_RL_JUDGE' }),
   'judge-url': opt.string('OpenAI-compatible base URL of the LLM judge', { env: 'OPENCLAW_RL_JUDGE_URL', placeholder: 'URL', nonEmpty: true }),
@@ -53,7 +54,7 @@ const SERVE_OPTIONS = {
   'batch-size': count('samples per optimizer step', TRAINER_DEFAULTS.batchSize),
   'learning-rate': opt.number('optimizer learning rate (at most 0.1: larger steps destroy the weights)', { gt: 0, default: TRAINER_DEFAULTS.learningRate }),
   'max-staleness': opt.int('drop samples this many versions older than the policy (default: none dropped; stale samples are corrected by truncated importance weights)', { min: 0 }),
-  'kl-coef': opt.number('β of the KL-to-base penalty in the loss (k3 estimator; 0 = off)', { min: 0, defaultText: `${TRAINER_DEFAULTS.klCoef} (0 with --engine tinker)` }),
+  'kl-coef': opt.number('β of the KL-to-base penalty in the loss (k3 estimator; 0 = off)', { min: 0, defaultText: `${TRAINER_DEFAULTS.klCoef} (0 with --engine tinker or --trainer tinker)` }),
   'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher', { default: TRAINER_DEFAULTS.opdTeacher }),
   'opd-mode': opt.choice(['token', 'topk'], 'OPD on the sampled token, or top-K distillation over the student\'s top-4 with up to 3 hints per turn (embedded engine)', { default: TRAINER_DEFAULTS.opdMode }),
   'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: TRAINER_DEFAULTS.topk.selection }),
@@ -80,7 +81,7 @@ const SERVE_OPTIONS = {
   'serving-url': opt.string('base URL of the vLLM (http://HOST:8000/v1) or SGLang (http://HOST:30000) server', { env: 'OPENCLAW_RL_SERVING_URL', placeholder: 'URL', nonEmpty: true }),
   'serving-api-key': opt.string('bearer key of the vLLM / SGLang server', { env: 'OPENCLAW_RL_SERVING_API_KEY', placeholder: 'KEY', nonEmpty: true }),
   'serving-model': opt.string('base model name on the vLLM / SGLang server', { defaultText: 'the one the server lists', placeholder: 'NAME', nonEmpty: true }),
-  trainer: opt.choice(['embedded'], 'what trains when --engine is vllm or sglang: the embedded engine on this machine, from --model', { default: 'embedded' }),
+  trainer: opt.choice(['embedded', 'tinker'], 'what trains when --engine is vllm or sglang: the embedded engine on this machine (from --model), or a Tinker server (--tinker-url; versions are downloaded as PEFT adapters)', { default: 'embedded' }),
   'adapter-dir': opt.path('where published versions are written as PEFT adapters for the vLLM / SGLang server to load (a path it can read)', { defaultText: '<data-dir>/serving-adapters', placeholder: 'DIR' }),
   'tinker-url': opt.string('base URL of the Tinker API server (Tinker cloud, SkyRL, or openclaw-rl serve-tinker)', { env: 'TINKER_BASE_URL', placeholder: 'URL', nonEmpty: true }),
   'tinker-api-key': opt.string('Tinker API key (prefer the environment: flags show in ps)', { env: 'TINKER_API_KEY', placeholder: 'KEY', nonEmpty: true }),
@@ -105,6 +106,11 @@ export const serveCommand = defineCommand({
     if (o.full && o.engine !== 'embedded') throw new UsageError(`--full needs --engine embedded: --engine ${o.engine} trains and serves LoRA adapters only`);
     if ((o.engine === 'vllm' || o.engine === 'sglang') && !o['serving-url']) throw new UsageError(`--engine ${o.engine} needs --serving-url (the server's base URL)`);
     if (o.engine === 'tinker' && (o['kl-coef'] ?? 0) > 0) throw new UsageError('--kl-coef needs the embedded engine: the Tinker API has no KL-to-base loss term');
+    if (o.trainer === 'tinker') {
+      if (o.engine !== 'vllm' && o.engine !== 'sglang') throw new UsageError(`--trainer tinker goes with --engine vllm or sglang (--engine ${o.engine} ${o.engine === 'tinker' ? 'already trains on Tinker' : 'trains itself'})`);
+      if (!o['tinker-url']) throw new UsageError('--trainer tinker needs --tinker-url (or TINKER_BASE_URL)');
+      if ((o['kl-coef'] ?? 0) > 0) throw new UsageError('--kl-coef needs the embedded trainer: the Tinker API has no KL-to-base loss term');
+    }
     if (o.engine !== 'embedded' && o['opd-mode'] === 'topk') throw new UsageError(`--opd-mode topk needs --engine embedded: --engine ${o.engine} has no top-K scoring`);
   },
   run: (o) => serveWith(o),
@@ -167,13 +173,15 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     ? await (await import('../engine/select.ts')).servingEngine(o.engine, {
       url: o['serving-url']!, apiKey: o['serving-api-key'], model: o['serving-model'], modelDir: dir,
       adapterDir: resolve(o['adapter-dir'] ?? resolve(dataDir, 'serving-adapters')), kernel: o.kernel, threads: o.threads, log,
+      trainer: o.trainer,
+      tinker: o.trainer === 'tinker' ? { baseUrl: o['tinker-url']!, apiKey: o['tinker-api-key'], baseModel: o['tinker-base-model'], wire: o['tinker-wire'], ppoAs: o['tinker-loss'] } : undefined,
     })
     : o.engine === 'tinker'
     ? await (await import('../engine/tinker/engine.ts')).TinkerEngine.connect({
       baseUrl: o['tinker-url']!, apiKey: o['tinker-api-key'], tokenizerDir: dir, baseModel: o['tinker-base-model'], wire: o['tinker-wire'], ppoAs: o['tinker-loss'],
       log: info,
     })
-    : await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads, prefixCacheMiB: o['prefix-cache-mib'], prefillChunk: o['prefill-chunk'], kvMemoryMiB: o['kv-memory-mib'] });
+    : await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads, weightsDtype: o['weights-dtype'], prefixCacheMiB: o['prefix-cache-mib'], prefillChunk: o['prefill-chunk'], kvMemoryMiB: o['kv-memory-mib'] });
   let engine: Awaited<ReturnType<typeof loadEngine>>;
   try {
     engine = await loadEngine();
@@ -223,7 +231,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method, opdTeacher: o['opd-teacher'], rewardBaseline: o['reward-baseline'], overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
     batchSize: o['batch-size'], maxStaleness: o['max-staleness'] ?? null, keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, learningRate: o['learning-rate'],
-    klCoef: o['kl-coef'] ?? (o.engine === 'tinker' ? 0 : TRAINER_DEFAULTS.klCoef),
+    klCoef: o['kl-coef'] ?? (o.engine === 'tinker' || o.trainer === 'tinker' ? 0 : TRAINER_DEFAULTS.klCoef),
     opdMode: o['opd-mode'], topk: { ...TRAINER_DEFAULTS.topk, selection: o['hint-selection'] },
     lora: o.full ? null : { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'],
     log: (l) => (/WARNING|REJECTED/.test(l) ? logger.warn(l, { component: 'trainer' }) : logger.info(l, { component: 'trainer' })),

@@ -14,6 +14,8 @@ export interface ArithmeticTask {
   /** the expression that answers it (for analysis; never shown to the policy) */
   expression: string;
   answer: number;
+  /** difficulty level (1–5) of leveled tasks */
+  difficulty?: number;
 }
 
 /** A small deterministic PRNG (mulberry32). */
@@ -129,4 +131,32 @@ export function isCorrect(message: string, answer: number): boolean {
 export function answerReward(correct: boolean, toolCalls: number): number {
   if (correct) return 1;
   return Math.max(-1, Math.min(-0.6, -1 + ((toolCalls - 2) / 2) * 0.1));
+}
+
+/** Difficulty levels of the tool-call tasks, easiest first (the curriculum moves along these). */
+export const LEVELS = [
+  '1: a + b with one-digit numbers', '2: a + b or a − b with two-digit numbers', '3: two-digit +, −, × (× by at most 12)',
+  '4: two- and three-digit +, −, ×, ÷', '5: word problems with two- and three-digit numbers',
+] as const;
+export const MAX_LEVEL = LEVELS.length;
+
+/** A task of a given difficulty level (1–5); the split keeps its own wordings at every level. */
+export function makeLeveledTask(split: Split, seed: number, level: number): ArithmeticTask {
+  if (!Number.isInteger(level) || level < 1 || level > MAX_LEVEL) throw new RangeError(`difficulty level must be 1–${MAX_LEVEL}, got ${level}`);
+  const key = `arith-L${level}-${split}-${seed}`;
+  if (level >= 3) {
+    const style: TaskStyle = level === 3 ? 'small' : level === 4 ? 'expressions' : 'mixed';
+    // level 5 takes the word problems of the mixed style only (seeds whose task is not a bare expression)
+    for (let s = seed * 4; ; s++) {
+      const t = makeTask(split, s, style);
+      if (level < 5 || !t.question.includes(t.expression)) return { ...t, key, difficulty: level } as ArithmeticTask;
+    }
+  }
+  const r = rng(seed * 2 + (split === 'heldout' ? 1 : 0) + 31_337 * level);
+  const op: Op = level === 1 || r() < 0.5 ? '+' : '-';
+  let [a, b] = level === 1 ? [int(r, 1, 9), int(r, 1, 9)] : [int(r, 10, 99), int(r, 10, 99)];
+  if (op === '-' && b > a) [a, b] = [b, a];
+  const expression = `${a} ${op} ${b}`;
+  const question = pick(r, EXPRESSION_WORDINGS[split]).replaceAll('{e}', expression);
+  return { key, kind: 'arithmetic', split, question, expression, answer: evaluate(a, op, b), difficulty: level } as ArithmeticTask;
 }

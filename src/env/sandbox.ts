@@ -5,9 +5,9 @@
 // pid namespace. When we run as root (containers), the command also drops to an unprivileged uid of
 // its own first (setpriv): root is exempt from the process limit, and a fork bomb must hit it.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, chownSync, chmodSync, existsSync, lstatSync, readlinkSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, chownSync, chmodSync, existsSync, lstatSync, readlinkSync, linkSync, copyFileSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, dirname } from 'node:path';
 import { randomInt } from 'node:crypto';
 import { constants } from 'node:os';
 
@@ -73,6 +73,34 @@ function systemBinds(): string[] {
   return args;
 }
 
+/**
+ * The running Node.js binary, at a path every sandbox uid may read: a hard link (or copy) in a shared
+ * temporary folder. The host's node may live under a private home (/root), which an unprivileged
+ * sandbox cannot bind from; and /usr/bin/node, when there is one, may be older than the Node.js the
+ * project runs on. Made once per node version.
+ */
+export function sandboxNodeBinary(): string {
+  const dir = join(tmpdir(), `openclaw-rl-node-${process.version}`);
+  const bin = join(dir, 'node');
+  if (existsSync(bin)) return bin;
+  mkdirSync(dir, { recursive: true, mode: 0o755 });
+  chmodSync(dir, 0o755);
+  const part = `${bin}.${process.pid}.part`;
+  try { linkSync(process.execPath, part); } catch { copyFileSync(process.execPath, part); chmodSync(part, 0o755); }
+  renameSync(part, bin);
+  return bin;
+}
+
+/** Where the node binary appears inside a sandbox that asked for it. */
+export const SANDBOX_NODE_DIR = '/opt/node/bin';
+
+export interface SandboxOptions {
+  /** make the running Node.js available inside as `node` (at /opt/node/bin, first on PATH) */
+  node?: boolean;
+  /** extra environment variables of every command */
+  env?: Record<string, string>;
+}
+
 const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
 
 /** One episode's sandbox: a temporary working tree, and commands run in it one at a time or in parallel. */
@@ -84,11 +112,17 @@ export class Sandbox {
   /** the uid commands run as when we are root; null otherwise */
   readonly uid: number | null;
   private destroyed = false;
+  /** a command has run: from then on the tree is the agent's, and only commands inside may write it */
+  private used = false;
+  private readonly nodeBinary: string | null;
+  private readonly env: Record<string, string>;
 
-  constructor(limits: Partial<SandboxLimits> = {}) {
+  constructor(limits: Partial<SandboxLimits> = {}, options: SandboxOptions = {}) {
     const s = sandboxSupport();
     if (!s.ok) throw new Error(`sandbox unavailable: ${s.reason}`);
     this.limits = { ...SANDBOX_DEFAULTS, ...limits };
+    this.nodeBinary = options.node ? sandboxNodeBinary() : null;
+    this.env = options.env ?? {};
     this.root = mkdtempSync(join(tmpdir(), 'openclaw-rl-sandbox-'));
     this.dir = join(this.root, 'work');
     mkdirSync(this.dir);
@@ -107,7 +141,9 @@ export class Sandbox {
     const bwrap = [
       'bwrap', ...systemBinds(), '--unshare-all', '--die-with-parent', '--new-session', '--info-fd', '3',
       '--proc', '/proc', '--dev', '/dev', '--bind', join(this.root, 'tmp'), '/tmp', '--bind', this.dir, '/work', '--chdir', '/work',
-      '--clearenv', '--setenv', 'PATH', '/usr/local/bin:/usr/bin:/bin', '--setenv', 'HOME', '/work', '--setenv', 'LANG', 'C.UTF-8', '--setenv', 'TMPDIR', '/tmp',
+      ...(this.nodeBinary ? ['--ro-bind', this.nodeBinary, `${SANDBOX_NODE_DIR}/node`] : []),
+      '--clearenv', '--setenv', 'PATH', `${this.nodeBinary ? `${SANDBOX_NODE_DIR}:` : ''}/usr/local/bin:/usr/bin:/bin`, '--setenv', 'HOME', '/work', '--setenv', 'LANG', 'C.UTF-8', '--setenv', 'TMPDIR', '/tmp',
+      ...Object.entries(this.env).flatMap(([k, v]) => ['--setenv', k, v]),
       '--', ...program,
     ];
     const withLimits = ['prlimit', ...limits, '--', ...bwrap];
@@ -117,6 +153,7 @@ export class Sandbox {
   /** Run a program (argv) inside the sandbox; never throws for what the program does. */
   exec(program: string[], opts: { stdin?: string; wallMs?: number } = {}): Promise<RunResult> {
     if (this.destroyed) return Promise.reject(new Error('the sandbox was destroyed'));
+    this.used = true;
     const [cmd, ...args] = this.argv(program);
     const t0 = performance.now();
     const cap = this.limits.outputBytes;
@@ -160,6 +197,23 @@ export class Sandbox {
         });
       });
     });
+  }
+
+  /**
+   * Fill the working tree from the host before any command has run (no symlink can be planted in a
+   * tree nothing has touched yet). Paths must be relative and stay inside; much faster than writeFile.
+   */
+  seed(files: Record<string, string>): void {
+    if (this.used || this.destroyed) throw new Error('seed() only fills a fresh sandbox');
+    for (const [rel, content] of Object.entries(files)) {
+      const parts = rel.split('/').filter((p) => p !== '' && p !== '.');
+      if (rel.startsWith('/') || parts.length === 0 || parts.includes('..')) throw new Error(`seed: path '${rel}' must be relative and stay inside the tree`);
+      const path = join(this.dir, ...parts);
+      mkdirSync(dirname(path), { recursive: true });
+      writeFileSync(path, content);
+      // hand the file and its folders to the sandbox's uid
+      if (this.uid !== null) for (let p = path; p !== this.dir; p = dirname(p)) chownSync(p, this.uid, this.uid);
+    }
   }
 
   /** Run a shell command line in the working tree. */

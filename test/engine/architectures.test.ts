@@ -7,6 +7,7 @@ import { Transformer } from '../../src/engine/embedded/model.ts';
 import { EmbeddedRuntime } from '../../src/engine/embedded/runtime.ts';
 import { tinyConfig } from '../../src/bench/shapes.ts';
 import { tempDir, tinyModel } from '../helpers/models.ts';
+import { FAST_KERNELS } from '../helpers/kernels.ts';
 
 const tmp = tempDir();
 after(tmp.cleanup);
@@ -37,7 +38,7 @@ function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
 for (const [name, raw] of Object.entries(ARCHS)) {
   const dir = tinyModel(join(tmp.dir, name.replace(/\W+/g, '-')), raw);
 
-  for (const kernel of ['ts', 'wasm'] as const) {
+  for (const kernel of ['ts', ...FAST_KERNELS] as const) {
     test(`${name} (${kernel}): decoding with the KV cache gives the logits of a full forward pass`, async () => {
       const m = Transformer.load(dir, { kernel });
       try {
@@ -64,8 +65,8 @@ for (const [name, raw] of Object.entries(ARCHS)) {
     });
   }
 
-  test(`${name}: a batch of sequences gives each sequence's own logits`, async () => {
-    const m = Transformer.load(dir, { kernel: 'wasm' });
+  for (const kernel of FAST_KERNELS) test(`${name} (${kernel}): a batch of sequences gives each sequence's own logits`, async () => {
+    const m = Transformer.load(dir, { kernel });
     try {
       const V = m.cfg.vocabSize, H = m.cfg.hiddenSize;
       const a = [1, 5, 9, 200, 17, 3], b = [1, 44, 7];
@@ -80,8 +81,8 @@ for (const [name, raw] of Object.entries(ARCHS)) {
     }
   });
 
-  test(`${name}: scoring a sampled response reproduces its sampling log-probs exactly (float32), at T=1 and T=0.7`, async () => {
-    const rt = new EmbeddedRuntime(dir, { kernel: 'wasm' });
+  for (const kernel of FAST_KERNELS) test(`${name} (${kernel}): scoring a sampled response reproduces its sampling log-probs exactly (float32), at T=1 and T=0.7`, async () => {
+    const rt = new EmbeddedRuntime(dir, { kernel });
     try {
       const prompt = [1, 10, 20, 30];
       const r = rt.generate(prompt, { maxTokens: 24, temperature: 1, topP: 1, topK: 0, seed: 7, ignoreEos: true });

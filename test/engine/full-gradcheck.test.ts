@@ -17,6 +17,7 @@ import { Rng } from '../../src/engine/embedded/rng.ts';
 import { tinyConfig } from '../../src/bench/shapes.ts';
 import type { Datum } from '../../src/engine/types.ts';
 import { tempDir, tinyModel } from '../helpers/models.ts';
+import { FAST_KERNELS } from '../helpers/kernels.ts';
 
 const tmp = tempDir();
 after(tmp.cleanup);
@@ -80,7 +81,8 @@ const ARCHS = {
 };
 
 for (const [name, raw] of Object.entries(ARCHS)) {
-  for (const [kernel, tapes] of [['ts', 'kept'], ['wasm', 'recomputed']] as const) {
+  const native = FAST_KERNELS.includes('native') ? [['native', 'recomputed']] as const : [];
+  for (const [kernel, tapes] of [['ts', 'kept'], ['wasm', 'recomputed'], ...native] as const) {
     test(`full-parameter gradient check, ${name} (${kernel} kernel, layer tapes ${tapes}): every weight kind matches finite differences`, async () => {
       const dir = join(tmp.dir, name.replace(/\W+/g, '-'));
       tinyModel(dir, raw, { scale: 10 });

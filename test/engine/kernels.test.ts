@@ -1,5 +1,6 @@
-// The WASM SIMD kernel (1 and 2 threads) agrees with the plain TypeScript kernel, and the
-// committed .wasm is exactly what scripts/build-wasm.ts builds from assembly/kernels.ts.
+// The WASM SIMD kernel (1 and 2 threads) and, where its addon was built, the native kernel agree
+// with the plain TypeScript kernel, and the committed .wasm is exactly what scripts/build-wasm.ts
+// builds from assembly/kernels.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -7,10 +8,16 @@ import { join } from 'node:path';
 import { Arena } from '../../src/engine/embedded/arena.ts';
 import { TsKernel } from '../../src/engine/embedded/kernels/ts.ts';
 import { WasmKernel } from '../../src/engine/embedded/kernels/wasm.ts';
+import { NativeKernel, loadNativeAddon } from '../../src/engine/embedded/kernels/native.ts';
 import { buildWasm, WASM_OUT } from '../../scripts/build-wasm.ts';
 import { Rng } from '../../src/engine/embedded/rng.ts';
-import { packPanels, packedLength, unpackRow } from '../../src/engine/embedded/kernels/packed.ts';
+import { packPanels, packedLength, packedSlots, unpackRow, bf16Bits, bf16Value } from '../../src/engine/embedded/kernels/packed.ts';
 import { tempDir } from '../helpers/models.ts';
+
+/** The native kernel on 1 and 2 threads where its addon is built here (else none: WebAssembly is then all there is). */
+function nativeKernels(arena: Arena): NativeKernel[] {
+  return loadNativeAddon().addon ? [new NativeKernel(arena, 1), new NativeKernel(arena, 2)] : [];
+}
 
 const SHAPES: [number, number, number][] = [
   [1, 1, 1], [1, 7, 3], [3, 5, 9], [4, 4, 4], [5, 33, 17], [8, 64, 64], [13, 100, 37], [1, 576, 1000], [64, 288, 300], [257, 96, 130],
@@ -19,6 +26,7 @@ const SHAPES: [number, number, number][] = [
 test('WASM SIMD kernel matches the TypeScript kernel within float32 rounding, with strides and accumulation', async () => {
   const arena = new Arena();
   const ts = new TsKernel(), w1 = new WasmKernel(arena, 1), w2 = new WasmKernel(arena, 2);
+  const nat = nativeKernels(arena);
   const rng = new Rng(42);
   try {
     for (const [M, K, N] of SHAPES) {
@@ -28,7 +36,7 @@ test('WASM SIMD kernel matches the TypeScript kernel within float32 rounding, wi
         const a = arena.alloc(M * lda), b = arena.alloc(N * ldb);
         for (const x of [a, b]) for (let i = 0; i < x.length; i++) x[i] = rng.next() * 2 - 1;
         const init = Float32Array.from({ length: M * ldc }, () => rng.next());
-        const outs = [ts, w1, w2].map((k) => {
+        const outs = [ts, w1, w2, ...nat].map((k) => {
           const c = arena.alloc(M * ldc);
           c.set(init);
           k.matmulNT(c, a, b, M, N, K, { lda, ldb, ldc, accumulate: strided });
@@ -47,13 +55,14 @@ test('WASM SIMD kernel matches the TypeScript kernel within float32 rounding, wi
       }
     }
   } finally {
-    await w1.close(); await w2.close();
+    await w1.close(); await w2.close(); for (const k of nat) await k.close();
   }
 });
 
 test('WASM NN and TN matrix multiplies (the forms of the backward pass) match the TypeScript kernel', async () => {
   const arena = new Arena();
   const ts = new TsKernel(), w1 = new WasmKernel(arena, 1), w2 = new WasmKernel(arena, 2);
+  const nat = nativeKernels(arena);
   const rng = new Rng(9);
   try {
     for (const [M, K, N] of [...SHAPES, [64, 576, 16], [16, 256, 576], [300, 48, 33]] as [number, number, number][]) {
@@ -63,7 +72,7 @@ test('WASM NN and TN matrix multiplies (the forms of the backward pass) match th
         const a = arena.alloc((form === 'NN' ? M : K) * lda), b = arena.alloc(K * ldb);
         for (const x of [a, b]) for (let i = 0; i < x.length; i++) x[i] = rng.next() * 2 - 1;
         const init = Float32Array.from({ length: M * ldc }, () => rng.next());
-        const outs = [ts, w1, w2].map((kern) => {
+        const outs = [ts, w1, w2, ...nat].map((kern) => {
           const c = arena.alloc(M * ldc);
           c.set(init);
           (form === 'NN' ? kern.matmulNN : kern.matmulTN).call(kern, c, a, b, M, N, K, { lda, ldb, ldc, accumulate: true });
@@ -78,21 +87,25 @@ test('WASM NN and TN matrix multiplies (the forms of the backward pass) match th
       }
     }
   } finally {
-    await w1.close(); await w2.close();
+    await w1.close(); await w2.close(); for (const k of nat) await k.close();
   }
 });
 
-test('packed weights: forward C = A·Wᵀ and backward C = A·W match the plain kernels, for any row count and partial panels', async () => {
+test('packed weights, float32 and bfloat16: forward C = A·Wᵀ and backward C = A·W match the plain kernels, for any row count and partial panels', async () => {
   const arena = new Arena();
   const ts = new TsKernel(), w1 = new WasmKernel(arena, 1), w2 = new WasmKernel(arena, 2);
+  const nat = nativeKernels(arena);
   const rng = new Rng(12);
   try {
     // [M, rows (out), cols (in)]: M covers the 6-, 2- and 1-row paths; rows % 8 != 0 gives a partial panel
     for (const [M, rows, cols] of [[1, 8, 8], [1, 13, 5], [2, 16, 33], [5, 172, 64], [7, 64, 172], [13, 21, 10], [64, 576, 300], [300, 96, 130]] as [number, number, number][]) {
+     for (const dtype of ['f32', 'bf16'] as const) {
       const w = arena.alloc(rows * cols);
       for (let i = 0; i < w.length; i++) w[i] = rng.next() * 2 - 1;
-      const packed = { data: arena.alloc(packedLength(rows, cols)), rows, cols };
-      packPanels(w, rows, cols, packed.data);
+      const packed = { data: arena.alloc(packedSlots(rows, cols, dtype)), rows, cols, dtype };
+      packPanels(w, rows, cols, packed.data, dtype);
+      // bfloat16 panels hold the rounded weights: the reference is float32 arithmetic on those
+      if (dtype === 'bf16') for (let i = 0; i < w.length; i++) w[i] = bf16Value(bf16Bits(w[i]));
       const row = new Float32Array(cols);
       unpackRow(packed, rows - 1, row);
       assert.deepEqual(Array.from(row), Array.from(w.subarray((rows - 1) * cols, rows * cols)));
@@ -107,19 +120,20 @@ test('packed weights: forward C = A·Wᵀ and backward C = A·W match the plain 
       const refT = arena.alloc(M * (cols + 2));
       refT.set(initT);
       ts.matmulNN(refT, g, w, M, cols, rows, { lda: rows + 1, ldc: cols + 2, accumulate: true });
-      for (const k of [ts, w1, w2]) {
+      for (const k of [ts, w1, w2, ...nat]) {
         const c = arena.alloc(M * (rows + 2));
         c.set(init);
         k.matmulPacked(c, a, packed, M, { lda: cols + 3, ldc: rows + 2, accumulate: true });
-        for (let i = 0; i < c.length; i++) assert.ok(Math.abs(c[i] - ref[i]) < 1e-5 * Math.sqrt(cols) + 1e-6, `${k.name}/${k.threads} packed ${M}×${rows}×${cols} at ${i}: ${c[i]} vs ${ref[i]}`);
+        for (let i = 0; i < c.length; i++) assert.ok(Math.abs(c[i] - ref[i]) < 1e-5 * Math.sqrt(cols) + 1e-6, `${k.name}/${k.threads} ${dtype} packed ${M}×${rows}×${cols} at ${i}: ${c[i]} vs ${ref[i]}`);
         const cT = arena.alloc(M * (cols + 2));
         cT.set(initT);
         k.matmulPackedT(cT, g, packed, M, { lda: rows + 1, ldc: cols + 2, accumulate: true });
-        for (let i = 0; i < cT.length; i++) assert.ok(Math.abs(cT[i] - refT[i]) < 1e-5 * Math.sqrt(rows) + 1e-6, `${k.name}/${k.threads} packedT ${M}×${rows}×${cols} at ${i}: ${cT[i]} vs ${refT[i]}`);
+        for (let i = 0; i < cT.length; i++) assert.ok(Math.abs(cT[i] - refT[i]) < 1e-5 * Math.sqrt(rows) + 1e-6, `${k.name}/${k.threads} ${dtype} packedT ${M}×${rows}×${cols} at ${i}: ${cT[i]} vs ${refT[i]}`);
       }
+     }
     }
   } finally {
-    await w1.close(); await w2.close();
+    await w1.close(); await w2.close(); for (const k of nat) await k.close();
   }
 });
 

@@ -27,7 +27,7 @@ async function setup(kind: 'vllm' | 'sglang'): Promise<{ d: ServingDouble; e: Se
 const PARAMS = { maxTokens: 20, temperature: 0.8, topP: 1, topK: 0, seed: 11 };
 
 for (const kind of ['vllm', 'sglang'] as const) {
-  test(`${kind}: tokens stream through one by one, with the exact ids and log-probs the server sampled`, { timeout: 60_000 }, async () => {
+  test(`${kind}: tokens stream through one by one, with the exact ids and log-probs the server sampled`, { timeout: 180_000 }, async () => {
     const { d, e, close } = await setup(kind);
     try {
       d.tokenDelayMs = 20;
@@ -66,7 +66,7 @@ for (const kind of ['vllm', 'sglang'] as const) {
     } finally { await close(); }
   });
 
-  test(`${kind}: each version is a PEFT adapter loaded under a new name; requests switch, the old one is unloaded after its requests finish, none is refused`, { timeout: 120_000 }, async () => {
+  test(`${kind}: each version is a PEFT adapter loaded under a new name; requests switch, the old one is unloaded after its requests finish, none is refused`, { timeout: 300_000 }, async () => {
     const { d, e, close } = await setup(kind);
     try {
       const prompt = e.tokenizer.encode('One day');
@@ -78,8 +78,10 @@ for (const kind of ['vllm', 'sglang'] as const) {
       assert.deepEqual(d.loads, ['policy-v1']);
       await e.publish(v1);
       // a long request on v1 stays in flight while v2 is trained, loaded and published
+      // (it runs until aborted below, however slow the machine is)
       d.tokenDelayMs = 15;
-      const slow = collect(e.sample(prompt, { ...PARAMS, maxTokens: 40, seed: 1 }));
+      const hold = new AbortController();
+      const slow = collect(e.sample(prompt, { ...PARAMS, maxTokens: 400, ignoreEos: true, seed: 1 }, hold.signal));
       await new Promise((r) => setTimeout(r, 60));
       const v2 = await step();
       await e.publish(v2);
@@ -87,10 +89,15 @@ for (const kind of ['vllm', 'sglang'] as const) {
       assert.ok(d.adapters.has('policy-v1'), 'v1 stays loaded while a request uses it');
       const fresh = await collect(e.sample(prompt, { ...PARAMS, maxTokens: 4 }));
       assert.equal(fresh.policyVersion, v2);
+      hold.abort();
       const old = await slow;
+      // the server double finishes the abandoned generation quickly, before the engines close
+      d.tokenDelayMs = 0;
+      for (let i = 0; i < 600 && d.inflight > 0; i++) await new Promise((r) => setTimeout(r, 50));
       assert.equal(old.policyVersion, v1);
       assert.ok(old.ids.length > 0);
-      await new Promise((r) => setTimeout(r, 50));
+      // unloading follows the end of its last request (asynchronously)
+      for (let i = 0; i < 100 && d.unloads.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
       assert.deepEqual(d.unloads, ['policy-v1']);
       assert.deepEqual([...d.adapters.keys()], ['policy-v2']);
       assert.deepEqual(e.loadedAdapters(), { [v2]: 'policy-v2' });
@@ -103,7 +110,7 @@ for (const kind of ['vllm', 'sglang'] as const) {
     } finally { await close(); }
   });
 
-  test(`${kind}: teacher scoring uses prompt log-probs and equals the trainer's own scores; base and published weights`, { timeout: 60_000 }, async () => {
+  test(`${kind}: teacher scoring uses prompt log-probs and equals the trainer's own scores; base and published weights`, { timeout: 180_000 }, async () => {
     const { d, e, close } = await setup(kind);
     try {
       const prompt = e.tokenizer.encode('There was a boy');
@@ -121,7 +128,7 @@ for (const kind of ['vllm', 'sglang'] as const) {
     } finally { await close(); }
   });
 
-  test(`${kind}: behind the OpenAI API, a streamed chat turn is recorded with the server's exact ids and log-probs`, { timeout: 60_000 }, async () => {
+  test(`${kind}: behind the OpenAI API, a streamed chat turn is recorded with the server's exact ids and log-probs`, { timeout: 180_000 }, async () => {
     const { d, e, close } = await setup(kind);
     const t = tempDir('ocrl-serving-api-');
     const store = new Store(t.dir);
@@ -144,7 +151,7 @@ for (const kind of ['vllm', 'sglang'] as const) {
   });
 }
 
-test('an adapter name the server does not know is a clear bad_request, and a failed load leaves the version unserved', { timeout: 60_000 }, async () => {
+test('an adapter name the server does not know is a clear bad_request, and a failed load leaves the version unserved', { timeout: 180_000 }, async () => {
   const { d, e, close } = await setup('vllm');
   try {
     await assert.rejects(collect(e.sample([1, 2, 3], { ...PARAMS, weights: 5 })), /not loaded/);
@@ -155,7 +162,7 @@ test('an adapter name the server does not know is a clear bad_request, and a fai
   } finally { await close(); }
 });
 
-test('CLI: serve --engine vllm streams a chat turn from the vLLM server and says which engine it serves on', { timeout: 120_000 }, async () => {
+test('CLI: serve --engine vllm streams a chat turn from the vLLM server and says which engine it serves on', { timeout: 300_000 }, async () => {
   const { spawn } = await import('node:child_process');
   const d = await startServingDouble('vllm');
   const t = tempDir('ocrl-serving-cli-');
@@ -164,7 +171,7 @@ test('CLI: serve --engine vllm streams a chat turn from the vLLM server and says
   try {
     let log = '';
     const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(log)), 60_000);
+      const timer = setTimeout(() => reject(new Error(log)), 150_000);
       proc.stderr!.on('data', (c: Buffer) => { log += c; const m = /at (http:\/\/\S+)\/v1/.exec(log); if (m) { clearTimeout(timer); resolve(m[1]); } });
       proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`exited ${code}: ${log}`)); });
     });

@@ -35,6 +35,8 @@ export class FullTrainer extends TrainerCore {
 
   /** Start from `from` (default: a copy of the model's base weights, which this trainer then owns). */
   constructor(model: Transformer, from?: ModelWeights) {
+    // AdamW updates the packed weights in place: steps of lr·m/√v vanish in bfloat16's 8-bit mantissa
+    if ((from ?? model.weights).dtype === 'bf16') throw new EngineError('bad_request', 'full-parameter training needs float32 weights: load the model with --weights-dtype f32 (LoRA trains on bf16 weights)');
     super(model);
     this.weights = from ?? cloneWeights(model.weights, model.arena);
     this.params = fullParams(model.cfg, this.weights);

@@ -14,17 +14,38 @@ import { rmsnormForward } from './ops/rmsnorm.ts';
 import type { Kernel, KernelName } from './kernels/kernel.ts';
 import { TsKernel } from './kernels/ts.ts';
 import { WasmKernel } from './kernels/wasm.ts';
+import { NativeKernel, loadNativeAddon } from './kernels/native.ts';
 import type { LoraAdapter, LoraModule, LoraTarget } from './lora.ts';
-import { unpackRow } from './kernels/packed.ts';
+import { unpackRow, type WeightsDtype } from './kernels/packed.ts';
 import { checkTokenIds } from '../types.ts';
 
 /** `weights`: a full set of weights (a full-parameter training version) instead of the model's own. */
 export interface BatchItem { tokens: ArrayLike<number>; cache: KvCache; adapter?: LoraAdapter | null; weights?: ModelWeights }
 
-export interface LoadOptions { kernel?: KernelName; threads?: number; maxContext?: number }
+/** `weightsDtype`: how the matrices are stored (bf16 halves their memory; compute stays float32) */
+export interface LoadOptions { kernel?: KernelName; threads?: number; maxContext?: number; weightsDtype?: WeightsDtype }
 
-export function createKernel(arena: Arena, name: KernelName = 'wasm', threads?: number): Kernel {
-  return name === 'ts' ? new TsKernel() : new WasmKernel(arena, threads);
+/**
+ * The kernel `name` asks for; without a name, OPENCLAW_RL_KERNEL's, else native where the addon
+ * was built for this machine and WASM otherwise. Asking for native where it is missing is an error.
+ */
+export function createKernel(arena: Arena, name?: KernelName, threads?: number): Kernel {
+  const chosen = name ?? defaultKernelName();
+  if (chosen === 'ts') return new TsKernel();
+  if (chosen === 'native') return new NativeKernel(arena, threads);
+  return new WasmKernel(arena, threads);
+}
+
+const KERNEL_NAMES: readonly KernelName[] = ['native', 'wasm', 'ts'];
+
+/** OPENCLAW_RL_KERNEL when set (tests force a backend with it), else native if it loads here, else wasm. */
+export function defaultKernelName(): KernelName {
+  const env = process.env.OPENCLAW_RL_KERNEL;
+  if (env) {
+    if (!KERNEL_NAMES.includes(env as KernelName)) throw new Error(`OPENCLAW_RL_KERNEL must be one of ${KERNEL_NAMES.join(', ')} (got '${env}')`);
+    return env as KernelName;
+  }
+  return loadNativeAddon().addon ? 'native' : 'wasm';
 }
 
 /** Rows [row0, row0 + rows) use `adapter` (null: the base model). */
@@ -77,7 +98,7 @@ export class Transformer {
   static load(dir: string, opts: LoadOptions = {}): Transformer {
     const cfg = loadConfig(dir);
     const arena = new Arena();
-    const weights = loadWeights(dir, cfg, arena);
+    const weights = loadWeights(dir, cfg, arena, opts.weightsDtype);
     return new Transformer(cfg, weights, createKernel(arena, opts.kernel, opts.threads), arena, opts.maxContext);
   }
 

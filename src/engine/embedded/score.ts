@@ -115,7 +115,8 @@ export function* scoreStepsTopK(
   try {
     while (next < requests.length || open.length > 0) {
       // fill one pass: continue the open requests, then open new ones while rows remain
-      let budget = Math.max(1, rowsPerPass());
+      let budget = rowsPerPass();
+      if (budget <= 0) { yield; continue; } // none this turn (the pacer's credit is spent)
       const slices: { req: OpenRequest; from: number; to: number }[] = [];
       for (const req of open) {
         if (budget === 0) break;

@@ -1,11 +1,12 @@
 // Loads a Hugging Face checkpoint into the arena as float32, validating every tensor's presence
 // and shape against config.json. q/k/v and gate/up are fused into one matrix each at load time so
 // a layer runs four GEMMs instead of seven (fewer thread wake-ups per token), and every matrix is
-// repacked into 8-row panels (kernels/packed.ts) for the fast forward kernel.
+// repacked into 8-row panels (kernels/packed.ts) for the fast forward kernel, as float32 or, with
+// `dtype` bf16, as bfloat16 (norms and biases stay float32).
 import type { ModelConfig } from './config.ts';
 import type { Arena } from './arena.ts';
 import { listModelTensors, readTensorF32, ModelFileError, type TensorInfo, type DType } from './safetensors.ts';
-import { packPanels, packedLength, type PackedMatrix } from './kernels/packed.ts';
+import { packPanels, packedSlots, type PackedMatrix, type WeightsDtype } from './kernels/packed.ts';
 
 export interface LayerWeights {
   inputNorm: Float32Array;
@@ -30,12 +31,14 @@ export interface ModelWeights {
   finalNorm: Float32Array;
   /** the embedding table itself when the embeddings are tied */
   lmHead: PackedMatrix;
-  /** dtypes found in the checkpoint, and the float32 bytes they occupy now */
+  /** dtypes found in the checkpoint, and the bytes they occupy now */
   sourceDtypes: DType[];
   bytes: number;
+  /** how the matrices are stored (float32 unless loaded with bf16) */
+  dtype?: WeightsDtype;
 }
 
-export function loadWeights(dir: string, cfg: ModelConfig, arena: Arena): ModelWeights {
+export function loadWeights(dir: string, cfg: ModelConfig, arena: Arena, dtype: WeightsDtype = 'f32'): ModelWeights {
   const tensors = listModelTensors(dir);
   const H = cfg.hiddenSize, I = cfg.intermediateSize, hd = cfg.headDim;
   const qDim = cfg.numHeads * hd, kvDim = cfg.numKvHeads * hd;
@@ -75,10 +78,10 @@ export function loadWeights(dir: string, cfg: ModelConfig, arena: Arena): ModelW
   const packed = (parts: [string, number][], cols: number): PackedMatrix => {
     const rows = parts.reduce((a, [, r]) => a + r, 0);
     if (scratch.length < rows * cols) scratch = new Float32Array(rows * cols);
-    const data = arena.alloc(packedLength(rows, cols));
+    const data = arena.alloc(packedSlots(rows, cols, dtype));
     bytes += data.byteLength;
-    packPanels(stack(parts, cols, scratch.subarray(0, rows * cols)), rows, cols, data);
-    return { data, rows, cols };
+    packPanels(stack(parts, cols, scratch.subarray(0, rows * cols)), rows, cols, data, dtype);
+    return dtype === 'bf16' ? { data, rows, cols, dtype } : { data, rows, cols };
   };
 
   const embed = packed([['model.embed_tokens.weight', cfg.vocabSize]], H);
@@ -104,5 +107,5 @@ export function loadWeights(dir: string, cfg: ModelConfig, arena: Arena): ModelW
     if (!tensors.has('lm_head.weight')) throw new ModelFileError(`missing tensor 'lm_head.weight' (tie_word_embeddings is false in config.json)`);
     lmHead = packed([['lm_head.weight', cfg.vocabSize]], H);
   }
-  return { embed, layers, finalNorm, lmHead, sourceDtypes: [...dtypes], bytes };
+  return { embed, layers, finalNorm, lmHead, sourceDtypes: [...dtypes], bytes, dtype };
 }

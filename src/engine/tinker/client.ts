@@ -162,6 +162,62 @@ export class TinkerHttp {
     }
   }
 
+  /**
+   * The signed download URL of a checkpoint's archive (`checkpointId` like `sampler_weights/final`):
+   * the server answers 302 with it in Location; 503 means "being prepared, retry" (as do 408/429/5xx).
+   */
+  async archiveUrl(runId: string, checkpointId: string, signal?: AbortSignal): Promise<{ url: string; expires: string | null }> {
+    const path = `/api/v1/training_runs/${encodeURIComponent(runId)}/checkpoints/${checkpointId.split('/').map(encodeURIComponent).join('/')}/archive`;
+    for (let attempt = 0; ; attempt++) {
+      signal?.throwIfAborted();
+      let res: Response;
+      try {
+        this.requests++;
+        res = await this.fetchFn(`${this.o.baseUrl}${path}`, {
+          headers: this.headers(), redirect: 'manual',
+          signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(this.o.timeoutMs)]) : AbortSignal.timeout(this.o.timeoutMs),
+        });
+      } catch (e) {
+        if (signal?.aborted || attempt >= this.o.maxRetries) throw e;
+        await sleep(this.backoff(attempt), signal);
+        continue;
+      }
+      const location = res.headers.get('location');
+      if (res.status >= 300 && res.status < 400 && location) {
+        await res.arrayBuffer();
+        return { url: new URL(location, this.o.baseUrl).toString(), expires: res.headers.get('expires') };
+      }
+      const text = await res.text();
+      if (res.ok) {
+        // some servers answer the URL in a JSON body instead
+        const j = (text ? JSON.parse(text) : {}) as { url?: string; expires?: string };
+        if (typeof j.url === 'string') return { url: new URL(j.url, this.o.baseUrl).toString(), expires: j.expires ?? null };
+        throw new TinkerHttpError(res.status, text, `GET ${path} (no archive URL in the answer)`);
+      }
+      if (!RETRYABLE(res.status) || attempt >= this.o.maxRetries) throw new TinkerHttpError(res.status, text, `GET ${path}`);
+      await sleep(this.backoff(attempt, res), signal);
+    }
+  }
+
+  /** Fetch a signed archive URL. The API key is not sent: the URL carries its own authorisation (often another host). */
+  async download(url: string, signal?: AbortSignal): Promise<Buffer> {
+    for (let attempt = 0; ; attempt++) {
+      let res: Response;
+      try {
+        this.requests++;
+        res = await this.fetchFn(url, { signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(10 * this.o.timeoutMs)]) : AbortSignal.timeout(10 * this.o.timeoutMs) });
+      } catch (e) {
+        if (signal?.aborted || attempt >= this.o.maxRetries) throw e;
+        await sleep(this.backoff(attempt), signal);
+        continue;
+      }
+      if (res.ok) return Buffer.from(await res.arrayBuffer());
+      const text = await res.text();
+      if (!RETRYABLE(res.status) || attempt >= this.o.maxRetries) throw new TinkerHttpError(res.status, text, `download of a checkpoint archive (${new URL(url).host})`);
+      await sleep(this.backoff(attempt, res), signal);
+    }
+  }
+
   /** Submit a compute call and wait for its result. */
   async compute(path: string, body: unknown, kind: ResultKind = 'other', o: { proto?: Uint8Array; signal?: AbortSignal } = {}): Promise<unknown> {
     const f = await this.submit(path, body, o);

@@ -23,7 +23,8 @@ import { SampleAssembler } from '../sample-assembler.ts';
 import { loadConfig } from '../embedded/config.ts';
 import { TinkerSession, TinkerRequestFailed, TinkerHttpError, type TinkerClientOptions } from './client.ts';
 import { encodeForwardBackwardRequest } from './proto.ts';
-import { toWireDatum, wireLossConfig, toWireAdam, type ForwardBackwardResult, type SampleResult, type WireSamplingParams } from './wire.ts';
+import { extractTar, ArchiveError } from './archive.ts';
+import { toWireDatum, wireLossConfig, toWireAdam, parseTinkerPath, type ForwardBackwardResult, type SampleResult, type WireSamplingParams } from './wire.ts';
 
 export interface TinkerEngineOptions extends TinkerClientOptions {
   /** local model folder with tokenizer.json (+ chat template) and config.json of the base model */
@@ -35,9 +36,16 @@ export interface TinkerEngineOptions extends TinkerClientOptions {
    * `ppo` (SkyRL's FSDP and Megatron backends); default 'ppo'
    */
   ppoAs?: 'ppo' | 'importance_sampling';
+  /**
+   * 'ephemeral' (default): each version is an in-memory sampler (hot swap, nothing stored);
+   * 'named': each version is also a stored sampler checkpoint (tinker://…/sampler_weights/NAME),
+   * so saveAdapter can download it as a PEFT folder (--trainer tinker behind vLLM / SGLang)
+   */
+  samplerCheckpoints?: 'ephemeral' | 'named';
 }
 
-interface SamplerRef { id: string; seq: number }
+/** A sampling client, and the stored checkpoint it samples from (named saves only). */
+interface SamplerRef { id: string; seq: number; path?: string }
 
 export class TinkerEngine implements TrainingEngine {
   readonly info: EngineInfo;
@@ -328,7 +336,39 @@ export class TinkerEngine implements TrainingEngine {
     }
   }
 
+  /** A stored sampler checkpoint of the adapter as trained so far, and a sampling client over it. */
+  private async namedSnapshot(version: number): Promise<SamplerRef> {
+    const name = `openclaw-rl-v${version}-${Date.now().toString(36)}`;
+    let path: string;
+    try {
+      const r = await this.train('/api/v1/save_weights_for_sampler', (seq) => ({ model_id: this.modelId, path: name, seq_id: seq, type: 'save_weights_for_sampler' })) as { path?: string };
+      if (typeof r.path !== 'string') throw new EngineError('internal', 'save_weights_for_sampler answered without a path');
+      path = r.path;
+    } catch (e) {
+      throw this.wrap(e, 'save_weights_for_sampler');
+    }
+    try {
+      const s = await this.session.http.call('POST', '/api/v1/create_sampling_session', {
+        session_id: this.session.id, sampling_session_seq_id: this.session.nextSamplerSeq(), model_path: path, type: 'create_sampling_session',
+      }) as { sampling_session_id?: string };
+      if (typeof s.sampling_session_id !== 'string') throw new EngineError('internal', 'create_sampling_session answered without a sampling_session_id');
+      return { id: s.sampling_session_id, seq: 0, path };
+    } catch (e) {
+      throw this.wrap(e, 'create_sampling_session');
+    }
+  }
+
   async saveWeights(opts: { atLeast?: number } = {}): Promise<number> {
+    if (this.o.samplerCheckpoints === 'named') {
+      this.checkOpen();
+      if (!this.modelId) throw new EngineError('bad_request', 'nothing to save: configureTraining first');
+      const v = Math.max(this.latest + 1, opts.atLeast ?? 0);
+      const ref = await this.namedSnapshot(v);
+      this.latest = Math.max(this.latest, v);
+      this.currentSnapshot = ref;
+      this.samplers.set(v, ref);
+      return v;
+    }
     const ref = this.currentSnapshot ?? await this.snapshot();
     this.currentSnapshot = ref;
     // numbered above every earlier version and the caller's durable floor (see TrainingEngine.saveWeights)
@@ -344,8 +384,33 @@ export class TinkerEngine implements TrainingEngine {
     for (const v of this.samplers.keys()) if (v < version - 8) this.samplers.delete(v);
   }
 
-  async saveAdapter(): Promise<void> {
-    throw new EngineError('bad_request', 'adapters trained over Tinker stay on the Tinker server: checkpoints are tinker:// URIs (see trainer_state.json in the checkpoint folder); download them with the Tinker tools');
+  /**
+   * Download a version's stored sampler checkpoint (a PEFT adapter archive) into `dir`. Versions are
+   * stored when the engine runs with samplerCheckpoints: 'named'; 'current' stores one now.
+   */
+  async saveAdapter(dir: string, sel: AdapterSelector = 'published'): Promise<void> {
+    this.checkOpen();
+    if (sel === 'base' || (sel === 'published' && this.published === 0) || sel === 0) throw new EngineError('bad_request', 'the base model has no adapter to save');
+    let ref: SamplerRef | undefined;
+    if (sel === 'current') {
+      if (!this.modelId) throw new EngineError('bad_request', "nothing is being trained: 'current' needs configureTraining first");
+      ref = await this.namedSnapshot(this.latest + 1);
+    } else {
+      const v = sel === 'published' ? this.published : sel;
+      ref = this.samplers.get(v);
+      if (!ref) throw new EngineError('bad_request', `weights version ${v} does not exist on this engine`);
+    }
+    if (!ref.path) {
+      throw new EngineError('bad_request', 'this version is an ephemeral Tinker sampler with no stored checkpoint to download: run with named sampler checkpoints (as --trainer tinker does) to write versions as adapters');
+    }
+    const p = parseTinkerPath(ref.path);
+    try {
+      const { url } = await this.session.http.archiveUrl(p.runId, `${p.kind ?? 'sampler_weights'}/${p.name}`);
+      extractTar(await this.session.http.download(url), dir);
+    } catch (e) {
+      if (e instanceof ArchiveError) throw new EngineError('internal', `the checkpoint archive of ${ref.path}: ${e.message}`);
+      throw this.wrap(e, `downloading ${ref.path}`);
+    }
   }
 
   async saveModel(): Promise<void> {

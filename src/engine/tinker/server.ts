@@ -9,18 +9,20 @@
 // It lives beside the client in engine/tinker/ because both halves share the wire types and the
 // codec, and because it is an engine adapter, not part of the OpenAI-compatible API in api/.
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { collect, DEFAULT_SAMPLE_PARAMS, type TrainingEngine, type SampleParams, type Datum } from '../types.ts';
+import { collect, type TrainingEngine } from '../types.ts';
 import { FutureStore, DuplicateConflict, UserError } from './futures.ts';
-import { decodeForwardBackwardRequest, encodeForwardBackwardOutput, encodeSampleResponse } from './proto.ts';
+import { encodeForwardBackwardOutput, encodeSampleResponse } from './proto.ts';
 import {
-  SDK_VERSION, CHECKPOINT_NAME, WireError, fromWireDatum, lossFromWire, parseTinkerPath, tokensOf,
+  SDK_VERSION, WireError, fromWireDatum, lossFromWire, parseTinkerPath, tokensOf,
   type ForwardBackwardInput, type ForwardBackwardResult, type SampleResult, type WireSamplingParams, type ModelInput,
 } from './wire.ts';
-import { ppoToken, crossEntropyToken } from '../../learn/losses.ts';
+import { CheckpointStore, CheckpointError, type CheckpointKind } from './checkpoints.ts';
+import { SessionRegistry } from './sessions.ts';
+import { HttpError, datumLoss, samplingParams, jsonFwdBwd, decodeProtoFwdBwd, intField, optionalInt, parseJson, readBody, send } from './server-http.ts';
 
 export interface TinkerServerOptions {
   engine: TrainingEngine;
@@ -36,20 +38,22 @@ export interface TinkerServerOptions {
   longPollMs?: number;
   /** sampler snapshots kept in memory besides the newest (older ones are freed when idle) */
   keepSamplerVersions?: number;
+  /** a session without any call naming it for this long ends, with its samplers and training client (default 10 minutes) */
+  sessionIdleMs?: number;
   log?: (line: string) => void;
 }
 
 export interface RunningTinkerServer { url: string; server: Server; close(): Promise<void> }
 
-class HttpError extends Error {
-  readonly status: number;
-  constructor(status: number, message: string) { super(message); this.status = status; }
-}
 
 interface Sampler { id: string; weights: number | 'base'; modelPath: string | null }
 interface TrainingModel { id: string; sessionId: string; rank: number }
 
 const PROTO = 'application/x-protobuf';
+/** what a persisted sampler over the base model records in place of a checkpoint path */
+const BASE_SAMPLER = 'base';
+/** most alternatives per prompt position answered (topk_prompt_logprobs) */
+const MAX_TOPK = 100;
 
 /** The client/config answer: JSON bodies accepted everywhere, protobuf where negotiated, no zstd, no JWT. */
 const CLIENT_CONFIG = {
@@ -64,18 +68,22 @@ const CLIENT_CONFIG = {
 export class TinkerServer {
   private readonly o: Required<Omit<TinkerServerOptions, 'apiKey' | 'host' | 'port' | 'log'>> & TinkerServerOptions;
   private readonly futures: FutureStore;
-  private readonly sessions = new Map<string, { lastSeen: number; sdkVersion: string | null }>();
+  private readonly sessions: SessionRegistry;
+  private expiryTimer: NodeJS.Timeout | null = null;
   private readonly samplers = new Map<string, Sampler>();
   /** named sampler checkpoints already loaded: path → version */
   private readonly loadedPaths = new Map<string, number>();
   private readonly savedVersions: number[] = [];
   private model: TrainingModel | null = null;
   private readonly log: (line: string) => void;
+  private readonly store: CheckpointStore;
 
   constructor(o: TinkerServerOptions) {
-    this.o = { maxBodyBytes: 64 * 2 ** 20, longPollMs: 25_000, keepSamplerVersions: 4, ...o, dataDir: resolve(o.dataDir) };
+    this.o = { maxBodyBytes: 64 * 2 ** 20, longPollMs: 25_000, keepSamplerVersions: 4, sessionIdleMs: 10 * 60_000, ...o, dataDir: resolve(o.dataDir) };
     this.futures = new FutureStore({ longPollMs: this.o.longPollMs });
     this.log = o.log ?? (() => {});
+    this.store = new CheckpointStore({ dataDir: this.o.dataDir, modelName: o.modelName, current: () => this.model });
+    this.sessions = new SessionRegistry({ file: join(this.o.dataDir, 'sessions.json'), idleMs: this.o.sessionIdleMs, log: this.log });
   }
 
   // ---- HTTP ----
@@ -85,6 +93,13 @@ export class TinkerServer {
     const path = url.pathname.replace(/\/+$/, '');
     try {
       if (path === '/api/v1/healthz' && req.method === 'GET') return send(res, 200, { status: 'ok' });
+      const signed = /^\/api\/v1\/checkpoint_archives\/([A-Za-z0-9_.-]+)$/.exec(path);
+      if (signed && req.method === 'GET') {
+        const { tar, filename } = this.store.archive(signed[1]);
+        res.writeHead(200, { 'content-type': 'application/x-tar', 'content-length': tar.length, 'content-disposition': `attachment; filename="${filename}"` });
+        res.end(tar);
+        return;
+      }
       if (this.o.apiKey && !this.authorised(req)) throw new HttpError(401, 'a valid API key is required (X-API-Key header)');
       const raw = req.method === 'POST' ? await readBody(req, this.o.maxBodyBytes) : Buffer.alloc(0);
       const isProto = (req.headers['content-type'] ?? '').includes(PROTO);
@@ -94,12 +109,21 @@ export class TinkerServer {
       if (req.method === 'GET') {
         if (path === '/api/v1/get_server_capabilities') return send(res, 200, { supported_models: [{ model_name: this.o.modelName, max_context_length: this.o.engine.info.contextLength }] });
         const m = /^\/api\/v1\/samplers\/([^/]+)$/.exec(path);
-        if (m) return send(res, 200, this.samplerInfo(decodeURIComponent(m[1])));
-        if (path === '/api/v1/training_runs') return send(res, 200, this.trainingRuns(url.searchParams));
+        if (m) return send(res, 200, await this.samplerInfo(decodeURIComponent(m[1])));
+        if (path === '/api/v1/training_runs') return send(res, 200, this.store.trainingRuns(url.searchParams));
         const run = /^\/api\/v1\/training_runs\/([^/]+)(\/checkpoints)?$/.exec(path);
         if (run) {
           const id = decodeURIComponent(run[1]);
-          return send(res, 200, run[2] ? { checkpoints: this.checkpoints(id) } : this.trainingRun(id));
+          return send(res, 200, run[2] ? { checkpoints: this.store.checkpoints(id) } : this.store.trainingRun(id));
+        }
+        const archive = /^\/api\/v1\/training_runs\/([^/]+)\/checkpoints\/(weights|sampler_weights)\/([^/]+)\/archive$/.exec(path);
+        if (archive) {
+          // a signed URL, as Tinker cloud answers (the client fetches it without its API key)
+          const a = this.store.archiveUrl(decodeURIComponent(archive[1]), archive[2] as CheckpointKind, decodeURIComponent(archive[3]));
+          const host = req.headers.host ?? `${this.o.host ?? '127.0.0.1'}:${this.o.port ?? 8000}`;
+          res.writeHead(302, { location: `http://${host}${a.path}`, expires: a.expires.toUTCString(), 'content-length': 0 });
+          res.end();
+          return;
         }
         throw new HttpError(404, `no route GET ${path}`);
       }
@@ -128,7 +152,7 @@ export class TinkerServer {
         default: throw new HttpError(404, `no route POST ${path}`);
       }
     } catch (e) {
-      const status = e instanceof HttpError ? e.status : e instanceof DuplicateConflict ? 409
+      const status = e instanceof HttpError || e instanceof CheckpointError ? e.status : e instanceof DuplicateConflict ? 409
         : e instanceof WireError || e instanceof UserError || (e as { code?: string }).code === 'bad_request' ? 400 : 500;
       if (status === 500) this.log(`tinker server: ${(e as Error).stack ?? e}`);
       if (!res.headersSent) send(res, status, { detail: status === 500 ? 'internal error' : (e as Error).message });
@@ -146,15 +170,24 @@ export class TinkerServer {
   // ---- sessions and models ----
 
   private createSession(b: Record<string, unknown>): object {
-    const id = randomUUID();
-    this.sessions.set(id, { lastSeen: Date.now(), sdkVersion: typeof b.sdk_version === 'string' ? b.sdk_version : null });
+    const { id } = this.sessions.create(typeof b.sdk_version === 'string' ? b.sdk_version : null);
     return { type: 'create_session', session_id: id, info_message: null, warning_message: null, error_message: null };
   }
 
   private session(id: unknown): string {
-    if (typeof id !== 'string' || !this.sessions.has(id)) throw new HttpError(404, `unknown session_id '${String(id)}' (sessions do not survive a server restart: create a new one)`);
-    this.sessions.get(id)!.lastSeen = Date.now();
-    return id;
+    if (typeof id === 'string' && this.sessions.touch(id)) return id;
+    const why = typeof id === 'string' && this.sessions.endedByIdle(id)
+      ? `it ended after ${Math.round(this.o.sessionIdleMs / 1000)} s without a heartbeat` : 'it was never created here';
+    throw new HttpError(404, `unknown session_id '${String(id)}' (${why}): create a new session`);
+  }
+
+  /** End idle sessions: their samplers go, and their training client if it is the one being trained. */
+  private expireSessions(): void {
+    for (const id of this.sessions.expire()) {
+      for (const sid of [...this.samplers.keys()]) if (sid.startsWith(`${id}:`)) this.samplers.delete(sid);
+      if (this.model?.sessionId === id) { this.log(`tinker server: training client ${this.model.id} ended with its idle session`); this.model = null; }
+      this.log(`tinker server: session ${id} ended (idle for ${Math.round(this.o.sessionIdleMs / 1000)} s)`);
+    }
   }
 
   private heartbeat(b: Record<string, unknown>): object {
@@ -262,15 +295,10 @@ export class TinkerServer {
     });
   }
 
-  private checkpointDir(runId: string, kind: 'weights' | 'sampler_weights', name: string): string {
-    if (!CHECKPOINT_NAME.test(name) || name === '.' || name === '..') throw new HttpError(400, `checkpoint name must match ${CHECKPOINT_NAME} (got '${name}')`);
-    return join(this.o.dataDir, 'checkpoints', encodeURIComponent(runId), kind, name);
-  }
-
   private saveWeights(b: Record<string, unknown>): object {
     const model = this.requireModel(b.model_id);
     const name = String(b.path ?? '');
-    const dir = this.checkpointDir(model.id, 'weights', name);
+    const dir = this.store.dir(model.id, 'weights', name);
     return this.ordered('save_weights', model, optionalInt(b, 'seq_id'), { name }, async () => {
       if (existsSync(dir) && b.overwrite !== true) throw new UserError(`checkpoint '${name}' already exists (pass overwrite: true to replace it)`);
       mkdirSync(dirname(dir), { recursive: true });
@@ -284,7 +312,7 @@ export class TinkerServer {
     const path = String(b.path ?? '');
     const p = parseTinkerPath(path);
     if (p.kind !== 'weights') throw new HttpError(400, `load_weights needs a training checkpoint (tinker://…/weights/NAME), got '${path}'`);
-    const dir = this.checkpointDir(p.runId, 'weights', p.name);
+    const dir = this.store.dir(p.runId, 'weights', p.name);
     if (!existsSync(dir)) throw new HttpError(404, `checkpoint '${path}' does not exist on this server`);
     return this.ordered('load_weights', model, optionalInt(b, 'seq_id'), { path }, async () => {
       // the saved optimizer moments are restored too (optimizer: false is not distinguished)
@@ -306,7 +334,7 @@ export class TinkerServer {
   private saveForSampler(b: Record<string, unknown>): object {
     const model = this.requireModel(b.model_id);
     const name = b.path === undefined || b.path === null ? null : String(b.path);
-    const dir = name === null ? null : this.checkpointDir(model.id, 'sampler_weights', name);
+    const dir = name === null ? null : this.store.dir(model.id, 'sampler_weights', name);
     const seqForSampler = name === null ? intField(b, 'sampling_session_seq_id', 0) : null;
     return this.ordered('save_weights_for_sampler', model, optionalInt(b, 'seq_id'), { name, seqForSampler }, async () => {
       const v = await this.o.engine.saveWeights();
@@ -326,53 +354,9 @@ export class TinkerServer {
 
   private weightsInfo(b: Record<string, unknown>): object {
     const p = parseTinkerPath(String(b.tinker_path ?? ''));
-    const dir = this.checkpointDir(p.runId, p.kind ?? 'sampler_weights', p.name);
+    const dir = this.store.dir(p.runId, p.kind ?? 'sampler_weights', p.name);
     if (!existsSync(dir)) throw new HttpError(404, `checkpoint '${String(b.tinker_path)}' does not exist on this server`);
     return { base_model: this.o.modelName, is_lora: true, lora_rank: this.model?.id === p.runId ? this.model.rank : null };
-  }
-
-  // ---- REST: training runs and their checkpoints (from the checkpoint folders) ----
-
-  private runIds(): string[] {
-    const root = join(this.o.dataDir, 'checkpoints');
-    const ids = existsSync(root) ? readdirSync(root).map((n) => decodeURIComponent(n)) : [];
-    if (this.model && !ids.includes(this.model.id)) ids.push(this.model.id);
-    return ids.sort();
-  }
-
-  private checkpoints(runId: string): object[] {
-    const out: object[] = [];
-    for (const kind of ['weights', 'sampler_weights'] as const) {
-      const dir = join(this.o.dataDir, 'checkpoints', encodeURIComponent(runId), kind);
-      if (!existsSync(dir)) continue;
-      // a checkpoint is a folder holding what its kind writes (not the engine's temporary or previous copies)
-      const marker = kind === 'weights' ? 'trainer_state.json' : 'adapter_config.json';
-      for (const name of readdirSync(dir).filter((n) => CHECKPOINT_NAME.test(n) && !n.startsWith('.') && !n.endsWith('.previous') && existsSync(join(dir, n, marker)))) {
-        const st = statSync(join(dir, name));
-        out.push({
-          checkpoint_id: `${kind}/${name}`, checkpoint_type: kind === 'weights' ? 'training' : 'sampler', time: st.mtime.toISOString(),
-          tinker_path: `tinker://${runId}/${kind}/${name}`, public: false,
-        });
-      }
-    }
-    return out;
-  }
-
-  private trainingRun(runId: string): object {
-    if (!this.runIds().includes(runId)) throw new HttpError(404, `unknown training run '${runId}'`);
-    const cks = this.checkpoints(runId) as { checkpoint_type: string }[];
-    return {
-      training_run_id: runId, base_model: this.o.modelName, model_owner: 'local', is_lora: true, corrupted: false,
-      lora_rank: this.model?.id === runId ? this.model.rank : null, last_request_time: new Date().toISOString(),
-      last_checkpoint: cks.filter((c) => c.checkpoint_type === 'training').at(-1) ?? null,
-      last_sampler_checkpoint: cks.filter((c) => c.checkpoint_type === 'sampler').at(-1) ?? null,
-    };
-  }
-
-  private trainingRuns(q: URLSearchParams): object {
-    const ids = this.runIds();
-    const limit = Math.max(1, Math.min(1000, Number(q.get('limit') ?? 20) || 20)), offset = Math.max(0, Number(q.get('offset') ?? 0) || 0);
-    return { training_runs: ids.slice(offset, offset + limit).map((id) => this.trainingRun(id)), cursor: { offset, limit, total_count: ids.length } };
   }
 
   // ---- sampling ----
@@ -382,7 +366,7 @@ export class TinkerServer {
     const live = known !== undefined ? (await this.o.engine.versions()).live : [];
     if (known !== undefined && live.includes(known)) return known;
     const p = parseTinkerPath(path);
-    const dir = this.checkpointDir(p.runId, p.kind ?? 'sampler_weights', p.name);
+    const dir = this.store.dir(p.runId, p.kind ?? 'sampler_weights', p.name);
     if (!existsSync(dir)) throw new HttpError(404, `checkpoint '${path}' does not exist on this server`);
     const v = await this.o.engine.loadAdapter(dir);
     this.loadedPaths.set(path, v);
@@ -398,11 +382,24 @@ export class TinkerServer {
     if (hasBase && b.base_model !== this.o.modelName) throw new HttpError(400, `base_model '${String(b.base_model)}' is not served here (this server serves '${this.o.modelName}')`);
     const weights = hasPath ? await this.samplerFor(b.model_path as string) : 'base';
     this.samplers.set(id, { id, weights, modelPath: hasPath ? (b.model_path as string) : null });
+    // a sampler over a stored checkpoint (or the base) is rebuilt after a restart
+    this.sessions.addSampler(sessionId, id, hasPath ? (b.model_path as string) : BASE_SAMPLER);
     return { sampling_session_id: id, type: 'create_sampling_session' };
   }
 
-  private samplerInfo(id: string): object {
-    const s = this.samplers.get(id);
+  /** A sampler by id: in memory, or rebuilt from a persisted session (after a restart). */
+  private async sampler(id: string): Promise<Sampler | null> {
+    const known = this.samplers.get(id);
+    if (known) return known;
+    const path = this.sessions.samplerPath(id);
+    if (path === null) return null;
+    const s: Sampler = { id, weights: path === BASE_SAMPLER ? 'base' : await this.samplerFor(path), modelPath: path === BASE_SAMPLER ? null : path };
+    this.samplers.set(id, s);
+    return s;
+  }
+
+  private async samplerInfo(id: string): Promise<object> {
+    const s = await this.sampler(id);
     if (!s) throw new HttpError(404, `unknown sampler '${id}'`);
     return { sampler_id: id, base_model: this.o.modelName, ...(s.modelPath ? { model_path: s.modelPath } : {}) };
   }
@@ -410,8 +407,8 @@ export class TinkerServer {
   private async asample(b: Record<string, unknown>): Promise<object> {
     let weights: number | 'base', owner: string;
     if (typeof b.sampling_session_id === 'string') {
-      const s = this.samplers.get(b.sampling_session_id);
-      if (!s) throw new HttpError(404, `unknown sampling_session_id '${b.sampling_session_id}'`);
+      const s = await this.sampler(b.sampling_session_id);
+      if (!s) throw new HttpError(404, `unknown sampling_session_id '${b.sampling_session_id}' (samplers of in-memory snapshots do not survive a restart or the end of their session)`);
       weights = s.weights; owner = s.id;
     } else if (typeof b.model_path === 'string') { weights = await this.samplerFor(b.model_path); owner = b.model_path; }
     else if (typeof b.base_model === 'string') {
@@ -426,7 +423,11 @@ export class TinkerServer {
     const n = intField(b, 'num_samples', 1);
     if (n < 1 || n > 64) throw new HttpError(400, `num_samples must be between 1 and 64 (got ${n})`);
     const params = samplingParams((b.sampling_params ?? {}) as WireSamplingParams, weights, Math.max(1, info.contextLength - prompt.length));
-    const wantPrompt = b.prompt_logprobs === true || (typeof b.topk_prompt_logprobs === 'number' && b.topk_prompt_logprobs > 0);
+    const topk = b.topk_prompt_logprobs === undefined || b.topk_prompt_logprobs === null ? 0 : b.topk_prompt_logprobs;
+    if (!Number.isInteger(topk) || (topk as number) < 0 || (topk as number) > Math.min(info.vocabSize, MAX_TOPK)) throw new HttpError(400, `topk_prompt_logprobs must be an integer between 0 and ${Math.min(info.vocabSize, MAX_TOPK)} (got ${JSON.stringify(b.topk_prompt_logprobs)})`);
+    const k = topk as number;
+    if (k > 0 && !this.o.engine.scoreTopK) throw new HttpError(400, 'topk_prompt_logprobs: this engine cannot report top-k log-probs');
+    const wantPrompt = b.prompt_logprobs === true || k > 0;
     // an extension of this server: prompt log-probs of softmax(logits / T) (default 1, as Tinker's)
     const promptTemperature = b.prompt_logprobs_temperature ?? 1;
     if (typeof promptTemperature !== 'number' || !(promptTemperature > 0)) throw new HttpError(400, 'prompt_logprobs_temperature must be a positive number');
@@ -438,8 +439,16 @@ export class TinkerServer {
         sequences: results.map((r) => ({ stop_reason: r.finishReason === 'length' ? 'length' : 'stop', tokens: r.ids, logprobs: r.logprobs })),
       };
       if (wantPrompt) {
-        const [lps] = prompt.length > 1 ? await this.o.engine.score([{ promptIds: [prompt[0]], responseIds: prompt.slice(1) }], { adapter: weights, temperature: promptTemperature }) : [new Float32Array(0)];
-        out.prompt_logprobs = [null, ...Array.from(lps)];
+        // every position but the first, scored as a response to the first token
+        const req = [{ promptIds: [prompt[0]], responseIds: prompt.slice(1) }], opts = { adapter: weights, temperature: promptTemperature };
+        if (k > 0) {
+          const [r] = prompt.length > 1 ? await this.o.engine.scoreTopK!(req, k, opts) : [{ logprobs: new Float32Array(0), topIds: [], topLogprobs: [], gathered: null }];
+          out.prompt_logprobs = [null, ...Array.from(r.logprobs)];
+          out.topk_prompt_logprobs = [null, ...r.topIds.map((ids, t) => ids.map((id, j): [number, number] => [id, r.topLogprobs[t][j]]))];
+        } else {
+          const [lps] = prompt.length > 1 ? await this.o.engine.score(req, opts) : [new Float32Array(0)];
+          out.prompt_logprobs = [null, ...Array.from(lps)];
+        }
       }
       return out;
     };
@@ -476,104 +485,19 @@ export class TinkerServer {
       server.listen(this.o.port ?? 8000, this.o.host ?? '127.0.0.1', () => {
         const a = server.address() as AddressInfo;
         const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+        this.expiryTimer = setInterval(() => this.expireSessions(), Math.min(60_000, Math.max(1000, this.o.sessionIdleMs / 4)));
+        this.expiryTimer.unref();
         resolveListen({
           url: `http://${host}:${a.port}`, server,
-          close: () => new Promise<void>((r) => { server.close(() => r()); server.closeAllConnections(); }),
+          close: () => new Promise<void>((r) => {
+            if (this.expiryTimer) clearInterval(this.expiryTimer);
+            this.sessions.close();
+            server.close(() => r()); server.closeAllConnections();
+          }),
         });
       });
     });
   }
-}
-
-/** Tinker's sum-of-tokens loss of one datum from the learner's log-probs (forward without gradients). */
-function datumLoss(d: Datum, logprobs: number[], spec: ReturnType<typeof lossFromWire>['spec']): number {
-  let sum = 0;
-  for (let t = 0; t < logprobs.length; t++) {
-    const mask = d.lossMask?.[t] ?? 1;
-    if (mask === 0) continue;
-    if (spec.kind === 'ppo') sum += ppoToken(logprobs[t], d.behaviourLogprobs![t], d.advantages![t], spec.clipLow ?? 0.2, spec.clipHigh ?? 0.28).loss;
-    else sum += mask * crossEntropyToken(logprobs[t]).loss;
-  }
-  return sum;
-}
-
-function samplingParams(p: WireSamplingParams, weights: number | 'base', room: number): SampleParams {
-  const num = (v: unknown, name: string, ok: (x: number) => boolean): number | undefined => {
-    if (v === undefined || v === null) return undefined;
-    if (typeof v !== 'number' || !ok(v)) throw new HttpError(400, `sampling_params.${name} is invalid (got ${JSON.stringify(v)})`);
-    return v;
-  };
-  const maxTokens = num(p.max_tokens, 'max_tokens', (x) => Number.isInteger(x) && x >= 1) ?? Math.min(DEFAULT_SAMPLE_PARAMS.maxTokens, room);
-  const topK = num(p.top_k, 'top_k', (x) => Number.isInteger(x) && x >= -1) ?? -1;
-  const out: SampleParams = {
-    maxTokens: Math.min(maxTokens, room),
-    temperature: num(p.temperature, 'temperature', (x) => x >= 0) ?? 1,
-    topP: num(p.top_p, 'top_p', (x) => x > 0 && x <= 1) ?? 1,
-    topK: topK < 0 ? 0 : topK,
-    weights,
-  };
-  const seed = num(p.seed, 'seed', (x) => Number.isInteger(x) && x >= 0);
-  if (seed !== undefined) out.seed = seed;
-  const stop = typeof p.stop === 'string' ? [p.stop] : p.stop;
-  if (Array.isArray(stop) && stop.length > 0) {
-    if (stop.every((s) => typeof s === 'string')) out.stop = stop as string[];
-    else if (stop.every((s) => Number.isInteger(s))) out.stopTokenIds = stop as number[];
-    else throw new HttpError(400, 'sampling_params.stop must be strings or token ids, not a mix');
-  }
-  return out;
-}
-
-function jsonFwdBwd(b: Record<string, unknown>, key: string, forwardOnly: boolean) {
-  const input = b[key] as ForwardBackwardInput | undefined;
-  if (!input || typeof input !== 'object') throw new HttpError(400, `${key} is required`);
-  return { model_id: b.model_id, seq_id: optionalInt(b, 'seq_id'), forward_only: forwardOnly, input };
-}
-
-function decodeProtoFwdBwd(raw: Buffer) {
-  try {
-    const r = decodeForwardBackwardRequest(new Uint8Array(raw.buffer, raw.byteOffset, raw.length));
-    return { model_id: r.model_id, seq_id: r.seq_id, forward_only: r.forward_only, input: r.input };
-  } catch (e) {
-    throw new HttpError(400, `the protobuf body could not be decoded: ${(e as Error).message}`);
-  }
-}
-
-function intField(b: Record<string, unknown>, key: string, d: number): number {
-  const v = b[key] ?? d;
-  if (!Number.isInteger(v)) throw new HttpError(400, `${key} must be an integer (got ${JSON.stringify(b[key])})`);
-  return v as number;
-}
-
-function optionalInt(b: Record<string, unknown>, key: string): number | undefined {
-  return b[key] === undefined || b[key] === null || b[key] === 0 ? undefined : intField(b, key, 0);
-}
-
-function parseJson(raw: Buffer): unknown {
-  if (raw.length === 0) return {};
-  let v: unknown;
-  try { v = JSON.parse(raw.toString('utf8')); } catch (e) { throw new HttpError(400, `the body is not valid JSON: ${(e as Error).message}`); }
-  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new HttpError(400, 'the body must be a JSON object');
-  return v;
-}
-
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolveBody, reject) => {
-    const parts: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > limit) { reject(new HttpError(413, `the request body exceeds ${limit} bytes`)); req.destroy(); return; }
-      parts.push(c);
-    });
-    req.on('end', () => resolveBody(Buffer.concat(parts)));
-    req.on('error', reject);
-  });
-}
-
-function send(res: ServerResponse, status: number, body: unknown): void {
-  const s = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(s) });
-  res.end(s);
 }
 
 export { SDK_VERSION };

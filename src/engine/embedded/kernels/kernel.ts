@@ -1,6 +1,7 @@
 // The compute-kernel interface. The matrix multiplies and attention are where the time goes, so
-// they sit behind this small interface with two implementations that must agree within float32
-// rounding: WASM SIMD on worker threads (default) and plain TypeScript (always available, the
+// they sit behind this small interface with three implementations that must agree within float32
+// rounding: native AVX-512/AVX2 matrix multiplies (native.ts; the default where the addon was
+// built), WASM SIMD on worker threads (the fallback), and plain TypeScript (always available, the
 // reference). Everything else in the engine is O(n) work in TypeScript.
 import type { AttentionShape } from '../ops/attention.ts';
 import type { PackedMatrix } from './packed.ts';
@@ -66,4 +67,4 @@ export interface Kernel {
   close(): Promise<void>;
 }
 
-export type KernelName = 'wasm' | 'ts';
+export type KernelName = 'native' | 'wasm' | 'ts';

@@ -1,9 +1,11 @@
 // A helper thread of the WASM kernel: sleeps on the control block, wakes for each job and
 // claims chunks alongside the engine thread.
 import { workerData } from 'node:worker_threads';
-import { GEN, STOP, runChunks, type WasmKernelExports } from './wasm-pool.ts';
+import { createRequire } from 'node:module';
+import { GEN, STOP, runChunks, bindNative, type WasmKernelExports } from './wasm-pool.ts';
 
-const { module, memory, ctrl: ctrlBuffer, spinMs, thread } = workerData as { module: WebAssembly.Module; memory: WebAssembly.Memory; ctrl: SharedArrayBuffer; spinMs: number; thread: number };
+const { module, memory, ctrl: ctrlBuffer, spinMs, thread, nativePath } = workerData as { module: WebAssembly.Module; memory: WebAssembly.Memory; ctrl: SharedArrayBuffer; spinMs: number; thread: number; nativePath?: string };
+const nat = nativePath ? bindNative(createRequire(import.meta.url), nativePath, memory) : null;
 const instance = new WebAssembly.Instance(module, { env: { memory, abort: () => { throw new Error('wasm abort'); } } });
 const kernels = instance.exports as unknown as WasmKernelExports;
 const ctrl = new Int32Array(ctrlBuffer);
@@ -21,5 +23,5 @@ for (;;) {
   }
   if (Atomics.load(ctrl, STOP)) break;
   seen = g;
-  runChunks(ctrl, kernels, g, thread);
+  runChunks(ctrl, kernels, g, thread, nat);
 }

@@ -9,6 +9,35 @@ export const CTRL_INTS = P + 16;
 export const CLOSED = 0xffff;
 export const MAX_CHUNKS = 4096;
 export const OP_GEMM = 0, OP_ATTENTION = 1, OP_NN = 2, OP_TN = 3, OP_ATTENTION_BACKWARD = 4, OP_ROWS_LSE = 5, OP_ROWS_SOFTMAX_GRAD = 6, OP_PACKED = 7, OP_PACKED_T = 8;
+/** the packed products with bfloat16 panels */
+export const OP_PACKED_BF16 = 9, OP_PACKED_T_BF16 = 10;
+/** the same products on the native addon (native.ts); same parameters as their WebAssembly twins */
+export const OP_NATIVE_NT = 11, OP_NATIVE_NN = 12, OP_NATIVE_TN = 13, OP_NATIVE_PACKED = 14, OP_NATIVE_PACKED_T = 15, OP_NATIVE_PACKED_BF16 = 16, OP_NATIVE_PACKED_T_BF16 = 17;
+
+/** Chunks of a job are whole multiples of its kernel's tile (rows, columns or panels). */
+export function opTile(op: number): number {
+  switch (op) {
+    case OP_NN: return 16;
+    case OP_ATTENTION: case OP_PACKED: case OP_PACKED_BF16: return 1;
+    case OP_NATIVE_PACKED: case OP_NATIVE_PACKED_BF16: return 6;
+    case OP_NATIVE_NN: return 24;
+    case OP_NATIVE_TN: return 32;
+    case OP_NATIVE_NT: case OP_NATIVE_PACKED_T: case OP_NATIVE_PACKED_T_BF16: return 12;
+    default: return 4;
+  }
+}
+
+/** The native addon as one thread calls it: operands are byte offsets into the memory at `base`. */
+export interface NativeBinding {
+  addon: {
+    gemm_packed(a: number, p: number, c: number, ...n: number[]): void; gemm_packed_t(a: number, p: number, c: number, ...n: number[]): void;
+    gemm_nt(a: number, b: number, c: number, ...n: number[]): void; gemm_nn(a: number, b: number, c: number, ...n: number[]): void;
+    gemm_tn(a: number, b: number, c: number, ...n: number[]): void;
+    gemm_packed_bf16(a: number, p: number, c: number, ...n: number[]): void; gemm_packed_t_bf16(a: number, p: number, c: number, ...n: number[]): void;
+  };
+  /** address of the shared memory's byte 0 (a shared WebAssembly memory never moves when it grows) */
+  base: number;
+}
 
 export interface WasmKernelExports {
   gemm_nt(a: number, b: number, c: number, M: number, n0: number, n1: number, K: number, lda: number, ldb: number, ldc: number, acc: number): void;
@@ -17,6 +46,8 @@ export interface WasmKernelExports {
   attention_backward(dq: number, lddq: number, dout: number, out: number, q: number, ldq: number, table: number, segs: number, p0: number, p1: number, nHeads: number, nKv: number, hd: number, window: number, scale: number, scratch: number): void;
   gemm_packed(a: number, p: number, c: number, M: number, q0: number, q1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
   gemm_packed_t(a: number, p: number, c: number, M: number, i0: number, i1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
+  gemm_packed_bf16(a: number, p: number, c: number, M: number, q0: number, q1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
+  gemm_packed_t_bf16(a: number, p: number, c: number, M: number, i0: number, i1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
   swiglu(out: number, gu: number, r0: number, r1: number, I: number): void;
   swiglu_backward(dgu: number, dout: number, gu: number, r0: number, r1: number, I: number): void;
   rows_lse(logits: number, r0: number, r1: number, V: number, invT: number, lse: number): void;
@@ -24,15 +55,31 @@ export interface WasmKernelExports {
   attention(qkv: number, ldq: number, out: number, table: number, p0: number, p1: number, nHeads: number, nKv: number, hd: number, window: number, scale: number, scratch: number): void;
 }
 
+/** Load the addon at `path` on this thread and bind it to `memory`. */
+export function bindNative(require: (p: string) => unknown, path: string, memory: WebAssembly.Memory): NativeBinding {
+  const addon = require(path) as NativeBinding['addon'] & { address(v: ArrayBufferView): number };
+  return { addon, base: addon.address(new Uint8Array(memory.buffer, 0, 1)) };
+}
+
 const f32 = new Float32Array(1), i32 = new Int32Array(f32.buffer);
 export function floatBits(x: number): number { f32[0] = x; return i32[0]; }
 function bitsFloat(x: number): number { i32[0] = x; return f32[0]; }
 
 /** Run chunks [i0, i1) of the job described by the control block. */
-export function exec(ctrl: Int32Array, k: WasmKernelExports, i0: number, i1: number, thread: number): void {
+export function exec(ctrl: Int32Array, k: WasmKernelExports, i0: number, i1: number, thread: number, nat: NativeBinding | null = null): void {
   const p = (i: number) => ctrl[P + i];
   const op = ctrl[OP];
-  if (op === OP_GEMM) {
+  if (op >= OP_NATIVE_NT) {
+    if (!nat) throw new Error('a native kernel job reached a thread without the native addon');
+    const a = nat.base + (p(0) >>> 0), b = nat.base + (p(1) >>> 0), c = nat.base + (p(2) >>> 0), n = nat.addon;
+    if (op === OP_NATIVE_PACKED) n.gemm_packed(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+    else if (op === OP_NATIVE_PACKED_T) n.gemm_packed_t(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+    else if (op === OP_NATIVE_PACKED_BF16) n.gemm_packed_bf16(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+    else if (op === OP_NATIVE_PACKED_T_BF16) n.gemm_packed_t_bf16(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+    else if (op === OP_NATIVE_NT) n.gemm_nt(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+    else if (op === OP_NATIVE_NN) n.gemm_nn(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+    else n.gemm_tn(a, b, c, i0, i1, p(3), p(4), p(5), p(6), p(7), p(8));
+  } else if (op === OP_GEMM) {
     k.gemm_nt(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
   } else if (op === OP_NN) {
     k.gemm_nn(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
@@ -42,6 +89,10 @@ export function exec(ctrl: Int32Array, k: WasmKernelExports, i0: number, i1: num
     k.gemm_packed(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
   } else if (op === OP_PACKED_T) {
     k.gemm_packed_t(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+  } else if (op === OP_PACKED_BF16) {
+    k.gemm_packed_bf16(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+  } else if (op === OP_PACKED_T_BF16) {
+    k.gemm_packed_t_bf16(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
   } else if (op === OP_ROWS_LSE) {
     k.rows_lse(p(0) >>> 0, i0, i1, p(1), bitsFloat(p(2)), p(3) >>> 0);
   } else if (op === OP_ROWS_SOFTMAX_GRAD) {
@@ -54,7 +105,7 @@ export function exec(ctrl: Int32Array, k: WasmKernelExports, i0: number, i1: num
 }
 
 /** Claim and compute chunks of job `tag` until none are left. */
-export function runChunks(ctrl: Int32Array, k: WasmKernelExports, tag: number, thread: number): void {
+export function runChunks(ctrl: Int32Array, k: WasmKernelExports, tag: number, thread: number, nat: NativeBinding | null = null): void {
   const nChunks = ctrl[NCHUNKS], chunk = ctrl[CHUNK], total = ctrl[TOTAL];
   for (;;) {
     const v = Atomics.load(ctrl, CLAIM);
@@ -63,7 +114,7 @@ export function runChunks(ctrl: Int32Array, k: WasmKernelExports, tag: number, t
     if (idx >= nChunks) return;
     if (Atomics.compareExchange(ctrl, CLAIM, v, v + 1) !== v) continue;
     const i0 = idx * chunk;
-    exec(ctrl, k, i0, Math.min(total, i0 + chunk), thread);
+    exec(ctrl, k, i0, Math.min(total, i0 + chunk), thread, nat);
     Atomics.add(ctrl, DONE, 1);
   }
 }

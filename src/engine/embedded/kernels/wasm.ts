@@ -7,7 +7,8 @@ import type { Arena } from '../arena.ts';
 import type { Kernel, MatmulOptions, AttentionBatch, AttentionBackwardBatch } from './kernel.ts';
 import type { AttentionShape } from '../ops/attention.ts';
 import type { PackedMatrix } from './packed.ts';
-import { GEN, CLAIM, DONE, NCHUNKS, CHUNK, TOTAL, OP, STOP, P, CTRL_INTS, CLOSED, MAX_CHUNKS, OP_GEMM, OP_ATTENTION, OP_NN, OP_TN, OP_ATTENTION_BACKWARD, OP_ROWS_LSE, OP_ROWS_SOFTMAX_GRAD, OP_PACKED, OP_PACKED_T, runChunks, exec, floatBits, type WasmKernelExports } from './wasm-pool.ts';
+import { createRequire } from 'node:module';
+import { GEN, CLAIM, DONE, NCHUNKS, CHUNK, TOTAL, OP, STOP, P, CTRL_INTS, CLOSED, MAX_CHUNKS, OP_GEMM, OP_ATTENTION, OP_NN, OP_TN, OP_ATTENTION_BACKWARD, OP_ROWS_LSE, OP_ROWS_SOFTMAX_GRAD, OP_PACKED, OP_PACKED_T, OP_PACKED_BF16, OP_PACKED_T_BF16, runChunks, exec, floatBits, opTile, bindNative, type WasmKernelExports, type NativeBinding } from './wasm-pool.ts';
 
 const EXT = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 let cachedModule: WebAssembly.Module | null = null;
@@ -20,7 +21,7 @@ export function wasmModule(): WebAssembly.Module {
 const PARALLEL_MIN_MACS = 1 << 16;
 
 export class WasmKernel implements Kernel {
-  readonly name = 'wasm-simd';
+  readonly name: string = 'wasm-simd';
   readonly threads: number;
   private readonly arena: Arena;
   private readonly k: WasmKernelExports;
@@ -30,16 +31,20 @@ export class WasmKernel implements Kernel {
   /** arena-backed integer tables (per-row pointers for attention), and per-thread score scratch */
   private readonly intSlots = new Map<string, Float32Array>();
   private scratch: Float32Array | null = null;
+  /** the native addon on this thread (NativeKernel), else null */
+  private readonly nat: NativeBinding | null;
 
-  constructor(arena: Arena, threads = availableParallelism(), spinMs = 2) {
+  /** `nativePath`: also load the native addon on every thread (for NativeKernel's jobs). */
+  constructor(arena: Arena, threads = availableParallelism(), spinMs = 2, nativePath?: string) {
     this.arena = arena;
     this.threads = Math.max(1, threads);
     const module = wasmModule();
     const instance = new WebAssembly.Instance(module, { env: { memory: arena.memory, abort: () => { throw new Error('wasm abort'); } } });
     this.k = instance.exports as unknown as WasmKernelExports;
     this.ctrl = new Int32Array(new SharedArrayBuffer(CTRL_INTS * 4));
+    this.nat = nativePath ? bindNative(createRequire(import.meta.url), nativePath, arena.memory) : null;
     for (let i = 1; i < this.threads; i++) {
-      const w = new Worker(new URL(`./wasm-helper${EXT}`, import.meta.url), { workerData: { module, memory: arena.memory, ctrl: this.ctrl.buffer, spinMs, thread: i } });
+      const w = new Worker(new URL(`./wasm-helper${EXT}`, import.meta.url), { workerData: { module, memory: arena.memory, ctrl: this.ctrl.buffer, spinMs, thread: i, nativePath } });
       w.unref();
       this.helpers.push(w);
     }
@@ -52,11 +57,11 @@ export class WasmKernel implements Kernel {
    * Run job `op` over [0, total): on this thread alone when there are no helpers or the job is
    * smaller than `macs` worth waking them for, else shared with the helpers.
    */
-  private dispatch(op: number, total: number, macs: number, params: number[]): void {
+  protected dispatch(op: number, total: number, macs: number, params: number[]): void {
     if (this.helpers.length === 0 || macs < PARALLEL_MIN_MACS) {
       this.local[OP] = op;
       for (let i = 0; i < params.length; i++) this.local[P + i] = params[i];
-      exec(this.local, this.k, 0, total, 0);
+      exec(this.local, this.k, 0, total, 0, this.nat);
       return;
     }
     this.run(op, total, params);
@@ -65,7 +70,7 @@ export class WasmKernel implements Kernel {
   /** Publish a job, work on it, and return when every chunk is done. */
   private run(op: number, total: number, params: number[]): void {
     // ~8 chunks per thread balances uneven progress; chunks are multiples of each kernel's tile
-    const tile = op === OP_NN ? 16 : op === OP_ATTENTION || op === OP_PACKED ? 1 : 4;
+    const tile = opTile(op);
     let chunk = Math.ceil(Math.max(1, Math.ceil(total / (this.threads * 8))) / tile) * tile;
     if (Math.ceil(total / chunk) > MAX_CHUNKS) chunk = Math.ceil(total / MAX_CHUNKS / tile) * tile;
     const nChunks = Math.ceil(total / chunk);
@@ -78,7 +83,7 @@ export class WasmKernel implements Kernel {
     Atomics.store(ctrl, CLAIM, tag << 16);
     Atomics.store(ctrl, GEN, tag);
     Atomics.notify(ctrl, GEN);
-    runChunks(ctrl, this.k, tag, 0);
+    runChunks(ctrl, this.k, tag, 0, this.nat);
     while (Atomics.load(ctrl, DONE) < nChunks);
     Atomics.store(ctrl, CLAIM, (tag << 16) | CLOSED);
   }
@@ -90,12 +95,12 @@ export class WasmKernel implements Kernel {
 
   matmulPacked(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
     const K = w.cols, N = w.rows, lda = opts.lda ?? K, ldc = opts.ldc ?? N, acc = opts.accumulate ? 1 : 0;
-    this.dispatch(OP_PACKED, Math.ceil(N / 8), m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
+    this.dispatch(w.dtype === 'bf16' ? OP_PACKED_BF16 : OP_PACKED, Math.ceil(N / 8), m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
   }
 
   matmulPackedT(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
     const K = w.cols, N = w.rows, lda = opts.lda ?? N, ldc = opts.ldc ?? K, acc = opts.accumulate ? 1 : 0;
-    this.dispatch(OP_PACKED_T, K, m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
+    this.dispatch(w.dtype === 'bf16' ? OP_PACKED_T_BF16 : OP_PACKED_T, K, m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
   }
 
   matmulNN(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {

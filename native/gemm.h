@@ -1,0 +1,371 @@
+/*
+ * The float32 matrix multiplies of the native kernel backend, written once and compiled twice
+ * (gemm-avx2.c, gemm-avx512.c) with different instruction sets and register tiles; kernels.c picks
+ * one at run time. The including file defines PREFIX (function name prefix), ROWS × BCOLS (rows ×
+ * 8-column vectors of a broadcast tile), DOT_ROWS/DOT_COLS (the tile of the dot-product kernels).
+ *
+ * Exactness: in the broadcast kernels (packed forward, nn, tn) every output element is one chain
+ * of fused multiply-adds over k in increasing order, one vector lane per column; in the dot kernels
+ * (nt, packed_t) every output is an 8-lane chain over k, added lane by lane in a fixed order. The
+ * tile an element falls in (row count, column count, thread chunk) therefore never changes its
+ * bits, so a sequence's log-probs are the same whether it is computed alone (sampling) or among
+ * others (scoring). Both instruction-set builds use 8-lane vectors, so they agree bit for bit too.
+ */
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#define CAT2(a, b) a##b
+#define CAT(a, b) CAT2(a, b)
+#define FN(name) CAT(PREFIX, name)
+#define INLINE static inline __attribute__((always_inline))
+
+/* a mask of the first n (0..8) lanes */
+INLINE __m256i FN(lane_mask)(int n) {
+  static const int32_t m[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  return _mm256_loadu_si256((const __m256i *)(m + 8 - n));
+}
+
+/* fixed-order sum of 8 lanes: ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)) */
+INLINE float FN(hsum)(__m256 v) {
+  float t[8];
+  _mm256_storeu_ps(t, v);
+  return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+}
+
+/* 8 weights at element `i` of w, as float32: stored so, or bfloat16 widened exactly (the bits shifted up) */
+INLINE __m256 FN(loadw)(const void *w, long i, const int bf) {
+  if (!bf) return _mm256_loadu_ps((const float *)w + i);
+  const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* element `i` of w (float32 or bfloat16) as an address */
+INLINE const void *FN(at)(const void *w, long i, const int bf) {
+  return bf ? (const void *)((const uint16_t *)w + i) : (const void *)((const float *)w + i);
+}
+
+/* Store (or add to C) `valid` (1..8) lanes of v at c (masked for a partial vector: no temporary arrays, so tiles stay in registers). */
+INLINE void FN(put8)(float *c, __m256 v, int acc, int valid) {
+  if (valid == 8) {
+    if (acc) v = _mm256_add_ps(_mm256_loadu_ps(c), v);
+    _mm256_storeu_ps(c, v);
+    return;
+  }
+  const __m256i mask = FN(lane_mask)(valid);
+  if (acc) v = _mm256_add_ps(_mm256_maskload_ps(c, mask), v);
+  _mm256_maskstore_ps(c, mask, v);
+}
+
+/*
+ * The broadcast tile: C[r, v·8 + j] (+)= Σ_k A(r, k)·B_v(k)[j] for NV vectors of 8 columns and the
+ * first R (1..ROWS) rows, where A(r, k) = a[r·ars + k·aks] and B_v(k) = b[v] + k·bks; `valid` =
+ * columns of the last vector that are stored. A short tile computes all ROWS rows (the missing
+ * ones repeat its last row) and stores R: every index is then a constant and the accumulators
+ * stay in registers.
+ */
+INLINE void FN(btile)(const int NV, const int BF, const float *a, long ars, long aks, const void *const *b, long bks, int K,
+                      float *c, long ldc, int acc, int valid, int R) {
+  /* named accumulators, not an array: GCC keeps arrays of them in memory here */
+#define ROW_DECL(r)                                                                                          \
+  const float *a##r = a + ((r) < R ? (r) : R - 1) * ars;                                                     \
+  __m256 s##r##0 = _mm256_setzero_ps(), s##r##1 = _mm256_setzero_ps(), s##r##2 = _mm256_setzero_ps();
+#define ROW_STEP(r)                                                                                          \
+  {                                                                                                          \
+    const __m256 x = _mm256_broadcast_ss(a##r + k * aks);                                                    \
+    s##r##0 = _mm256_fmadd_ps(x, y0, s##r##0);                                                               \
+    if (NV > 1) s##r##1 = _mm256_fmadd_ps(x, y1, s##r##1);                                                   \
+    if (NV > 2) s##r##2 = _mm256_fmadd_ps(x, y2, s##r##2);                                                   \
+  }
+#define ROW_PUT(r)                                                                                           \
+  if ((r) < R) {                                                                                             \
+    float *cr = c + (r) * ldc;                                                                               \
+    FN(put8)(cr, s##r##0, acc, NV == 1 ? valid : 8);                                                         \
+    if (NV > 1) FN(put8)(cr + 8, s##r##1, acc, NV == 2 ? valid : 8);                                         \
+    if (NV > 2) FN(put8)(cr + 16, s##r##2, acc, valid);                                                      \
+  }
+  ROW_DECL(0) ROW_DECL(1) ROW_DECL(2) ROW_DECL(3) ROW_DECL(4) ROW_DECL(5)
+#if ROWS > 6
+  ROW_DECL(6) ROW_DECL(7)
+#endif
+  const void *b0 = b[0], *b1 = NV > 1 ? b[1] : b[0], *b2 = NV > 2 ? b[2] : b[0];
+  for (long k = 0; k < K; k++) {
+    const __m256 y0 = FN(loadw)(b0, k * bks, BF);
+    const __m256 y1 = NV > 1 ? FN(loadw)(b1, k * bks, BF) : y0;
+    const __m256 y2 = NV > 2 ? FN(loadw)(b2, k * bks, BF) : y0;
+    ROW_STEP(0) ROW_STEP(1) ROW_STEP(2) ROW_STEP(3) ROW_STEP(4) ROW_STEP(5)
+#if ROWS > 6
+    ROW_STEP(6) ROW_STEP(7)
+#endif
+  }
+  ROW_PUT(0) ROW_PUT(1) ROW_PUT(2) ROW_PUT(3) ROW_PUT(4) ROW_PUT(5)
+#if ROWS > 6
+  ROW_PUT(6) ROW_PUT(7)
+#endif
+#undef ROW_DECL
+#undef ROW_STEP
+#undef ROW_PUT
+}
+
+/*
+ * Rows [0, M) in tiles of ROWS against NV column vectors. Row tile m starts at a + m·ts; inside a
+ * tile, A(r, k) = a[r·ars + k·aks].
+ */
+#define ROW_LOOP(NV, BF)                                                                                     \
+  do {                                                                                                       \
+    for (long m = 0; m < M; m += ROWS)                                                                       \
+      FN(btile)(NV, BF, a + m * ts, ars, aks, bv, bks, K, c + m * ldc, ldc, acc, valid, M - m < ROWS ? (int)(M - m) : ROWS); \
+  } while (0)
+
+/* All M rows against nv (1..3) column vectors (bf: the vectors are bfloat16). */
+static void FN(bcols)(int nv, int bf, const float *a, long ts, long ars, long aks, const void *const *bv, long bks, long M, int K,
+                      float *c, long ldc, int acc, int valid) {
+  if (bf) {
+    if (nv == 3) ROW_LOOP(3, 1);
+    else if (nv == 2) ROW_LOOP(2, 1);
+    else ROW_LOOP(1, 1);
+  } else {
+    if (nv == 3) ROW_LOOP(3, 0);
+    else if (nv == 2) ROW_LOOP(2, 0);
+    else ROW_LOOP(1, 0);
+  }
+}
+
+/* rows of A per cache block: about 64 KiB of A per block */
+static long FN(row_block)(long K) {
+  long mb = (16384 / (K > 0 ? K : 1)) / ROWS * ROWS;
+  return mb < ROWS ? ROWS : mb;
+}
+
+/* C[m, n] (+)= Σ_k A[m, k]·W[n, k] for panels [q0, q1) of a packed W (see packed.ts), float32 or bfloat16. */
+INLINE void FN(packed_impl)(const float *a, const void *p, float *c, long M, long q0, long q1, long K, long N, long lda,
+                            long ldc, int acc, const int bf) {
+  const long ps = K * 8;
+  if (M == 1) {
+    /* decode: four panels at a time keep four independent chains */
+    long q = q0;
+    for (; q + 4 <= q1; q += 4) {
+      const long n = q * 8;
+      if (n + 32 > N) break;
+      const void *w0 = FN(at)(p, q * ps, bf), *w1 = FN(at)(p, (q + 1) * ps, bf), *w2 = FN(at)(p, (q + 2) * ps, bf),
+                 *w3 = FN(at)(p, (q + 3) * ps, bf);
+      __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+      for (long k = 0; k < K; k++) {
+        const __m256 x = _mm256_broadcast_ss(a + k);
+        s0 = _mm256_fmadd_ps(x, FN(loadw)(w0, k * 8, bf), s0);
+        s1 = _mm256_fmadd_ps(x, FN(loadw)(w1, k * 8, bf), s1);
+        s2 = _mm256_fmadd_ps(x, FN(loadw)(w2, k * 8, bf), s2);
+        s3 = _mm256_fmadd_ps(x, FN(loadw)(w3, k * 8, bf), s3);
+      }
+      FN(put8)(c + n, s0, acc, 8); FN(put8)(c + n + 8, s1, acc, 8);
+      FN(put8)(c + n + 16, s2, acc, 8); FN(put8)(c + n + 24, s3, acc, 8);
+    }
+    q0 = q;
+    if (q0 >= q1) return;
+  }
+  const long mb = FN(row_block)(K);
+  for (long m0 = 0; m0 < M; m0 += mb) {
+    const long rows = M - m0 < mb ? M - m0 : mb;
+    const float *ap = a + m0 * lda;
+    for (long q = q0; q < q1; q += BCOLS) {
+      const int nv = q1 - q < BCOLS ? (int)(q1 - q) : BCOLS;
+      const long n = q * 8;
+      const void *bv[3] = {FN(at)(p, q * ps, bf), FN(at)(p, (q + 1) * ps, bf), FN(at)(p, (q + 2) * ps, bf)};
+      const long left = N - n - (nv - 1) * 8;
+      FN(bcols)(nv, bf, ap, lda, lda, 1, bv, 8, rows, (int)K, c + m0 * ldc + n, ldc, acc, left >= 8 ? 8 : (int)left);
+    }
+  }
+}
+
+void FN(gemm_packed)(const float *a, const void *p, float *c, long M, long q0, long q1, long K, long N, long lda, long ldc,
+                     int acc) {
+  FN(packed_impl)(a, p, c, M, q0, q1, K, N, lda, ldc, acc, 0);
+}
+
+void FN(gemm_packed_bf16)(const float *a, const void *p, float *c, long M, long q0, long q1, long K, long N, long lda,
+                          long ldc, int acc) {
+  FN(packed_impl)(a, p, c, M, q0, q1, K, N, lda, ldc, acc, 1);
+}
+
+/*
+ * Columns [n0, n1) of C[m, n] (+)= Σ_k A(m, k)·B[k·ldb + n], with A(m, k) = a[m·ars + k·aks]: full
+ * vectors by the tile (reading A through its tiled view: tile base at t + m·ts, rows tars, k taks),
+ * a tail of columns one at a time.
+ */
+static void FN(bstripe)(const float *a, long ars, long aks, const float *t, long ts, long tars, long taks, const float *b,
+                        long ldb, float *c, long ldc, long M, long n0, long n1, long K, int acc) {
+  long n = n0;
+  for (; n + 8 <= n1;) {
+    const long w = (n1 - n) / 8;
+    const int nv = w >= BCOLS ? BCOLS : (int)w;
+    const void *bv[3] = {b + n, b + n + 8, b + n + 16};
+    FN(bcols)(nv, 0, t, ts, tars, taks, bv, ldb, M, (int)K, c + n, ldc, acc, 8);
+    n += nv * 8;
+  }
+  /* tail columns: the same single fused chain per element, in scalar form */
+  for (; n < n1; n++)
+    for (long m = 0; m < M; m++) {
+      float s = 0;
+      for (long k = 0; k < K; k++) s = __builtin_fmaf(a[m * ars + k * aks], b[k * ldb + n], s);
+      c[m * ldc + n] = acc ? c[m * ldc + n] + s : s;
+    }
+}
+
+/* gemm_nn: C[m, n] (+)= Σ_k A[m, k]·B[k, n] for columns [n0, n1). */
+void FN(gemm_nn)(const float *a, const float *b, float *c, long M, long n0, long n1, long K, long lda, long ldb, long ldc,
+                 int acc) {
+  const long mb = FN(row_block)(K);
+  for (long m0 = 0; m0 < M; m0 += mb) {
+    const long rows = M - m0 < mb ? M - m0 : mb;
+    const float *am = a + m0 * lda;
+    FN(bstripe)(am, lda, 1, am, lda, lda, 1, b, ldb, c + m0 * ldc, ldc, rows, n0, n1, K, acc);
+  }
+}
+
+/*
+ * gemm_tn: C[i, j] (+)= Σ_m A[m, i]·B[m, j] for rows i in [i0, i1), columns j < N (weight
+ * gradients). The sum over m runs in blocks of TN_BLOCK rows added into C one after another, a
+ * fixed order that depends on the shapes only (not on threads).
+ */
+#define TN_BLOCK 256
+void FN(gemm_tn)(const float *a, const float *b, float *c, long i0, long i1, long N, long M, long lda, long ldb, long ldc,
+                 int acc) {
+  for (long m0 = 0; m0 < M || m0 == 0; m0 += TN_BLOCK) {
+    const long mk = M - m0 < TN_BLOCK ? M - m0 : TN_BLOCK;
+    const int add = m0 == 0 ? acc : 1;
+    for (long i = i0; i < i1; i += ROWS * 4) {
+      const long ie = i + ROWS * 4 < i1 ? i + ROWS * 4 : i1;
+      /* rows i..ie of C: A(r, k) = a[k·lda + i + r] */
+      const float *ai = a + m0 * lda + i;
+      FN(bstripe)(ai, 1, lda, ai, 1, 1, lda, b + m0 * ldb, ldb, c + i * ldc, ldc, ie - i, 0, N, mk, add);
+    }
+    if (M == 0) break;
+  }
+}
+
+/* Σ_k x[k]·y[k] as an 8-lane chain (the tail by a masked load), lanes added in a fixed order. */
+INLINE float FN(dot)(const float *x, const float *y, long K) {
+  __m256 s = _mm256_setzero_ps();
+  long k = 0;
+  for (; k + 8 <= K; k += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(y + k), s);
+  if (k < K) {
+    const __m256i mask = FN(lane_mask)((int)(K - k));
+    s = _mm256_fmadd_ps(_mm256_maskload_ps(x + k, mask), _mm256_maskload_ps(y + k, mask), s);
+  }
+  return FN(hsum)(s);
+}
+
+/*
+ * The dot tile: C[r, j] (+)= Σ_k X_r[k]·Y_j[k] for R rows × J columns, with X_r = x + r·xs and
+ * Y_j = y + j·ys read 8 at a time, steps of `step` floats between consecutive 8-float groups of X
+ * and `ystep` for Y (1 group per 8 floats when contiguous; packed_t strides panels). `groups` full
+ * groups, then a last group of `rem` (0..7) lanes.
+ */
+INLINE void FN(dtile)(const int R, const int J, const int BF, const float *x, long xs, long xstep, const void *y, long ys,
+                      long ystep, long groups, int rem, float *c, long ldc, int acc) {
+  __m256 s[DOT_ROWS][DOT_COLS];
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < J; j++) s[r][j] = _mm256_setzero_ps();
+  for (long g = 0; g < groups; g++) {
+    __m256 w[DOT_COLS];
+    for (int j = 0; j < J; j++) w[j] = FN(loadw)(y, j * ys + g * ystep, BF);
+    for (int r = 0; r < R; r++) {
+      const __m256 v = _mm256_loadu_ps(x + r * xs + g * xstep);
+      for (int j = 0; j < J; j++) s[r][j] = _mm256_fmadd_ps(v, w[j], s[r][j]);
+    }
+  }
+  if (rem) {
+    const __m256i mask = FN(lane_mask)(rem);
+    __m256 w[DOT_COLS];
+    /* bfloat16 panels are 8 wide with zero padding: no mask needed (nor a masked 16-bit load) */
+    for (int j = 0; j < J; j++)
+      w[j] = BF ? FN(loadw)(y, j * ys + groups * ystep, 1) : _mm256_maskload_ps((const float *)y + j * ys + groups * ystep, mask);
+    for (int r = 0; r < R; r++) {
+      const __m256 v = _mm256_maskload_ps(x + r * xs + groups * xstep, mask);
+      for (int j = 0; j < J; j++) s[r][j] = _mm256_fmadd_ps(v, w[j], s[r][j]);
+    }
+  }
+  for (int r = 0; r < R; r++)
+    for (int j = 0; j < J; j++) {
+      const float v = FN(hsum)(s[r][j]);
+      float *o = c + r * ldc + j;
+      *o = acc ? *o + v : v;
+    }
+}
+
+/* every (R, J) of the dot tile up to DOT_ROWS × DOT_COLS: the full tile, else row by row in column runs of constant width */
+INLINE void FN(dtile_any_t)(const int BF, int R, int J, const float *x, long xs, long xstep, const void *y, long ys, long ystep,
+                            long groups, int rem, float *c, long ldc, int acc) {
+  if (R == DOT_ROWS && J == DOT_COLS) {
+    FN(dtile)(DOT_ROWS, DOT_COLS, BF, x, xs, xstep, y, ys, ystep, groups, rem, c, ldc, acc);
+    return;
+  }
+  for (int r = 0; r < R; r++) {
+    const float *xr = x + r * xs;
+    float *cr = c + r * ldc;
+    int j = 0;
+    for (; j + DOT_COLS <= J; j += DOT_COLS)
+      FN(dtile)(1, DOT_COLS, BF, xr, xs, xstep, FN(at)(y, j * ys, BF), ys, ystep, groups, rem, cr + j, ldc, acc);
+    for (; j + 2 <= J; j += 2) FN(dtile)(1, 2, BF, xr, xs, xstep, FN(at)(y, j * ys, BF), ys, ystep, groups, rem, cr + j, ldc, acc);
+    for (; j < J; j++) FN(dtile)(1, 1, BF, xr, xs, xstep, FN(at)(y, j * ys, BF), ys, ystep, groups, rem, cr + j, ldc, acc);
+  }
+}
+
+static void FN(dtile_any)(int bf, int R, int J, const float *x, long xs, long xstep, const void *y, long ys, long ystep,
+                          long groups, int rem, float *c, long ldc, int acc) {
+  if (bf) FN(dtile_any_t)(1, R, J, x, xs, xstep, y, ys, ystep, groups, rem, c, ldc, acc);
+  else FN(dtile_any_t)(0, R, J, x, xs, xstep, y, ys, ystep, groups, rem, c, ldc, acc);
+}
+
+/* gemm_nt: C[m, n] (+)= Σ_k A[m, k]·B[n, k] for columns [n0, n1) (B in the [out, in] layout). */
+void FN(gemm_nt)(const float *a, const float *b, float *c, long M, long n0, long n1, long K, long lda, long ldb, long ldc,
+                 int acc) {
+  const long groups = K / 8;
+  const int rem = (int)(K % 8);
+  for (long m = 0; m < M; m += DOT_ROWS) {
+    const int R = M - m < DOT_ROWS ? (int)(M - m) : DOT_ROWS;
+    for (long n = n0; n < n1; n += DOT_COLS) {
+      const int J = n1 - n < DOT_COLS ? (int)(n1 - n) : DOT_COLS;
+      FN(dtile_any)(0, R, J, a + m * lda, lda, 8, b + n * ldb, ldb, 8, groups, rem, c + m * ldc + n, ldc, acc);
+    }
+  }
+}
+
+/*
+ * gemm_packed_t: C[m, i] (+)= Σ_n A[m, n]·W[n, i] for columns [i0, i1) — the backward pass's
+ * dX = dY·W with W packed (K = in, N = out). For panel q the 8 weights W[8q..8q+8, i] are
+ * contiguous, so each output is an 8-lane dot over panels. Panels go in blocks of a fixed size
+ * (from K only) whose partial sums are added into C, so a block of weights stays in cache while
+ * every row tile passes over it.
+ */
+static void FN(packed_t_impl)(const float *a, const void *p, float *c, long M, long i0, long i1, long K, long N, long lda,
+                              long ldc, int acc, int bf) {
+  const long Q = N / 8;
+  const int rem = (int)(N % 8);
+  long QB = 65536 / (K > 0 ? K : 1);
+  if (QB < 1) QB = 1;
+  for (long qa = 0; qa < Q || qa == 0; qa += QB) {
+    const long qb = qa + QB < Q ? qa + QB : Q;
+    const int last = qb == Q;
+    const int add = qa == 0 ? acc : 1;
+    for (long m = 0; m < M; m += DOT_ROWS) {
+      const int R = M - m < DOT_ROWS ? (int)(M - m) : DOT_ROWS;
+      for (long i = i0; i < i1; i += DOT_COLS) {
+        const int J = i1 - i < DOT_COLS ? (int)(i1 - i) : DOT_COLS;
+        FN(dtile_any)(bf, R, J, a + m * lda + qa * 8, lda, 8, FN(at)(p, qa * K * 8 + i * 8, bf), 8, K * 8, qb - qa,
+                      last ? rem : 0, c + m * ldc + i, ldc, add);
+      }
+    }
+    if (Q == 0) break;
+  }
+}
+
+void FN(gemm_packed_t)(const float *a, const void *p, float *c, long M, long i0, long i1, long K, long N, long lda, long ldc,
+                       int acc) {
+  FN(packed_t_impl)(a, p, c, M, i0, i1, K, N, lda, ldc, acc, 0);
+}
+
+void FN(gemm_packed_t_bf16)(const float *a, const void *p, float *c, long M, long i0, long i1, long K, long N, long lda,
+                            long ldc, int acc) {
+  FN(packed_t_impl)(a, p, c, M, i0, i1, K, N, lda, ldc, acc, 1);
+}

@@ -1,0 +1,138 @@
+/*
+ * The native kernel addon (Node-API, C): the matrix multiplies of the embedded engine (float32, and
+ * the packed products also with bfloat16 weights widened to float32) on
+ * AVX-512 or AVX2, chosen at load time from what the CPU reports (OPENCLAW_RL_NATIVE_ISA=avx2
+ * forces the narrower path). It holds no state and starts no threads: the engine's own worker pool
+ * (src/engine/embedded/kernels/wasm-pool.ts) calls these functions from each of its threads on
+ * disjoint parts of a job, with operands addressed inside the WebAssembly memory the whole engine
+ * shares. Built by scripts/build-native.mjs; without it the engine runs its WebAssembly kernels.
+ */
+#define NAPI_VERSION 8
+#include <node_api.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef void gemm_fn(const float *a, const void *b, float *c, long M, long i0, long i1, long K, long N, long lda, long ldc,
+                     int acc);
+typedef void gemm3_fn(const float *a, const float *b, float *c, long M, long n0, long n1, long K, long lda, long ldb,
+                      long ldc, int acc);
+
+#define DECLARE(prefix)                                                                                              \
+  gemm_fn prefix##gemm_packed, prefix##gemm_packed_t, prefix##gemm_packed_bf16, prefix##gemm_packed_t_bf16;        \
+  gemm3_fn prefix##gemm_nt, prefix##gemm_nn, prefix##gemm_tn;
+DECLARE(avx2_)
+DECLARE(avx512_)
+
+static struct {
+  const char *name;
+  gemm_fn *packed, *packed_t, *packed_bf16, *packed_t_bf16;
+  gemm3_fn *nt, *nn, *tn;
+} isa;
+
+static void choose_isa(void) {
+  __builtin_cpu_init();
+  const char *force = getenv("OPENCLAW_RL_NATIVE_ISA");
+  const int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                     __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+  const int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (avx512 && !(force && strcmp(force, "avx2") == 0)) {
+    isa.name = "avx512";
+    isa.packed = avx512_gemm_packed; isa.packed_t = avx512_gemm_packed_t;
+    isa.packed_bf16 = avx512_gemm_packed_bf16; isa.packed_t_bf16 = avx512_gemm_packed_t_bf16;
+    isa.nt = avx512_gemm_nt; isa.nn = avx512_gemm_nn; isa.tn = avx512_gemm_tn;
+  } else if (avx2) {
+    isa.name = "avx2";
+    isa.packed = avx2_gemm_packed; isa.packed_t = avx2_gemm_packed_t;
+    isa.packed_bf16 = avx2_gemm_packed_bf16; isa.packed_t_bf16 = avx2_gemm_packed_t_bf16;
+    isa.nt = avx2_gemm_nt; isa.nn = avx2_gemm_nn; isa.tn = avx2_gemm_tn;
+  } else {
+    isa.name = "";
+  }
+}
+
+#define CHECK(call)                                                                                                  \
+  do {                                                                                                               \
+    if ((call) != napi_ok) { napi_throw_error(env, NULL, "native kernels: bad arguments"); return NULL; }           \
+  } while (0)
+
+/* isa(): "avx512", "avx2", or "" when this CPU has neither (the engine then uses WebAssembly) */
+static napi_value js_isa(napi_env env, napi_callback_info info) {
+  (void)info;
+  napi_value out;
+  CHECK(napi_create_string_utf8(env, isa.name, NAPI_AUTO_LENGTH, &out));
+  return out;
+}
+
+/* address(view): the address of a typed array's first byte, as a number (exact below 2^53) */
+static napi_value js_address(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], out;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  napi_typedarray_type type;
+  size_t length;
+  void *data;
+  napi_value buffer;
+  size_t offset;
+  CHECK(napi_get_typedarray_info(env, argv[0], &type, &length, &data, &buffer, &offset));
+  CHECK(napi_create_double(env, (double)(uintptr_t)data, &out));
+  return out;
+}
+
+/* (a, b, c: addresses; then 7 integers and the accumulate flag) — the argument order of each gemm */
+static int read_args(napi_env env, napi_callback_info info, const float **a, const float **b, float **c, long *n) {
+  size_t argc = 11;
+  napi_value argv[11];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc != 11) return 0;
+  double p[3];
+  for (int i = 0; i < 3; i++)
+    if (napi_get_value_double(env, argv[i], &p[i]) != napi_ok) return 0;
+  for (int i = 0; i < 8; i++) {
+    int64_t v;
+    if (napi_get_value_int64(env, argv[3 + i], &v) != napi_ok) return 0;
+    n[i] = (long)v;
+  }
+  *a = (const float *)(uintptr_t)p[0];
+  *b = (const float *)(uintptr_t)p[1];
+  *c = (float *)(uintptr_t)p[2];
+  return 1;
+}
+
+#define GEMM_ENTRY(name, field)                                                                                      \
+  static napi_value js_##name(napi_env env, napi_callback_info info) {                                               \
+    const float *a, *b;                                                                                              \
+    float *c;                                                                                                        \
+    long n[8];                                                                                                       \
+    if (!read_args(env, info, &a, &b, &c, n)) {                                                                      \
+      napi_throw_error(env, NULL, "native kernels: " #name " takes 3 addresses and 8 integers");                   \
+      return NULL;                                                                                                   \
+    }                                                                                                                \
+    isa.field(a, b, c, n[0], n[1], n[2], n[3], n[4], n[5], n[6], (int)n[7]);                                         \
+    return NULL;                                                                                                     \
+  }
+GEMM_ENTRY(gemm_packed, packed)
+GEMM_ENTRY(gemm_packed_t, packed_t)
+GEMM_ENTRY(gemm_packed_bf16, packed_bf16)
+GEMM_ENTRY(gemm_packed_t_bf16, packed_t_bf16)
+GEMM_ENTRY(gemm_nt, nt)
+GEMM_ENTRY(gemm_nn, nn)
+GEMM_ENTRY(gemm_tn, tn)
+
+NAPI_MODULE_INIT() {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, choose_isa);
+  napi_property_descriptor props[] = {
+      {"isa", NULL, js_isa, NULL, NULL, NULL, napi_default, NULL},
+      {"address", NULL, js_address, NULL, NULL, NULL, napi_default, NULL},
+      {"gemm_packed", NULL, js_gemm_packed, NULL, NULL, NULL, napi_default, NULL},
+      {"gemm_packed_t", NULL, js_gemm_packed_t, NULL, NULL, NULL, napi_default, NULL},
+      {"gemm_packed_bf16", NULL, js_gemm_packed_bf16, NULL, NULL, NULL, napi_default, NULL},
+      {"gemm_packed_t_bf16", NULL, js_gemm_packed_t_bf16, NULL, NULL, NULL, napi_default, NULL},
+      {"gemm_nt", NULL, js_gemm_nt, NULL, NULL, NULL, napi_default, NULL},
+      {"gemm_nn", NULL, js_gemm_nn, NULL, NULL, NULL, napi_default, NULL},
+      {"gemm_tn", NULL, js_gemm_tn, NULL, NULL, NULL, napi_default, NULL},
+  };
+  if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
+  return exports;
+}

@@ -1,0 +1,86 @@
+// The native kernel backend: the float32 matrix multiplies run in a small C addon (native/, built
+// by scripts/build-native.mjs at install or build time) with AVX-512 or AVX2, chosen at load time;
+// attention, SwiGLU and the loss head stay on the WebAssembly kernels. Both run on the same worker
+// pool over the same shared memory, so a job is split between threads exactly as before and each
+// thread calls the addon on its own chunks. Where the addon is missing (no C compiler at install,
+// another CPU) `createKernel` falls back to WebAssembly; `--kernel wasm` or OPENCLAW_RL_KERNEL=wasm
+// forces it.
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Arena } from '../arena.ts';
+import type { MatmulOptions } from './kernel.ts';
+import type { PackedMatrix } from './packed.ts';
+import { WasmKernel } from './wasm.ts';
+import { OP_NATIVE_NT, OP_NATIVE_NN, OP_NATIVE_TN, OP_NATIVE_PACKED, OP_NATIVE_PACKED_T, OP_NATIVE_PACKED_BF16, OP_NATIVE_PACKED_T_BF16 } from './wasm-pool.ts';
+
+/** The addon's exports: operands are absolute addresses (numbers), see native/kernels.c. */
+export interface NativeAddon {
+  isa(): string;
+  address(view: ArrayBufferView): number;
+  gemm_packed(a: number, p: number, c: number, M: number, q0: number, q1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
+  gemm_packed_t(a: number, p: number, c: number, M: number, i0: number, i1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
+  gemm_packed_bf16(a: number, p: number, c: number, M: number, q0: number, q1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
+  gemm_packed_t_bf16(a: number, p: number, c: number, M: number, i0: number, i1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
+  gemm_nt(a: number, b: number, c: number, M: number, n0: number, n1: number, K: number, lda: number, ldb: number, ldc: number, acc: number): void;
+  gemm_nn(a: number, b: number, c: number, M: number, n0: number, n1: number, K: number, lda: number, ldb: number, ldc: number, acc: number): void;
+  gemm_tn(a: number, b: number, c: number, i0: number, i1: number, N: number, M: number, lda: number, ldb: number, ldc: number, acc: number): void;
+}
+
+/** Where the build puts the addon (the same relative place from src/ and from dist/); OPENCLAW_RL_NATIVE_PATH overrides it. */
+export function nativeAddonPath(): string {
+  return process.env.OPENCLAW_RL_NATIVE_PATH ?? fileURLToPath(new URL('../../../../build/native/kernels.node', import.meta.url));
+}
+
+let loaded: { addon: NativeAddon | null; why: string } | null = null;
+
+/** The addon, or null with the reason it cannot be used here. */
+export function loadNativeAddon(): { addon: NativeAddon | null; why: string } {
+  if (loaded) return loaded;
+  const path = nativeAddonPath();
+  if (!existsSync(path)) return (loaded = { addon: null, why: `the native kernels were not built (${path} is missing; see scripts/build-native.mjs)` });
+  try {
+    const addon = createRequire(import.meta.url)(path) as NativeAddon;
+    if (!addon.isa()) return (loaded = { addon: null, why: 'this CPU has neither AVX-512 nor AVX2 with FMA' });
+    return (loaded = { addon, why: '' });
+  } catch (e) {
+    return (loaded = { addon: null, why: `the native kernels did not load: ${(e as Error).message}` });
+  }
+}
+
+/** The WebAssembly kernel with its matrix multiplies on the native addon. */
+export class NativeKernel extends WasmKernel {
+  override readonly name: string;
+
+  constructor(arena: Arena, threads?: number, spinMs?: number) {
+    const { addon, why } = loadNativeAddon();
+    if (!addon) throw new Error(`--kernel native: ${why}`);
+    super(arena, threads, spinMs, nativeAddonPath());
+    this.name = `native-${addon.isa()}`;
+  }
+
+  override matmulNT(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {
+    const lda = opts.lda ?? k, ldb = opts.ldb ?? k, ldc = opts.ldc ?? n, acc = opts.accumulate ? 1 : 0;
+    this.dispatch(OP_NATIVE_NT, n, m * n * k, [a.byteOffset, b.byteOffset, c.byteOffset, m, k, lda, ldb, ldc, acc]);
+  }
+
+  override matmulPacked(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
+    const K = w.cols, N = w.rows, lda = opts.lda ?? K, ldc = opts.ldc ?? N, acc = opts.accumulate ? 1 : 0;
+    this.dispatch(w.dtype === 'bf16' ? OP_NATIVE_PACKED_BF16 : OP_NATIVE_PACKED, Math.ceil(N / 8), m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
+  }
+
+  override matmulPackedT(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
+    const K = w.cols, N = w.rows, lda = opts.lda ?? N, ldc = opts.ldc ?? K, acc = opts.accumulate ? 1 : 0;
+    this.dispatch(w.dtype === 'bf16' ? OP_NATIVE_PACKED_T_BF16 : OP_NATIVE_PACKED_T, K, m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
+  }
+
+  override matmulNN(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {
+    const lda = opts.lda ?? k, ldb = opts.ldb ?? n, ldc = opts.ldc ?? n, acc = opts.accumulate ? 1 : 0;
+    this.dispatch(OP_NATIVE_NN, n, m * n * k, [a.byteOffset, b.byteOffset, c.byteOffset, m, k, lda, ldb, ldc, acc]);
+  }
+
+  override matmulTN(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {
+    const lda = opts.lda ?? m, ldb = opts.ldb ?? n, ldc = opts.ldc ?? n, acc = opts.accumulate ? 1 : 0;
+    this.dispatch(OP_NATIVE_TN, m, m * n * k, [a.byteOffset, b.byteOffset, c.byteOffset, n, k, lda, ldb, ldc, acc]);
+  }
+}
