@@ -15,6 +15,7 @@ import { tinyConfig } from '../../src/bench/shapes.ts';
 import type { Datum } from '../../src/engine/types.ts';
 import { tempDir, tinyModel } from '../helpers/models.ts';
 import { FAST_KERNELS } from '../helpers/kernels.ts';
+import { adapterDirections, centralDifference, gradientAlong } from '../helpers/gradcheck.ts';
 
 const tmp = tempDir();
 after(tmp.cleanup);
@@ -36,22 +37,11 @@ function lossSum(tr: LoraTrainer, data: Datum[], spec: LossSpec): number {
 
 /** `only` restricts the direction to one module's A or B (e.g. 'o_proj.A'), so no error hides behind larger terms. */
 function directionalCheck(tr: LoraTrainer, data: Datum[], spec: LossSpec, seed: number, only?: string): { analytic: number; numeric: number } {
-  const rng = new Rng(seed);
-  const params = [...tr.adapter.tensors()];
-  const dirs = params.map((p) => Float32Array.from({ length: p.data.length }, () => (!only || only === `${p.target}.${p.which}` ? rng.next() * 2 - 1 : 0)));
+  const dirs = adapterDirections(tr, new Rng(seed), (p) => !only || only === `${p.target}.${p.which}`);
   tr.grads.zero(); tr.pendingTokens = 0;
   tr.forwardBackward(data, spec);
-  let analytic = 0;
-  [...tr.grads.tensors()].forEach((g, i) => { for (let j = 0; j < g.data.length; j++) analytic += g.data[j] * dirs[i][j]; });
-  tr.grads.zero(); tr.pendingTokens = 0;
-  const h = 1e-3;
-  const shift = (sign: number) => params.forEach((p, i) => { for (let j = 0; j < p.data.length; j++) p.data[j] += sign * h * dirs[i][j]; });
-  shift(1);
-  const plus = lossSum(tr, data, spec);
-  shift(-2);
-  const minus = lossSum(tr, data, spec);
-  shift(1);
-  return { analytic, numeric: (plus - minus) / (2 * h) };
+  const analytic = gradientAlong(tr, dirs);
+  return { analytic, numeric: centralDifference(tr, dirs, () => lossSum(tr, data, spec)) };
 }
 
 const ARCHS = {

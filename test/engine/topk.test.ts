@@ -15,6 +15,7 @@ import { tinyConfig } from '../../src/bench/shapes.ts';
 import { collect, type Datum } from '../../src/engine/types.ts';
 import type { LossSpec } from '../../src/learn/losses.ts';
 import { STORIES, tempDir, tinyModel } from '../helpers/models.ts';
+import { adapterDirections, centralDifference, gradientAlong } from '../helpers/gradcheck.ts';
 
 const tmp = tempDir();
 after(tmp.cleanup);
@@ -110,31 +111,19 @@ for (const kernel of ['ts', 'wasm'] as const) {
             advantages: s.topIds.map((row, t) => row.map((_, j) => ((t + j + k) % 3 === 0 ? -0.3 : 0.25))),
           };
         });
-        const params = [...tr.adapter.tensors()];
-        const dirs = params.map((p) => Float32Array.from({ length: p.data.length }, () => rng.next() * 2 - 1));
+        const dirs = adapterDirections(tr, rng);
         tr.grads.zero(); tr.pendingTokens = 0;
         const m = tr.forwardBackward(data, { kind: 'ppo' } as LossSpec);
         assert.ok(m.distill && m.distill.tokens === 7, 'the distill metrics count the unmasked tokens');
-        let analytic = 0;
-        [...tr.grads.tensors()].forEach((g, i) => { for (let j = 0; j < g.data.length; j++) analytic += g.data[j] * dirs[i][j]; });
-        tr.grads.zero(); tr.pendingTokens = 0;
-        const h = 1e-3;
-        const shift = (sign: number) => params.forEach((p, i) => { for (let j = 0; j < p.data.length; j++) p.data[j] += sign * h * dirs[i][j]; });
-        shift(1);
-        const plus = lossSum(model, tr, data, T);
-        shift(-2);
-        const minus = lossSum(model, tr, data, T);
-        shift(1);
-        const numeric = (plus - minus) / (2 * h);
+        const analytic = gradientAlong(tr, dirs);
+        const numeric = centralDifference(tr, dirs, () => lossSum(model, tr, data, T));
         const rel = Math.abs(analytic - numeric) / Math.max(Math.abs(numeric), 1e-6);
         assert.ok(Math.abs(analytic) > 1e-4, `the directional derivative should not vanish (${analytic})`);
         assert.ok(rel < 1e-2, `T=${T}: analytic ${analytic} vs numeric ${numeric} (relative error ${rel.toExponential(2)})`);
         // without the distill sets the gradient differs: the set term is really in the backward pass
         tr.grads.zero(); tr.pendingTokens = 0;
         tr.forwardBackward(data.map(({ distill: _d, ...rest }) => rest), { kind: 'ppo' } as LossSpec);
-        let without = 0;
-        [...tr.grads.tensors()].forEach((g, i) => { for (let j = 0; j < g.data.length; j++) without += g.data[j] * dirs[i][j]; });
-        tr.grads.zero(); tr.pendingTokens = 0;
+        const without = gradientAlong(tr, dirs);
         assert.ok(Math.abs(without - analytic) > 1e-3 * Math.abs(analytic), 'the distill term changes the gradient');
       }
       tr.release();
