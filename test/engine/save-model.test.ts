@@ -3,9 +3,11 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { EmbeddedEngine } from '../../src/engine/embedded/engine.ts';
 import { tinyConfig } from '../../src/bench/shapes.ts';
+import { ChatTokenizer } from '../../src/engine/embedded/tokenizer.ts';
+import { HF_TOKENIZER_CLASS, exportedTokenizerConfig } from '../../src/engine/embedded/hf-export.ts';
 import { tempDir, tinyModel } from '../helpers/models.ts';
 
 const tmp = tempDir();
@@ -65,3 +67,27 @@ for (const [name, raw] of Object.entries(ARCHS)) {
     }
   });
 }
+
+test('saveModel writes tokenizer_config.json with the generic tokenizer class, the rest as the source has it', async () => {
+  // transformers 5 rebuilds LlamaTokenizer's own pipeline and ignores tokenizer.json's normalizer
+  // (stories260K's trims and collapses spaces); the generic class keeps the ids the engine trained on
+  const src = tinyModel(join(tmp.dir, 'tokcls-src'), ARCHS.llama);
+  const source = JSON.parse(readFileSync(join(src, 'tokenizer_config.json'), 'utf8'));
+  assert.equal(source.tokenizer_class, 'LlamaTokenizer', 'the fixture declares the model-specific class');
+  const engine = await EmbeddedEngine.load(src, { threads: 1 });
+  const out = join(tmp.dir, 'tokcls-out');
+  try {
+    await engine.saveModel(out, 'base');
+  } finally {
+    await engine.close();
+  }
+  const written = JSON.parse(readFileSync(join(out, 'tokenizer_config.json'), 'utf8'));
+  assert.equal(written.tokenizer_class, HF_TOKENIZER_CLASS);
+  assert.deepEqual({ ...written, tokenizer_class: source.tokenizer_class }, source);
+  const before = ChatTokenizer.load(src), after = ChatTokenizer.load(out);
+  for (const text of ['Hello ', '  two  spaces  ', 'Once upon a time']) assert.deepEqual(after.encode(text), before.encode(text), text);
+
+  // a source without tokenizer_config.json still gets one naming the class
+  rmSync(join(src, 'tokenizer_config.json'));
+  assert.deepEqual(exportedTokenizerConfig(src), { tokenizer_class: HF_TOKENIZER_CLASS });
+});

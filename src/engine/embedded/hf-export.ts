@@ -1,6 +1,8 @@
 // Writes a set of weights as a complete Hugging Face model folder: config.json, model.safetensors
 // (float32, the engine's working precision), and the source folder's tokenizer files (tokenizer.json,
 // tokenizer_config.json with its chat template, generation_config.json, special_tokens_map.json, …).
+// tokenizer_config.json names the generic tokenizer class (see HF_TOKENIZER_CLASS), so transformers
+// tokenizes exactly as the engine did while training.
 // A LoRA version is merged into the weights (W + s·B·A), so the folder loads anywhere without PEFT.
 // The folder is filled in a temporary sibling, fsynced, and swapped in by rename.
 import { chmodSync, copyFileSync, existsSync, readFileSync, writeFileSync, openSync, fsyncSync, closeSync, readdirSync } from 'node:fs';
@@ -17,6 +19,24 @@ export const COPIED_MODEL_FILES = [
   'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'generation_config.json',
   'chat_template.jinja', 'tokenizer.model', 'vocab.json', 'merges.txt', 'added_tokens.json',
 ];
+
+/**
+ * The tokenizer class written into an exported tokenizer_config.json. The engine tokenizes with
+ * tokenizer.json alone (normalizer, pre-tokenizer, model, post-processor). transformers 5 builds a
+ * model-specific class (LlamaTokenizer, Qwen2Tokenizer, …) from the vocabulary with that class's own
+ * pipeline and ignores tokenizer.json's normalizer and pre-tokenizer, which can differ: stories260K's
+ * tokenizer.json trims and collapses spaces, LlamaTokenizer keeps them ("Hello " gains a '▁' token).
+ * The generic class loads tokenizer.json as it is, so the exported
+ * model sees the ids it was trained on (docs/gpu.md, scripts/peft-compat.py checks it).
+ */
+export const HF_TOKENIZER_CLASS = 'PreTrainedTokenizerFast';
+
+/** The source's tokenizer_config.json (or {}) with the generic tokenizer class. */
+export function exportedTokenizerConfig(sourceDir: string): Record<string, unknown> {
+  const path = join(sourceDir, 'tokenizer_config.json');
+  const config = existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : {};
+  return { ...config, tokenizer_class: HF_TOKENIZER_CLASS };
+}
 
 /** Rows [row0, row0 + rows) of a packed matrix, row-major. */
 export function unpackRows(w: PackedMatrix, row0 = 0, rows = w.rows): Float32Array {
@@ -85,14 +105,16 @@ function fsyncPath(path: string, flags = 'r'): void {
 
 /**
  * Fill the (empty, temporary) folder `tmp` with a Hugging Face model: `tensors`, and config.json and
- * tokenizer files taken from `sourceDir` (config.json's dtype set to float32; `configPatch` merged in).
+ * tokenizer files taken from `sourceDir` (config.json's dtype set to float32, `configPatch` merged in;
+ * tokenizer_config.json's class set to HF_TOKENIZER_CLASS, written even where the source has none).
  */
 export function fillHfFolder(tmp: string, sourceDir: string, tensors: TensorToWrite[], meta: Record<string, string> = {}, configPatch: Record<string, unknown> = {}): void {
   const config = JSON.parse(readFileSync(join(sourceDir, 'config.json'), 'utf8'));
   writeFileSync(join(tmp, 'config.json'), JSON.stringify({ ...config, torch_dtype: 'float32', ...configPatch }, null, 2) + '\n');
   writeSafetensors(join(tmp, 'model.safetensors'), tensors, { format: 'pt', ...meta });
+  writeFileSync(join(tmp, 'tokenizer_config.json'), JSON.stringify(exportedTokenizerConfig(sourceDir), null, 2) + '\n');
   for (const f of COPIED_MODEL_FILES) {
-    if (!existsSync(join(sourceDir, f))) continue;
+    if (f === 'tokenizer_config.json' || !existsSync(join(sourceDir, f))) continue;
     copyFileSync(join(sourceDir, f), join(tmp, f));
     chmodSync(join(tmp, f), 0o644); // the source may be read-only; the new folder is the user's
   }
