@@ -29,14 +29,11 @@ def check(ok, label, detail=""):
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(usage=__doc__)
-    parser.add_argument("outdir")
-    parser.add_argument("--tolerance", type=float, default=1e-3)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("outdir", help="the folder scripts/peft-compat.ts wrote")
+    parser.add_argument("--tolerance", type=float, default=1e-3, help="largest |difference| of a log-prob (default 1e-3)")
     parser.add_argument("--strict", action="store_true", help="fail (instead of skipping) when the packages are missing")
-    try:
-        args = parser.parse_args()
-    except SystemExit:
-        return 2
+    args = parser.parse_args()  # exits 2 on a usage error
     missing = []
     for name in ("torch", "transformers", "peft", "safetensors"):
         try:
@@ -59,8 +56,12 @@ def main() -> int:
 
     tol = args.tolerance
     print(f"peft-compat: torch {torch.__version__}, transformers {transformers.__version__}, peft {peft.__version__}, tolerance {tol}")
-    with open(f"{args.outdir}/reference.json") as f:
-        ref = json.load(f)
+    try:
+        with open(f"{args.outdir}/reference.json") as f:
+            ref = json.load(f)
+    except FileNotFoundError:
+        print(f"peft-compat: no reference.json in {args.outdir}: run scripts/peft-compat.ts --out {args.outdir} first", file=sys.stderr)
+        return 2
     torch.manual_seed(0)
 
     def load_model(path):
