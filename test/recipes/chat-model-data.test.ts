@@ -146,3 +146,41 @@ test('every conversation renders through the chat template within the 512-token 
     assert.ok(longest < 512, `longest conversation ${longest} tokens`);
   } finally { cleanup(); }
 });
+
+test('judge-case shares: the benchmark mix is drawn unchanged, the training mix moves draws kind by kind', async () => {
+  const { remapShare, JUDGE_CASES_BENCH, JUDGE_CASES_TRAIN } = await import('../../src/recipes/chat-model/data.ts');
+  for (const r of [0, 0.1, 0.299, 0.3, 0.45, 0.62, 0.7, 0.849, 0.85, 0.999]) assert.ok(Math.abs(remapShare(r, JUDGE_CASES_BENCH) - r) < 1e-12, `identity at ${r}`);
+  const bounds = (s: number[]) => s.map((_, k) => s.slice(0, k + 1).reduce((a, b) => a + b, 0));
+  const bench = bounds(JUDGE_CASES_BENCH), train = bounds(JUDGE_CASES_TRAIN);
+  const kindOf = (x: number, b: number[]) => b.findIndex((hi) => x < hi);
+  // table: draws just inside each training interval land in the same kind's benchmark interval
+  for (let k = 0; k < train.length; k++) {
+    const lo = k === 0 ? 0 : train[k - 1];
+    for (const r of [lo + 1e-9, (lo + train[k]) / 2, train[k] - 1e-9]) assert.equal(kindOf(remapShare(r, JUDGE_CASES_TRAIN), bench), k, `draw ${r} of kind ${k}`);
+  }
+  assert.ok(Math.abs(train[train.length - 1] - 1) < 1e-9 && Math.abs(bench[bench.length - 1] - 1) < 1e-9, 'shares add up to 1');
+});
+
+test('the praise and unrelated-reply combinations only add training phrasings: held-out sets are those v3 was measured on', () => {
+  const s = phrasingSets();
+  assert.equal(s.positiveTopic.heldOut.join('|'), 'The {t} made my day, thanks!');
+  assert.equal(s.neutral.heldOut.join('|'), 'Hold on.|Where are my keys?');
+  for (const p of ['Beautiful, thank you so much!', 'My daughter adored it.', 'Just right, thanks.']) assert.ok(s.positive.heldOut.includes(p), p);
+  assert.ok(s.positive.train.length > 1000 && s.neutral.train.length > 30, 'training sets grew');
+  // the held-out wordings' own words never reach training (a phrasing is not "unseen" if its key word was trained)
+  for (const word of ['beautiful', 'adored', 'just right', 'made my day', 'hold on', 'keys']) {
+    for (const set of [s.positive.train, s.positiveTopic.train, s.neutral.train]) assert.ok(!set.some((x) => x.toLowerCase().includes(word)), word);
+  }
+});
+
+test('the extra request wordings only add training phrasings: held-out requests are made from the original parts alone', () => {
+  const s = phrasingSets();
+  for (const set of [s.topicRequests, s.nameRequests, s.topicNameRequests]) {
+    assert.ok(set.train.length > 500);
+    for (const p of set.heldOut) assert.ok(!set.train.includes(p), p);
+  }
+  assert.equal(s.topicRequests.heldOut.length, 310, 'the topic requests the benchmark samples are those of recipe v3');
+  for (const word of ['starring', 'all about', 'in which', 'plays', 'would like', 'tale', 'can i have', '?']) {
+    assert.ok(!s.topicRequests.train.some((x) => x.toLowerCase().includes(word)), word);
+  }
+});

@@ -8,13 +8,13 @@ import { homedir, cpus, loadavg } from 'node:os';
 import { dirname, join, basename } from 'node:path';
 import { EmbeddedEngine } from '../../engine/embedded/engine.ts';
 import { addChatVocabulary } from './vocab.ts';
-import { drawStoryPool, type PoolOptions } from './stories.ts';
+import { drawStoryPool, TOPIC_OPENERS, LATE_TOPIC_OPENERS, type PoolOptions } from './stories.ts';
 import { ConversationGenerator, FULL_MIX, KINDS, toJsonl, type Mix } from './data.ts';
 import { phrasingSets } from './phrasings.ts';
 import { trainOnConversations, type TrainSettings } from './train.ts';
 
 /** Bump when the recipe changes what it builds: a cached model of another version is rebuilt. */
-export const RECIPE_VERSION = 3;
+export const RECIPE_VERSION = 4;
 export const MODEL_NAME = 'stories260k-chat';
 
 /** The cache root: $OPENCLAW_RL_CACHE, else ~/.cache/openclaw-rl. */
@@ -30,11 +30,12 @@ export interface RecipeConfig {
 }
 
 export const FULL_RECIPE: RecipeConfig = {
-  pool: { free: 1000, perTopic: 40, perName: 20, topicNames: 120, maxTokens: 90, maxWords: 35, temperature: 0.8 },
+  pool: { free: 1000, perTopic: 40, perName: 20, topicNames: 120, maxTokens: 90, maxWords: 35, temperature: 0.8, topicOpeners: [...TOPIC_OPENERS, ...LATE_TOPIC_OPENERS] },
   mix: FULL_MIX,
   // v3: 3 epochs of small batches (2,436 steps) under a warm-up + cosine schedule; v2 trained 189 steps of 4,096
   // tokens at a constant 1e-3 and its eval loss was still falling (docs/benchmarks.md has both builds side by side)
-  train: { epochs: 3, learningRate: 3e-3, batchTokens: 1024, loraRank: 'full', schedule: 'cosine', warmupSteps: 50 },
+  // v4: 4 epochs of the larger v4 mix (5,132 steps); see docs/benchmarks.md "Recipe v4"
+  train: { epochs: 4, learningRate: 3e-3, batchTokens: 1024, loraRank: 'full', schedule: 'cosine', warmupSteps: 50 },
 };
 
 /** A few percent of the full recipe: the same pipeline in about a minute (tests, determinism checks). */

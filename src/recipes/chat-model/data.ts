@@ -33,12 +33,31 @@ export type Mix = Record<Kind, number>;
 
 /** The full recipe's mix (conversations per kind). */
 export const FULL_MIX: Mix = {
-  topic: 720, name: 130, topicName: 100, short: 100, happy: 100, plain: 150, hint: 700, feedback: 380, praise: 120,
-  prm: 750, hintJudge: 750, tool: 620, noTool: 150,
+  topic: 1500, name: 130, topicName: 100, short: 100, happy: 100, plain: 150, hint: 1400, feedback: 600, praise: 120,
+  prm: 1000, hintJudge: 1000, tool: 1200, noTool: 400,
 };
 
 /** Share of tool conversations answered directly, without the tool (the answer is then wrong). */
 export const DIRECT_ANSWER_SHARE = 0.2;
+
+/** How often each kind of judge case comes: topic correction, name correction, praise, praise naming the topic, an
+ * unrelated reply, a tool result. Shares add up to 1. */
+export type JudgeCaseShares = [correction: number, nameCorrection: number, praise: number, praiseTopic: number, neutral: number, tool: number];
+/** What `bench chat-model` measures on (fixed since recipe v1, so versions compare). */
+export const JUDGE_CASES_BENCH: JudgeCaseShares = [0.3, 0.1, 0.22, 0.08, 0.15, 0.15];
+/** What the recipe trains on: more praise than the benchmark mix, since v3 learned to call unknown praise a correction. */
+export const JUDGE_CASES_TRAIN: JudgeCaseShares = [0.22, 0.08, 0.3, 0.1, 0.15, 0.15];
+
+/** A uniform draw under `shares`, moved to the same kind's interval under the benchmark's shares. */
+export function remapShare(r: number, shares: JudgeCaseShares): number {
+  let from = 0, to = 0;
+  for (let k = 0; k < shares.length; k++) {
+    const w = shares[k], bw = JUDGE_CASES_BENCH[k];
+    if (r < from + w || k === shares.length - 1) return to + (w > 0 ? ((r - from) / w) * bw : 0);
+    from += w; to += bw;
+  }
+  return r;
+}
 
 export interface Arithmetic { a: number; b: number; op: '+' | '-' | '*'; expression: string; result: number }
 
@@ -148,10 +167,12 @@ export class ConversationGenerator {
     return { kind: 'praise', messages: [this.user(this.phrase('plainRequests')), this.assistant(this.pick(this.pool.free)), this.user(this.phrase('positive')), this.assistant(this.pick(this.pool.free))] };
   }
 
-  /** A judge case: an answer, what came next, the true PRM score and the true hint (or null). */
-  judgeCase(): { input: JudgeInput; score: 1 | 0 | -1; hint: string | null; label: string } {
-    const r = this.rng.next();
+  /** A judge case: an answer, what came next, the true PRM score and the true hint (or null); `shares` sets how often each kind comes. */
+  judgeCase(shares: JudgeCaseShares = JUDGE_CASES_BENCH): { input: JudgeInput; score: 1 | 0 | -1; hint: string | null; label: string } {
+    let r = this.rng.next();
     const userState = (text: string) => ({ role: 'user' as const, text, looksLikeError: false });
+    // map r onto the benchmark's fixed thresholds below, kind by kind
+    r = remapShare(r, shares);
     if (r < 0.3) {
       const t = this.pick(TOPICS);
       return { input: { response: this.storyWithout(t), nextState: userState(fill(this.phrase('topicCorrections'), { t })) }, score: -1, hint: fill(JUDGE_HINT.topic, { t }), label: 'correction' };
@@ -178,12 +199,12 @@ export class ConversationGenerator {
   }
 
   prm(): Conversation {
-    const c = this.judgeCase();
+    const c = this.judgeCase(JUDGE_CASES_TRAIN);
     return { kind: 'prm', messages: [...compactPrmPrompt(c.input), this.assistant(`\\boxed{${c.score}}`)] };
   }
 
   hintJudge(): Conversation {
-    const c = this.judgeCase();
+    const c = this.judgeCase(JUDGE_CASES_TRAIN);
     const verdict = c.hint ? `\\boxed{1}\n[HINT_START]${c.hint}[HINT_END]` : '\\boxed{-1}';
     return { kind: 'hintJudge', messages: [...compactHintPrompt(c.input), this.assistant(verdict)] };
   }

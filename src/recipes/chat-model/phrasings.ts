@@ -53,6 +53,19 @@ export const TOPIC_NAME_CLAUSES: Parts = {
   heldOut: ['starring a {t} called {n}'],
 };
 export const REQUEST_ENDS: Parts = { train: ['.', '!', ', please.'], heldOut: ['?'] };
+// More ways to ask, for training only: held-out request sets are still made from the parts above alone, so the
+// benchmark asks exactly what earlier recipe versions were measured on. v3 followed 70% of topic requests worded
+// as in training but ignored some held-out ones ("I would like a story all about a tree?" → "…a little girl
+// named Lily", 4 of 12): 10 openers × 7 clauses taught the wordings rather than "a story … a {t}".
+export const REQUEST_OPENERS_MORE = ['Tell us a story', 'Could you tell a story', 'Read me a story', 'Share a story', "Let's hear a story",
+  'Do you have a story', 'Please make up a story', 'Tell me a quick story', 'I need a story', 'Can you make a story', 'Tell my kid a story',
+  'Now a story', 'Write a new story', 'Tell me a bedtime story'];
+export const TOPIC_CLAUSES_MORE = ['about one {t}', 'with a {t}', 'about the {t}', 'about my {t}', 'where there is a {t}', 'about a funny {t}',
+  'that includes a {t}', 'about a happy {t}', 'about a {t} and a friend', 'with a little {t}', 'for me about a {t}', 'that is about a {t}',
+  'where a {t} has fun', 'about a small {t}', 'with a {t} as the main character'];
+export const NAME_CLAUSES_MORE = ['about a girl named {n}', 'about a boy named {n}', 'where someone is called {n}', 'with a kid called {n}',
+  'about my friend {n}', 'where the hero is {n}'];
+export const REQUEST_ENDS_MORE = [' please!', '...', ' :)', ' now.', ', thanks.'];
 export const PLAIN_REQUESTS: Parts = {
   train: ['Tell me a story.', 'Write a story.', 'Can you tell me a story?', 'Please tell me a story.', 'Story time!', 'Tell me a story, please.',
     'I want a story.', 'Another story, please.', 'Write me a story.', 'Tell me another one.'],
@@ -112,6 +125,38 @@ export const NEUTRAL: Parts = {
     'Brb.', 'What is your name?', 'Where is my phone?', 'I need to cook dinner.', 'Who are you?', 'One moment.', 'Is it Monday?', 'Hi there.'],
   heldOut: ['Hold on.', 'Where are my keys?'],
 };
+// Praise and unrelated replies as combinations, for training only (they add no held-out parts, so the held-out
+// phrasings above stay exactly what earlier recipe versions were measured on). v3's judge learned "-1 unless the
+// praise is one I know" from 24 fixed phrases against ~180 correction combinations (held-out praise: 32% right).
+export const PRAISE_OPENERS: Parts = { train: ['', 'Oh,', 'Wow,', 'Aww,', 'Yay!', 'Ha,', 'Yes!', 'Ooh,', 'Okay,', 'Oh yes,', 'Hey,'], heldOut: [] };
+export const PRAISE_BODIES: Parts = {
+  train: ['I love it', 'I loved it', 'that was great', 'so cute', 'we loved it', 'my kid loved it', 'that was perfect', 'very nice',
+    'what a fun story', 'it was lovely', 'my son liked it a lot', 'she loved it', 'that was really good', 'great story', 'nice story',
+    'that was sweet', 'we enjoyed it', 'he liked it', 'good one', 'so much fun', 'that was fun', 'it made us laugh', 'my kids liked it',
+    'my girl loved it', 'that is a good story', 'we really liked it', 'that was wonderful', 'fantastic', 'super', 'well done', 'love it'],
+  heldOut: [],
+};
+export const PRAISE_CLOSERS: Parts = { train: ['!', '.', ', thanks!', ', thank you!', '. Thanks a lot.', '. Thank you so much.', ', thanks.', '!!', ' :)'], heldOut: [] };
+export const PRAISE_TOPIC_BODIES: Parts = {
+  train: ['I love the {t}', 'the {t} is so cute', 'the {t} was the best part', 'we love the {t}', 'my kid loved the {t}', 'what a sweet {t}',
+    'the {t} was funny', 'I like the {t} a lot', 'such a nice {t}', 'stories about a {t} are the best'],
+  heldOut: [],
+};
+export const NEUTRAL_MORE: Parts = {
+  train: ['Good night.', 'I have to go.', 'Can you hear me?', 'What day is it?', 'My phone is almost dead.', 'Be right back.', 'I am hungry.',
+    'Is the door locked?', 'What is the weather like?', 'Hmm, ok.', 'Sure.', 'Let me check something.', 'Give me a minute.', 'Oops, wrong window.',
+    'How old are you?', 'Do you like music?', 'Where is the remote?', 'The kids are asleep.', 'Test.', 'Are you there?'],
+  heldOut: [],
+};
+
+/** What may follow praise in training (v3's judge read "…! Can I have another?" as a redo): asking for more is no correction. */
+export const PRAISE_THEN: Parts = {
+  train: ['', 'Tell me another.', 'One more, please.', 'Another one?', 'Can you tell another?', 'Could you write another one?', 'More please!',
+    'Now another one, please.', 'Tell me one more.', 'What about another story?', 'Do another one!', 'Again!', 'May we have one more?',
+    'Can you do another?', 'Another, please!', 'Any more stories?'],
+  heldOut: [],
+};
+
 /** Requests to go on after praise (the praise is the signal, the request just continues). */
 export const ANOTHER: Parts = { train: ['', 'Tell me another.', 'One more, please.', 'Another one?'], heldOut: ['Can I have another?'] };
 
@@ -149,12 +194,30 @@ export interface PhrasingSets {
 /** Every phrasing set the recipe uses, with placeholders ({t}, {n}, {e}) still in place. */
 export function phrasingSets(): PhrasingSets {
   const ends = REQUEST_ENDS;
-  const request = (clauses: Parts) => combine([REQUEST_OPENERS, clauses, ends], sentence);
+  // training: the original parts and the extra ones; held out: exactly the original held-out combinations
+  const request = (clauses: Parts, more: string[] = []) => {
+    const original = combine([REQUEST_OPENERS, clauses, ends], sentence);
+    const extended = combine([
+      { train: [...REQUEST_OPENERS.train, ...REQUEST_OPENERS_MORE], heldOut: [] },
+      { train: [...clauses.train, ...more], heldOut: [] },
+      { train: [...ends.train, ...REQUEST_ENDS_MORE], heldOut: [] },
+    ], sentence);
+    const held = new Set(original.heldOut);
+    return { train: [...new Set([...original.train, ...extended.train])].filter((x) => !held.has(x)), heldOut: original.heldOut };
+  };
   const withPlain = (clauses: Parts) => combine([PLAIN_REQUESTS, clauses], (p) => `${p[0]} ${p[1][0].toUpperCase()}${p[1].slice(1)}.`);
-  const positive = combine([POSITIVE, ANOTHER], sentence);
+  const union = (a: { train: string[]; heldOut: string[] }, b: { train: string[]; heldOut: string[] }) =>
+    ({ train: [...new Set([...a.train, ...b.train])].filter((x) => !a.heldOut.includes(x) && !b.heldOut.includes(x)), heldOut: [...a.heldOut, ...b.heldOut] });
+  // praise, then (as users do) maybe a request for another story: the request after praise is no redo
+  const praise = (bodies: Parts, another: Parts) => combine([PRAISE_OPENERS, bodies, PRAISE_CLOSERS, another], (p) => {
+    const body = /[.!]$/.test(p[0]) ? p[1][0].toUpperCase() + p[1].slice(1) : p[1];
+    const text = sentence([sentence([p[0], body]) + p[2], p[3]]);
+    return text[0].toUpperCase() + text.slice(1);
+  });
+  const positive = union(combine([POSITIVE, ANOTHER], sentence), praise(PRAISE_BODIES, PRAISE_THEN));
   return {
-    topicRequests: request(TOPIC_CLAUSES),
-    nameRequests: request(NAME_CLAUSES),
+    topicRequests: request(TOPIC_CLAUSES, TOPIC_CLAUSES_MORE),
+    nameRequests: request(NAME_CLAUSES, NAME_CLAUSES_MORE),
     topicNameRequests: request(TOPIC_NAME_CLAUSES),
     shortRequests: withPlain(SHORT_CLAUSES),
     happyRequests: withPlain(HAPPY_CLAUSES),
@@ -164,8 +227,8 @@ export function phrasingSets(): PhrasingSets {
     topicCorrections: combine([CORRECTION_PREFIXES, CORRECTION_TOPIC], (p) => sentence([p[0], p[0].endsWith('.') ? p[1][0].toUpperCase() + p[1].slice(1) : p[1]])),
     nameCorrections: combine([CORRECTION_PREFIXES, CORRECTION_NAME], (p) => sentence([p[0], p[0].endsWith('.') ? p[1][0].toUpperCase() + p[1].slice(1) : p[1]])),
     positive,
-    positiveTopic: { train: POSITIVE_TOPIC.train, heldOut: POSITIVE_TOPIC.heldOut },
-    neutral: { train: NEUTRAL.train, heldOut: NEUTRAL.heldOut },
+    positiveTopic: union({ train: POSITIVE_TOPIC.train, heldOut: POSITIVE_TOPIC.heldOut }, praise(PRAISE_TOPIC_BODIES, { train: [''], heldOut: [] })),
+    neutral: union({ train: NEUTRAL.train, heldOut: NEUTRAL.heldOut }, NEUTRAL_MORE),
     arithmetic: { train: ARITH_QUESTIONS.train, heldOut: ARITH_QUESTIONS.heldOut },
   };
 }

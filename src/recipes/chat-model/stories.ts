@@ -57,6 +57,8 @@ export interface PoolOptions {
   free: number;
   /** seeded stories per topic and per name */
   perTopic: number;
+  /** openings for the topic stories (default TOPIC_OPENERS) */
+  topicOpeners?: readonly string[];
   perName: number;
   topicNames: number;
   maxTokens: number;
@@ -65,8 +67,15 @@ export interface PoolOptions {
   onProgress?: (done: number, total: number) => void;
 }
 
-const TOPIC_OPENERS = ['Once upon a time, there was a {t}', 'One day, a little {t}', 'Once upon a time, there was a big {t}', '{n} had a {t}',
+export const TOPIC_OPENERS = ['Once upon a time, there was a {t}', 'One day, a little {t}', 'Once upon a time, there was a big {t}', '{n} had a {t}',
   '{n} saw a {t}', 'There was once a {t}', 'One day, {n} found a {t}', 'Once upon a time, a {t}'];
+/**
+ * Openings that start the way the model starts most stories ("…a little girl named Lily.") and bring the topic
+ * in afterwards: v3 failed topic requests mostly by opening with that habit and never coming back to the topic.
+ * The recipe seeds with these too; the benchmark's pool keeps TOPIC_OPENERS alone.
+ */
+export const LATE_TOPIC_OPENERS = ['Once upon a time, there was a little girl named {n}. She had a {t}', 'Once upon a time, there was a boy named {n}. He saw a {t}',
+  'One day, a little girl named {n} went to the park. She saw a {t}', 'One day, {n} went for a walk. {n} found a {t}'];
 const NAME_OPENERS = ['Once upon a time, there was a little girl named {n}', 'Once upon a time, there was a boy named {n}', 'One day, {n}',
   'There was a kid named {n}', '{n} was a happy child'];
 const TOPIC_NAME_OPENERS = ['Once upon a time, there was a {t} named {n}', 'There was a little {t} called {n}', 'Once upon a time, a {t} named {n}'];
@@ -79,7 +88,8 @@ export async function drawStoryPool(engine: Engine, o: PoolOptions): Promise<Sto
   type Job = { opener: string; kind: 'free' | 'topic' | 'name' | 'topicName'; topic?: string; name?: string };
   const jobs: Job[] = [];
   for (let i = 0; i < o.free; i++) jobs.push({ opener: '', kind: 'free' });
-  for (const t of TOPICS) for (let i = 0; i < o.perTopic; i++) jobs.push({ opener: pick(TOPIC_OPENERS).replace('{t}', t).replace('{n}', pick(NAMES)), kind: 'topic', topic: t });
+  const topicOpeners = o.topicOpeners ?? TOPIC_OPENERS;
+  for (const t of TOPICS) for (let i = 0; i < o.perTopic; i++) jobs.push({ opener: pick(topicOpeners).replace('{t}', t).replaceAll('{n}', pick(NAMES)), kind: 'topic', topic: t });
   for (const n of NAMES) for (let i = 0; i < o.perName; i++) jobs.push({ opener: pick(NAME_OPENERS).replace('{n}', n), kind: 'name', name: n });
   for (let i = 0; i < o.topicNames; i++) {
     const t = pick(TOPICS), n = pick(NAMES);
