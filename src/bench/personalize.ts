@@ -67,6 +67,8 @@ export interface PersonalizeOptions {
   /** OPD on the sampled token or top-K distillation (trainer's opdMode) */
   opdMode?: 'token' | 'topk';
   hintSelection?: HintSelection;
+  /** top-K OPD: entries per position from the student's old top-K (default the trainer's, 4) */
+  topkK?: number;
   opdTeacher?: 'base' | 'policy';
   /** β of the KL-to-base penalty (default: the trainer's) */
   klCoef?: number;
@@ -101,7 +103,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const label = o.method === 'binary' ? 'binary' : `${o.method} (${opdMode})`;
   const trainer = new TrainerLoop(store, engine, {
     method: o.method, opdMode, klCoef, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
-    topk: { ...TRAINER_DEFAULTS.topk, selection: o.hintSelection ?? TRAINER_DEFAULTS.topk.selection },
+    topk: { ...TRAINER_DEFAULTS.topk, selection: o.hintSelection ?? TRAINER_DEFAULTS.topk.selection, k: o.topkK ?? TRAINER_DEFAULTS.topk.k },
     batchSize: o.batchSize ?? RECIPE.batchSize, learningRate: o.learningRate ?? RECIPE.learningRate, rewardBaseline: o.rewardBaseline ?? RECIPE.rewardBaseline,
     keepNeutral: o.keepNeutral ?? RECIPE.keepNeutral, lora: { rank: o.loraRank ?? RECIPE.lora.rank, alpha: 2 * (o.loraRank ?? RECIPE.lora.rank), seed },
     checkpointDir: join(dir, 'checkpoints'), checkpointEvery: 1_000_000,

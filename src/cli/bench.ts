@@ -9,6 +9,7 @@ import type { Persona } from '../bench/persona.ts';
 import type { JudgeConfig } from '../judge/config.ts';
 import type { Method } from '../learn/advantages.ts';
 import { RECIPE } from '../trainer/recipe.ts';
+import { TOPK_DEFAULTS } from '../learn/topk-opd.ts';
 
 const log = (l: string) => process.stderr.write(l + '\n');
 const positive = (help: string, d: number) => opt.int(help, { min: 1, default: d });
@@ -121,6 +122,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     compare: opt.flag('run binary, opd and combine one after another'),
     'opd-mode': opt.choice(['token', 'topk', 'both'], 'OPD on the sampled token, top-K distillation over the student\'s top-4 (upstream\'s topk_select), or both one after another', { default: 'token' }),
     'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: 'sequence_optimal' }),
+    'topk-k': opt.int('top-K OPD: entries per position taken from the student\'s old top-K', { min: 1, max: 64, default: TOPK_DEFAULTS.k }),
     'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher: the base weights or the live policy', { default: 'base' }),
     'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: 'the trainer default' }),
     'judge-satisfaction': opt.flag('also grade every held-out sample with the judge (self or llm): 0–1 in \\boxed{}, mean of 5 votes'),
@@ -164,7 +166,7 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
         model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
         learningRate: o['learning-rate'], batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], loraRank: o['lora-rank'],
         keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, progress,
-        opdMode, hintSelection: o['hint-selection'], opdTeacher: o['opd-teacher'], klCoef: o['kl-coef'],
+        opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], opdTeacher: o['opd-teacher'], klCoef: o['kl-coef'],
         judgeSatisfaction: o['judge-satisfaction'], untilStable: o['until-stable'], stableGain: o['stable-gain'],
       }));
     }
