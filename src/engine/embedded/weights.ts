@@ -1,12 +1,18 @@
-// Loads a Hugging Face checkpoint into the arena as float32, validating every tensor's presence
-// and shape against config.json. q/k/v and gate/up are fused into one matrix each at load time so
-// a layer runs four GEMMs instead of seven (fewer thread wake-ups per token), and every matrix is
-// repacked into 8-row panels (kernels/packed.ts) for the fast forward kernel, as float32 or, with
-// `dtype` bf16, as bfloat16 (norms and biases stay float32).
+// Loads a Hugging Face checkpoint as float32, validating every tensor's presence and shape against
+// config.json. q/k/v and gate/up are fused into one matrix each at load time so a layer runs four
+// GEMMs instead of seven (fewer thread wake-ups per token), and every matrix is repacked into 8-row
+// panels (kernels/packed.ts) for the fast forward kernel, as float32 or, with `dtype` bf16, as
+// bfloat16 (norms and biases stay float32). Matrices are read and packed a slice of rows at a time,
+// so loading holds no second copy of a large matrix; they go in the arena or, for models past what
+// the 4 GiB WebAssembly memory holds, into buffers of their own (weight-memory.ts).
 import type { ModelConfig } from './config.ts';
 import type { Arena } from './arena.ts';
-import { listModelTensors, readTensorF32, ModelFileError, type TensorInfo, type DType } from './safetensors.ts';
+import { listModelTensors, readTensorF32, readTensorRowsF32, ModelFileError, type TensorInfo, type DType } from './safetensors.ts';
 import { packPanels, packedSlots, type PackedMatrix, type WeightsDtype } from './kernels/packed.ts';
+import { allocMatrix, choosePlacement, type PlacementChoice, type WeightsPlacement } from './weight-memory.ts';
+
+/** Values read from the file per slice while packing a matrix (16 MiB of float32). */
+const SLICE_VALUES = 1 << 22;
 
 export interface LayerWeights {
   inputNorm: Float32Array;
@@ -36,10 +42,13 @@ export interface ModelWeights {
   bytes: number;
   /** how the matrices are stored (float32 unless loaded with bf16) */
   dtype?: WeightsDtype;
+  /** where the matrices live (absent: the arena) */
+  placement?: WeightsPlacement;
 }
 
-export function loadWeights(dir: string, cfg: ModelConfig, arena: Arena, dtype: WeightsDtype = 'f32'): ModelWeights {
+export function loadWeights(dir: string, cfg: ModelConfig, arena: Arena, dtype: WeightsDtype = 'f32', placementChoice?: PlacementChoice): ModelWeights {
   const tensors = listModelTensors(dir);
+  const placement = choosePlacement(cfg, dtype, placementChoice);
   const H = cfg.hiddenSize, I = cfg.intermediateSize, hd = cfg.headDim;
   const qDim = cfg.numHeads * hd, kvDim = cfg.numKvHeads * hd;
   const dtypes = new Set<DType>();
@@ -60,28 +69,35 @@ export function loadWeights(dir: string, cfg: ModelConfig, arena: Arena, dtype: 
     bytes += out.byteLength;
     return readTensorF32(t, out);
   };
-  /** stack several [rows_i, cols] tensors into one [Σrows_i, cols] matrix */
-  const stack = (parts: [string, number][], cols: number, into?: Float32Array): Float32Array => {
-    const total = parts.reduce((a, [, r]) => a + r, 0);
-    const out = into ?? arena.alloc(total * cols);
-    if (!into) bytes += out.byteLength;
+  /** stack several vectors into one (the fused q/k/v bias) */
+  const stack = (parts: [string, number][]): Float32Array => {
+    const out = arena.alloc(parts.reduce((a, [, r]) => a + r, 0));
+    bytes += out.byteLength;
     let row = 0;
     for (const [name, rows] of parts) {
-      const shape = cols === 1 ? [rows] : [rows, cols];
-      readTensorF32(info(name, shape), out.subarray(row * cols, (row + rows) * cols));
+      readTensorF32(info(name, [rows]), out.subarray(row, row + rows));
       row += rows;
     }
     return out;
   };
-  /** read (and stack) row-major into a scratch buffer, then pack into panels */
+  /** read (and stack) the parts a slice of rows at a time into a scratch buffer, packing each slice into panels */
   let scratch = new Float32Array(0);
   const packed = (parts: [string, number][], cols: number): PackedMatrix => {
     const rows = parts.reduce((a, [, r]) => a + r, 0);
-    if (scratch.length < rows * cols) scratch = new Float32Array(rows * cols);
-    const data = arena.alloc(packedSlots(rows, cols, dtype));
+    const data = allocMatrix(packedSlots(rows, cols, dtype), placement, arena);
     bytes += data.byteLength;
-    packPanels(stack(parts, cols, scratch.subarray(0, rows * cols)), rows, cols, data, dtype);
-    return dtype === 'bf16' ? { data, rows, cols, dtype } : { data, rows, cols };
+    const sliceRows = Math.max(1, Math.floor(SLICE_VALUES / cols));
+    if (scratch.length < sliceRows * cols) scratch = new Float32Array(sliceRows * cols);
+    let row0 = 0;
+    for (const [name, partRows] of parts) {
+      const t = info(name, [partRows, cols]);
+      for (let r = 0; r < partRows; r += sliceRows) {
+        const n = Math.min(sliceRows, partRows - r);
+        packPanels(readTensorRowsF32(t, r, n, scratch.subarray(0, n * cols)), n, cols, data, dtype, row0 + r);
+      }
+      row0 += partRows;
+    }
+    return { data, rows, cols, ...(dtype === 'bf16' ? { dtype } : {}) };
   };
 
   const embed = packed([['model.embed_tokens.weight', cfg.vocabSize]], H);
@@ -93,7 +109,7 @@ export function loadWeights(dir: string, cfg: ModelConfig, arena: Arena, dtype: 
       inputNorm: load(`${p}input_layernorm.weight`, [H]),
       postNorm: load(`${p}post_attention_layernorm.weight`, [H]),
       wqkv: packed([[`${a}q_proj.weight`, qDim], [`${a}k_proj.weight`, kvDim], [`${a}v_proj.weight`, kvDim]], H),
-      bqkv: cfg.attentionBias ? stack([[`${a}q_proj.bias`, qDim], [`${a}k_proj.bias`, kvDim], [`${a}v_proj.bias`, kvDim]], 1) : null,
+      bqkv: cfg.attentionBias ? stack([[`${a}q_proj.bias`, qDim], [`${a}k_proj.bias`, kvDim], [`${a}v_proj.bias`, kvDim]]) : null,
       qNorm: cfg.qkNorm ? load(`${a}q_norm.weight`, [hd]) : null,
       kNorm: cfg.qkNorm ? load(`${a}k_norm.weight`, [hd]) : null,
       wo: packed([[`${a}o_proj.weight`, H]], qDim),
@@ -107,5 +123,5 @@ export function loadWeights(dir: string, cfg: ModelConfig, arena: Arena, dtype: 
     if (!tensors.has('lm_head.weight')) throw new ModelFileError(`missing tensor 'lm_head.weight' (tie_word_embeddings is false in config.json)`);
     lmHead = packed([['lm_head.weight', cfg.vocabSize]], H);
   }
-  return { embed, layers, finalNorm, lmHead, sourceDtypes: [...dtypes], bytes, dtype };
+  return { embed, layers, finalNorm, lmHead, sourceDtypes: [...dtypes], bytes, dtype, placement };
 }

@@ -12,6 +12,7 @@ import type { Arena } from '../arena.ts';
 import type { MatmulOptions } from './kernel.ts';
 import type { PackedMatrix } from './packed.ts';
 import { WasmKernel } from './wasm.ts';
+import { isExternal } from '../weight-memory.ts';
 import { OP_NATIVE_NT, OP_NATIVE_NN, OP_NATIVE_TN, OP_NATIVE_PACKED, OP_NATIVE_PACKED_T, OP_NATIVE_PACKED_BF16, OP_NATIVE_PACKED_T_BF16 } from './wasm-pool.ts';
 
 /** The addon's exports: operands are absolute addresses (numbers), see native/kernels.c. */
@@ -51,36 +52,54 @@ export function loadNativeAddon(): { addon: NativeAddon | null; why: string } {
 /** The WebAssembly kernel with its matrix multiplies on the native addon. */
 export class NativeKernel extends WasmKernel {
   override readonly name: string;
+  private readonly addon: NativeAddon;
+  /** addresses of weight matrices outside the WebAssembly memory (their buffers never move) */
+  private readonly addresses = new WeakMap<Float32Array, number>();
 
   constructor(arena: Arena, threads?: number, spinMs?: number) {
     const { addon, why } = loadNativeAddon();
     if (!addon) throw new Error(`--kernel native: ${why}`);
     super(arena, threads, spinMs, nativeAddonPath());
+    this.addon = addon;
     this.name = `native-${addon.isa()}`;
+  }
+
+  /**
+   * The job parameters that locate a packed matrix: its byte offset in the shared memory, then the
+   * two 32-bit halves of its absolute address when it lives outside (weight-memory.ts), else 0, 0.
+   * Every thread is in this process, so an address is as good on a helper as here.
+   */
+  private weightsAt(w: PackedMatrix): [number, number, number] {
+    if (!isExternal(w)) return [w.data.byteOffset, 0, 0];
+    let address = this.addresses.get(w.data);
+    if (address === undefined) this.addresses.set(w.data, (address = this.addon.address(w.data)));
+    return [0, address % 2 ** 32, Math.floor(address / 2 ** 32)];
   }
 
   override matmulNT(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {
     const lda = opts.lda ?? k, ldb = opts.ldb ?? k, ldc = opts.ldc ?? n, acc = opts.accumulate ? 1 : 0;
-    this.dispatch(OP_NATIVE_NT, n, m * n * k, [a.byteOffset, b.byteOffset, c.byteOffset, m, k, lda, ldb, ldc, acc]);
+    this.dispatch(OP_NATIVE_NT, n, m * n * k, [a.byteOffset, b.byteOffset, c.byteOffset, m, k, lda, ldb, ldc, acc, 0, 0]);
   }
 
   override matmulPacked(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
     const K = w.cols, N = w.rows, lda = opts.lda ?? K, ldc = opts.ldc ?? N, acc = opts.accumulate ? 1 : 0;
-    this.dispatch(w.dtype === 'bf16' ? OP_NATIVE_PACKED_BF16 : OP_NATIVE_PACKED, Math.ceil(N / 8), m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
+    const [offset, lo, hi] = this.weightsAt(w);
+    this.dispatch(w.dtype === 'bf16' ? OP_NATIVE_PACKED_BF16 : OP_NATIVE_PACKED, Math.ceil(N / 8), m * N * K, [a.byteOffset, offset, c.byteOffset, m, K, N, lda, ldc, acc, lo, hi]);
   }
 
   override matmulPackedT(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
     const K = w.cols, N = w.rows, lda = opts.lda ?? N, ldc = opts.ldc ?? K, acc = opts.accumulate ? 1 : 0;
-    this.dispatch(w.dtype === 'bf16' ? OP_NATIVE_PACKED_T_BF16 : OP_NATIVE_PACKED_T, K, m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
+    const [offset, lo, hi] = this.weightsAt(w);
+    this.dispatch(w.dtype === 'bf16' ? OP_NATIVE_PACKED_T_BF16 : OP_NATIVE_PACKED_T, K, m * N * K, [a.byteOffset, offset, c.byteOffset, m, K, N, lda, ldc, acc, lo, hi]);
   }
 
   override matmulNN(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {
     const lda = opts.lda ?? k, ldb = opts.ldb ?? n, ldc = opts.ldc ?? n, acc = opts.accumulate ? 1 : 0;
-    this.dispatch(OP_NATIVE_NN, n, m * n * k, [a.byteOffset, b.byteOffset, c.byteOffset, m, k, lda, ldb, ldc, acc]);
+    this.dispatch(OP_NATIVE_NN, n, m * n * k, [a.byteOffset, b.byteOffset, c.byteOffset, m, k, lda, ldb, ldc, acc, 0, 0]);
   }
 
   override matmulTN(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {
     const lda = opts.lda ?? m, ldb = opts.ldb ?? n, ldc = opts.ldc ?? n, acc = opts.accumulate ? 1 : 0;
-    this.dispatch(OP_NATIVE_TN, m, m * n * k, [a.byteOffset, b.byteOffset, c.byteOffset, n, k, lda, ldb, ldc, acc]);
+    this.dispatch(OP_NATIVE_TN, m, m * n * k, [a.byteOffset, b.byteOffset, c.byteOffset, n, k, lda, ldb, ldc, acc, 0, 0]);
   }
 }

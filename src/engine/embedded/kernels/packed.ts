@@ -44,11 +44,15 @@ function halves(w: PackedMatrix): Uint16Array {
   return new Uint16Array(w.data.buffer, w.data.byteOffset, w.data.length * 2);
 }
 
-/** Pack row-major `w` [rows × cols] into `out` (of packedSlots floats, zeroed padding), as `dtype`. */
-export function packPanels(w: Float32Array, rows: number, cols: number, out: Float32Array, dtype: WeightsDtype = 'f32'): void {
+/**
+ * Pack row-major `w` [rows × cols] into `out` (of packedSlots floats, zeroed padding), as `dtype`;
+ * with `row0`, `w` holds rows [row0, row0 + rows) of the matrix (loading packs in slices).
+ */
+export function packPanels(w: Float32Array, rows: number, cols: number, out: Float32Array, dtype: WeightsDtype = 'f32', row0 = 0): void {
   const h = dtype === 'bf16' ? new Uint16Array(out.buffer, out.byteOffset, out.length * 2) : null;
   for (let r = 0; r < rows; r++) {
-    const base = Math.floor(r / 8) * cols * 8 + (r % 8);
+    const g = row0 + r;
+    const base = Math.floor(g / 8) * cols * 8 + (g % 8);
     if (h) for (let k = 0; k < cols; k++) h[base + k * 8] = bf16Bits(w[r * cols + k]);
     else for (let k = 0; k < cols; k++) out[base + k * 8] = w[r * cols + k];
   }

@@ -11,7 +11,7 @@ export const MAX_CHUNKS = 4096;
 export const OP_GEMM = 0, OP_ATTENTION = 1, OP_NN = 2, OP_TN = 3, OP_ATTENTION_BACKWARD = 4, OP_ROWS_LSE = 5, OP_ROWS_SOFTMAX_GRAD = 6, OP_PACKED = 7, OP_PACKED_T = 8;
 /** the packed products with bfloat16 panels */
 export const OP_PACKED_BF16 = 9, OP_PACKED_T_BF16 = 10;
-/** the same products on the native addon (native.ts); same parameters as their WebAssembly twins */
+/** the same products on the native addon (native.ts); the parameters of their WebAssembly twins, then the absolute address of b (two halves; 0, 0: b is in the memory) */
 export const OP_NATIVE_NT = 11, OP_NATIVE_NN = 12, OP_NATIVE_TN = 13, OP_NATIVE_PACKED = 14, OP_NATIVE_PACKED_T = 15, OP_NATIVE_PACKED_BF16 = 16, OP_NATIVE_PACKED_T_BF16 = 17;
 
 /** Chunks of a job are whole multiples of its kernel's tile (rows, columns or panels). */
@@ -71,7 +71,9 @@ export function exec(ctrl: Int32Array, k: WasmKernelExports, i0: number, i1: num
   const op = ctrl[OP];
   if (op >= OP_NATIVE_NT) {
     if (!nat) throw new Error('a native kernel job reached a thread without the native addon');
-    const a = nat.base + (p(0) >>> 0), b = nat.base + (p(1) >>> 0), c = nat.base + (p(2) >>> 0), n = nat.addon;
+    // b may live outside the memory (weights placed outside it): then p(9), p(10) hold its absolute address
+    const outside = p(9) !== 0 || p(10) !== 0;
+    const a = nat.base + (p(0) >>> 0), b = outside ? p(10) * 2 ** 32 + (p(9) >>> 0) : nat.base + (p(1) >>> 0), c = nat.base + (p(2) >>> 0), n = nat.addon;
     if (op === OP_NATIVE_PACKED) n.gemm_packed(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
     else if (op === OP_NATIVE_PACKED_T) n.gemm_packed_t(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
     else if (op === OP_NATIVE_PACKED_BF16) n.gemm_packed_bf16(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));

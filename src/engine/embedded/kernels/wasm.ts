@@ -7,6 +7,7 @@ import type { Arena } from '../arena.ts';
 import type { Kernel, MatmulOptions, AttentionBatch, AttentionBackwardBatch } from './kernel.ts';
 import type { AttentionShape } from '../ops/attention.ts';
 import type { PackedMatrix } from './packed.ts';
+import { isExternal } from '../weight-memory.ts';
 import { createRequire } from 'node:module';
 import { GEN, CLAIM, DONE, NCHUNKS, CHUNK, TOTAL, OP, STOP, P, CTRL_INTS, CLOSED, MAX_CHUNKS, OP_GEMM, OP_ATTENTION, OP_NN, OP_TN, OP_ATTENTION_BACKWARD, OP_ROWS_LSE, OP_ROWS_SOFTMAX_GRAD, OP_PACKED, OP_PACKED_T, OP_PACKED_BF16, OP_PACKED_T_BF16, runChunks, exec, floatBits, opTile, bindNative, type WasmKernelExports, type NativeBinding } from './wasm-pool.ts';
 
@@ -19,6 +20,8 @@ export function wasmModule(): WebAssembly.Module {
 
 /** Below this many multiply-adds a job runs on the calling thread alone (waking helpers costs more). */
 const PARALLEL_MIN_MACS = 1 << 16;
+/** Float slots of the window through which weights outside the memory are copied (64 MiB, inside the KV plan's headroom). */
+const STAGING_SLOTS = 1 << 24;
 
 export class WasmKernel implements Kernel {
   readonly name: string = 'wasm-simd';
@@ -93,13 +96,49 @@ export class WasmKernel implements Kernel {
     this.dispatch(OP_GEMM, n, m * n * k, [a.byteOffset, b.byteOffset, c.byteOffset, m, k, lda, ldb, ldc, acc]);
   }
 
+  /** Staging window for matrices outside the memory, allocated at first use (the native backend never needs it). */
+  private window: Float32Array | null = null;
+  /** the window's largest size in float slots (tests shrink it to split small matrices into several ranges) */
+  stagingSlots = STAGING_SLOTS;
+
+  /**
+   * A packed product whose weights live outside this memory (weight-memory.ts): whole panels are
+   * copied into the staging window, a range at a time, and `run` computes with that range as the
+   * matrix; `row0` is its first row, `first` whether it is the first range.
+   */
+  private staged(w: PackedMatrix, run: (part: PackedMatrix, row0: number, first: boolean) => void): void {
+    const panels = Math.ceil(w.rows / 8), panelSlots = w.cols * (w.dtype === 'bf16' ? 4 : 8);
+    const want = Math.min(this.stagingSlots, panels * panelSlots);
+    if (!this.window || this.window.length < Math.max(want, panelSlots) || this.window.length > Math.max(this.stagingSlots, panelSlots)) {
+      if (this.window) this.arena.free(this.window);
+      this.window = this.arena.alloc(Math.max(want, panelSlots), false);
+    }
+    const per = Math.floor(this.window.length / panelSlots);
+    for (let p0 = 0; p0 < panels; p0 += per) {
+      const p1 = Math.min(panels, p0 + per);
+      this.window.set(w.data.subarray(p0 * panelSlots, p1 * panelSlots));
+      const part: PackedMatrix = { data: this.window.subarray(0, (p1 - p0) * panelSlots), rows: Math.min(w.rows, 8 * p1) - 8 * p0, cols: w.cols, ...(w.dtype ? { dtype: w.dtype } : {}) };
+      run(part, 8 * p0, p0 === 0);
+    }
+  }
+
   matmulPacked(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
     const K = w.cols, N = w.rows, lda = opts.lda ?? K, ldc = opts.ldc ?? N, acc = opts.accumulate ? 1 : 0;
+    if (isExternal(w)) {
+      // each range gives its own output columns, computed exactly as in one product (no bits change)
+      this.staged(w, (part, row0) => this.matmulPacked(c.subarray(row0), a, part, m, { lda, ldc, accumulate: opts.accumulate }));
+      return;
+    }
     this.dispatch(w.dtype === 'bf16' ? OP_PACKED_BF16 : OP_PACKED, Math.ceil(N / 8), m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
   }
 
   matmulPackedT(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
     const K = w.cols, N = w.rows, lda = opts.lda ?? N, ldc = opts.ldc ?? K, acc = opts.accumulate ? 1 : 0;
+    if (isExternal(w)) {
+      // ranges split the sum over W's rows: a matrix wider than the window is summed range by range
+      this.staged(w, (part, row0, first) => this.matmulPackedT(c, a.subarray(row0), part, m, { lda, ldc, accumulate: first ? opts.accumulate : true }));
+      return;
+    }
     this.dispatch(w.dtype === 'bf16' ? OP_PACKED_T_BF16 : OP_PACKED_T, K, m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
   }
 
