@@ -28,6 +28,11 @@ def check(ok, label, detail=""):
         failures.append(label)
 
 
+def first_difference(a, b):
+    """Index of the first element where two sequences differ (the shorter length when one is a prefix)."""
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("outdir", help="the folder scripts/peft-compat.ts wrote")
@@ -146,13 +151,13 @@ def main() -> int:
         if text != c["text"]:
             text_bad += 1
             if text_bad <= 3:
-                at = next((i for i, (a, b) in enumerate(zip(text, c["text"])) if a != b), min(len(text), len(c["text"])))
+                at = first_difference(text, c["text"])
                 print(f"peft-compat:      chat {k}: texts differ from character {at}: ours {c['text'][max(0, at - 20):at + 40]!r}, "
                       f"transformers {text[max(0, at - 20):at + 40]!r}")
         elif ids != c["ids"]:
             ids_bad += 1
             if ids_bad <= 3:
-                at = next((i for i, (a, b) in enumerate(zip(ids, c["ids"])) if a != b), min(len(ids), len(c["ids"])))
+                at = first_difference(ids, c["ids"])
                 print(f"peft-compat:      chat {k}: same text, ids differ from position {at}: ours {c['ids'][max(0, at - 3):at + 6]}, "
                       f"transformers {ids[max(0, at - 3):at + 6]}")
     n = len(full["chats"])

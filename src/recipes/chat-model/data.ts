@@ -50,13 +50,10 @@ export const JUDGE_CASES_TRAIN: JudgeCaseShares = [0.22, 0.08, 0.3, 0.1, 0.15, 0
 
 /** A uniform draw under `shares`, moved to the same kind's interval under the benchmark's shares. */
 export function remapShare(r: number, shares: JudgeCaseShares): number {
-  let from = 0, to = 0;
-  for (let k = 0; k < shares.length; k++) {
-    const w = shares[k], bw = JUDGE_CASES_BENCH[k];
-    if (r < from + w || k === shares.length - 1) return to + (w > 0 ? ((r - from) / w) * bw : 0);
-    from += w; to += bw;
-  }
-  return r;
+  let from = 0, to = 0, k = 0;
+  // the last kind takes whatever is left (shares that add up to 1 only up to rounding)
+  for (; k < shares.length - 1 && r >= from + shares[k]; k++) { from += shares[k]; to += JUDGE_CASES_BENCH[k]; }
+  return shares[k] > 0 ? to + ((r - from) / shares[k]) * JUDGE_CASES_BENCH[k] : to;
 }
 
 export interface Arithmetic { a: number; b: number; op: '+' | '-' | '*'; expression: string; result: number }
@@ -169,10 +166,9 @@ export class ConversationGenerator {
 
   /** A judge case: an answer, what came next, the true PRM score and the true hint (or null); `shares` sets how often each kind comes. */
   judgeCase(shares: JudgeCaseShares = JUDGE_CASES_BENCH): { input: JudgeInput; score: 1 | 0 | -1; hint: string | null; label: string } {
-    let r = this.rng.next();
+    // a draw under `shares`, mapped onto the benchmark's fixed thresholds below, kind by kind
+    const r = remapShare(this.rng.next(), shares);
     const userState = (text: string) => ({ role: 'user' as const, text, looksLikeError: false });
-    // map r onto the benchmark's fixed thresholds below, kind by kind
-    r = remapShare(r, shares);
     if (r < 0.3) {
       const t = this.pick(TOPICS);
       return { input: { response: this.storyWithout(t), nextState: userState(fill(this.phrase('topicCorrections'), { t })) }, score: -1, hint: fill(JUDGE_HINT.topic, { t }), label: 'correction' };

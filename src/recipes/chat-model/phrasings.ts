@@ -194,20 +194,18 @@ export interface PhrasingSets {
 /** Every phrasing set the recipe uses, with placeholders ({t}, {n}, {e}) still in place. */
 export function phrasingSets(): PhrasingSets {
   const ends = REQUEST_ENDS;
-  // training: the original parts and the extra ones; held out: exactly the original held-out combinations
-  const request = (clauses: Parts, more: string[] = []) => {
-    const original = combine([REQUEST_OPENERS, clauses, ends], sentence);
-    const extended = combine([
-      { train: [...REQUEST_OPENERS.train, ...REQUEST_OPENERS_MORE], heldOut: [] },
-      { train: [...clauses.train, ...more], heldOut: [] },
-      { train: [...ends.train, ...REQUEST_ENDS_MORE], heldOut: [] },
-    ], sentence);
-    const held = new Set(original.heldOut);
-    return { train: [...new Set([...original.train, ...extended.train])].filter((x) => !held.has(x)), heldOut: original.heldOut };
+  // two sets of phrasings as one: training phrasings of either that neither holds out, and both held-out lists
+  const union = (a: Parts, b: Parts): Parts => {
+    const held = new Set([...a.heldOut, ...b.heldOut]);
+    return { train: [...new Set([...a.train, ...b.train])].filter((x) => !held.has(x)), heldOut: [...held] };
   };
+  const trainingOnly = (...parts: string[][]): Parts => ({ train: parts.flat(), heldOut: [] });
+  // training: the original parts and the extra ones; held out: exactly the original held-out combinations
+  const request = (clauses: Parts, more: string[] = []) => union(
+    combine([REQUEST_OPENERS, clauses, ends], sentence),
+    combine([trainingOnly(REQUEST_OPENERS.train, REQUEST_OPENERS_MORE), trainingOnly(clauses.train, more), trainingOnly(ends.train, REQUEST_ENDS_MORE)], sentence),
+  );
   const withPlain = (clauses: Parts) => combine([PLAIN_REQUESTS, clauses], (p) => `${p[0]} ${p[1][0].toUpperCase()}${p[1].slice(1)}.`);
-  const union = (a: { train: string[]; heldOut: string[] }, b: { train: string[]; heldOut: string[] }) =>
-    ({ train: [...new Set([...a.train, ...b.train])].filter((x) => !a.heldOut.includes(x) && !b.heldOut.includes(x)), heldOut: [...a.heldOut, ...b.heldOut] });
   // praise, then (as users do) maybe a request for another story: the request after praise is no redo
   const praise = (bodies: Parts, another: Parts) => combine([PRAISE_OPENERS, bodies, PRAISE_CLOSERS, another], (p) => {
     const body = /[.!]$/.test(p[0]) ? p[1][0].toUpperCase() + p[1].slice(1) : p[1];
