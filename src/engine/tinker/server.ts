@@ -13,16 +13,17 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { collect, type TrainingEngine } from '../types.ts';
+import type { TrainingEngine } from '../types.ts';
+import { TinkerSamplers } from './server-sampling.ts';
 import { FutureStore, DuplicateConflict, UserError } from './futures.ts';
 import { encodeForwardBackwardOutput, encodeSampleResponse } from './proto.ts';
 import {
-  SDK_VERSION, WireError, fromWireDatum, lossFromWire, parseTinkerPath, tokensOf,
-  type ForwardBackwardInput, type ForwardBackwardResult, type SampleResult, type WireSamplingParams, type ModelInput,
+  SDK_VERSION, WireError, fromWireDatum, lossFromWire, parseTinkerPath,
+  type ForwardBackwardInput, type ForwardBackwardResult, type SampleResult,
 } from './wire.ts';
 import { CheckpointStore, CheckpointError, type CheckpointKind } from './checkpoints.ts';
 import { SessionRegistry } from './sessions.ts';
-import { HttpError, datumLoss, samplingParams, jsonFwdBwd, decodeProtoFwdBwd, intField, optionalInt, parseJson, readBody, send } from './server-http.ts';
+import { HttpError, datumLoss, jsonFwdBwd, decodeProtoFwdBwd, intField, optionalInt, parseJson, readBody, send } from './server-http.ts';
 
 export interface TinkerServerOptions {
   engine: TrainingEngine;
@@ -46,14 +47,9 @@ export interface TinkerServerOptions {
 export interface RunningTinkerServer { url: string; server: Server; close(): Promise<void> }
 
 
-interface Sampler { id: string; weights: number | 'base'; modelPath: string | null }
 interface TrainingModel { id: string; sessionId: string; rank: number }
 
 const PROTO = 'application/x-protobuf';
-/** what a persisted sampler over the base model records in place of a checkpoint path */
-const BASE_SAMPLER = 'base';
-/** most alternatives per prompt position answered (topk_prompt_logprobs) */
-const MAX_TOPK = 100;
 
 /** The client/config answer: JSON bodies accepted everywhere, protobuf where negotiated, no zstd, no JWT. */
 const CLIENT_CONFIG = {
@@ -70,9 +66,7 @@ export class TinkerServer {
   private readonly futures: FutureStore;
   private readonly sessions: SessionRegistry;
   private expiryTimer: NodeJS.Timeout | null = null;
-  private readonly samplers = new Map<string, Sampler>();
-  /** named sampler checkpoints already loaded: path → version */
-  private readonly loadedPaths = new Map<string, number>();
+  private readonly samplers: TinkerSamplers;
   private readonly savedVersions: number[] = [];
   private model: TrainingModel | null = null;
   private readonly log: (line: string) => void;
@@ -84,6 +78,10 @@ export class TinkerServer {
     this.log = o.log ?? (() => {});
     this.store = new CheckpointStore({ dataDir: this.o.dataDir, modelName: o.modelName, current: () => this.model });
     this.sessions = new SessionRegistry({ file: join(this.o.dataDir, 'sessions.json'), idleMs: this.o.sessionIdleMs, log: this.log });
+    this.samplers = new TinkerSamplers({
+      engine: this.o.engine, modelName: o.modelName, store: this.store, sessions: this.sessions, futures: this.futures,
+      session: (id) => this.session(id),
+    });
   }
 
   // ---- HTTP ----
@@ -109,7 +107,7 @@ export class TinkerServer {
       if (req.method === 'GET') {
         if (path === '/api/v1/get_server_capabilities') return send(res, 200, { supported_models: [{ model_name: this.o.modelName, max_context_length: this.o.engine.info.contextLength }] });
         const m = /^\/api\/v1\/samplers\/([^/]+)$/.exec(path);
-        if (m) return send(res, 200, await this.samplerInfo(decodeURIComponent(m[1])));
+        if (m) return send(res, 200, await this.samplers.samplerInfo(decodeURIComponent(m[1])));
         if (path === '/api/v1/training_runs') return send(res, 200, this.store.trainingRuns(url.searchParams));
         const run = /^\/api\/v1\/training_runs\/([^/]+)(\/checkpoints)?$/.exec(path);
         if (run) {
@@ -145,8 +143,8 @@ export class TinkerServer {
         case '/api/v1/save_weights': return send(res, 200, this.saveWeights(b));
         case '/api/v1/load_weights': return send(res, 200, this.loadWeights(b));
         case '/api/v1/save_weights_for_sampler': return send(res, 200, this.saveForSampler(b));
-        case '/api/v1/create_sampling_session': return send(res, 200, await this.createSamplingSession(b));
-        case '/api/v1/asample': return send(res, 200, await this.asample(b));
+        case '/api/v1/create_sampling_session': return send(res, 200, await this.samplers.createSamplingSession(b));
+        case '/api/v1/asample': return send(res, 200, await this.samplers.asample(b));
         case '/api/v1/weights_info': return send(res, 200, this.weightsInfo(b));
         case '/api/v1/retrieve_future': return await this.retrieve(b, accept, req, res);
         default: throw new HttpError(404, `no route POST ${path}`);
@@ -184,7 +182,7 @@ export class TinkerServer {
   /** End idle sessions: their samplers go, and their training client if it is the one being trained. */
   private expireSessions(): void {
     for (const id of this.sessions.expire()) {
-      for (const sid of [...this.samplers.keys()]) if (sid.startsWith(`${id}:`)) this.samplers.delete(sid);
+      this.samplers.endSession(id);
       if (this.model?.sessionId === id) { this.log(`tinker server: training client ${this.model.id} ended with its idle session`); this.model = null; }
       this.log(`tinker server: session ${id} ended (idle for ${Math.round(this.o.sessionIdleMs / 1000)} s)`);
     }
@@ -343,11 +341,11 @@ export class TinkerServer {
         mkdirSync(dirname(dir), { recursive: true });
         await this.o.engine.saveAdapter(dir, v);
         const path = `tinker://${model.id}/sampler_weights/${name}`;
-        this.loadedPaths.set(path, v);
+        this.samplers.rememberCheckpoint(path, v);
         return { path, type: 'save_weights_for_sampler' };
       }
       const id = `${model.sessionId}:sample:${seqForSampler}`;
-      this.samplers.set(id, { id, weights: v, modelPath: null });
+      this.samplers.addSnapshot(id, v);
       return { path: null, sampling_session_id: id, type: 'save_weights_for_sampler' };
     });
   }
@@ -357,103 +355,6 @@ export class TinkerServer {
     const dir = this.store.dir(p.runId, p.kind ?? 'sampler_weights', p.name);
     if (!existsSync(dir)) throw new HttpError(404, `checkpoint '${String(b.tinker_path)}' does not exist on this server`);
     return { base_model: this.o.modelName, is_lora: true, lora_rank: this.model?.id === p.runId ? this.model.rank : null };
-  }
-
-  // ---- sampling ----
-
-  private async samplerFor(path: string): Promise<number> {
-    const known = this.loadedPaths.get(path);
-    const live = known !== undefined ? (await this.o.engine.versions()).live : [];
-    if (known !== undefined && live.includes(known)) return known;
-    const p = parseTinkerPath(path);
-    const dir = this.store.dir(p.runId, p.kind ?? 'sampler_weights', p.name);
-    if (!existsSync(dir)) throw new HttpError(404, `checkpoint '${path}' does not exist on this server`);
-    const v = await this.o.engine.loadAdapter(dir);
-    this.loadedPaths.set(path, v);
-    return v;
-  }
-
-  private async createSamplingSession(b: Record<string, unknown>): Promise<object> {
-    const sessionId = this.session(b.session_id);
-    const seq = intField(b, 'sampling_session_seq_id', 0);
-    const id = `${sessionId}:sample:${seq}`;
-    const hasBase = typeof b.base_model === 'string', hasPath = typeof b.model_path === 'string';
-    if (hasBase === hasPath) throw new HttpError(400, 'name exactly one of base_model and model_path');
-    if (hasBase && b.base_model !== this.o.modelName) throw new HttpError(400, `base_model '${String(b.base_model)}' is not served here (this server serves '${this.o.modelName}')`);
-    const weights = hasPath ? await this.samplerFor(b.model_path as string) : 'base';
-    this.samplers.set(id, { id, weights, modelPath: hasPath ? (b.model_path as string) : null });
-    // a sampler over a stored checkpoint (or the base) is rebuilt after a restart
-    this.sessions.addSampler(sessionId, id, hasPath ? (b.model_path as string) : BASE_SAMPLER);
-    return { sampling_session_id: id, type: 'create_sampling_session' };
-  }
-
-  /** A sampler by id: in memory, or rebuilt from a persisted session (after a restart). */
-  private async sampler(id: string): Promise<Sampler | null> {
-    const known = this.samplers.get(id);
-    if (known) return known;
-    const path = this.sessions.samplerPath(id);
-    if (path === null) return null;
-    const s: Sampler = { id, weights: path === BASE_SAMPLER ? 'base' : await this.samplerFor(path), modelPath: path === BASE_SAMPLER ? null : path };
-    this.samplers.set(id, s);
-    return s;
-  }
-
-  private async samplerInfo(id: string): Promise<object> {
-    const s = await this.sampler(id);
-    if (!s) throw new HttpError(404, `unknown sampler '${id}'`);
-    return { sampler_id: id, base_model: this.o.modelName, ...(s.modelPath ? { model_path: s.modelPath } : {}) };
-  }
-
-  private async asample(b: Record<string, unknown>): Promise<object> {
-    let weights: number | 'base', owner: string;
-    if (typeof b.sampling_session_id === 'string') {
-      const s = await this.sampler(b.sampling_session_id);
-      if (!s) throw new HttpError(404, `unknown sampling_session_id '${b.sampling_session_id}' (samplers of in-memory snapshots do not survive a restart or the end of their session)`);
-      weights = s.weights; owner = s.id;
-    } else if (typeof b.model_path === 'string') { weights = await this.samplerFor(b.model_path); owner = b.model_path; }
-    else if (typeof b.base_model === 'string') {
-      if (b.base_model !== this.o.modelName) throw new HttpError(400, `base_model '${b.base_model}' is not served here`);
-      weights = 'base'; owner = 'base';
-    } else throw new HttpError(400, 'asample needs sampling_session_id, model_path or base_model');
-    if (!b.prompt || typeof b.prompt !== 'object') throw new HttpError(400, 'prompt (a ModelInput) is required');
-    const prompt = tokensOf(b.prompt as ModelInput);
-    const info = this.o.engine.info;
-    if (prompt.length === 0) throw new HttpError(400, 'the prompt has no tokens');
-    for (const id of prompt) if (id < 0 || id >= info.vocabSize) throw new HttpError(400, `prompt token id ${id} is outside the vocabulary (0..${info.vocabSize - 1})`);
-    const n = intField(b, 'num_samples', 1);
-    if (n < 1 || n > 64) throw new HttpError(400, `num_samples must be between 1 and 64 (got ${n})`);
-    const params = samplingParams((b.sampling_params ?? {}) as WireSamplingParams, weights, Math.max(1, info.contextLength - prompt.length));
-    const topk = b.topk_prompt_logprobs === undefined || b.topk_prompt_logprobs === null ? 0 : b.topk_prompt_logprobs;
-    if (!Number.isInteger(topk) || (topk as number) < 0 || (topk as number) > Math.min(info.vocabSize, MAX_TOPK)) throw new HttpError(400, `topk_prompt_logprobs must be an integer between 0 and ${Math.min(info.vocabSize, MAX_TOPK)} (got ${JSON.stringify(b.topk_prompt_logprobs)})`);
-    const k = topk as number;
-    if (k > 0 && !this.o.engine.scoreTopK) throw new HttpError(400, 'topk_prompt_logprobs: this engine cannot report top-k log-probs');
-    const wantPrompt = b.prompt_logprobs === true || k > 0;
-    // an extension of this server: prompt log-probs of softmax(logits / T) (default 1, as Tinker's)
-    const promptTemperature = b.prompt_logprobs_temperature ?? 1;
-    if (typeof promptTemperature !== 'number' || !(promptTemperature > 0)) throw new HttpError(400, 'prompt_logprobs_temperature must be a positive number');
-    const seq = optionalInt(b, 'seq_id');
-    const run = async (): Promise<SampleResult> => {
-      const results = await Promise.all(Array.from({ length: n }, (_, i) => collect(this.o.engine.sample(prompt, { ...params, ...(params.seed !== undefined ? { seed: params.seed + i } : {}) }))));
-      const out: SampleResult = {
-        type: 'sample',
-        sequences: results.map((r) => ({ stop_reason: r.finishReason === 'length' ? 'length' : 'stop', tokens: r.ids, logprobs: r.logprobs })),
-      };
-      if (wantPrompt) {
-        // every position but the first, scored as a response to the first token
-        const req = [{ promptIds: [prompt[0]], responseIds: prompt.slice(1) }], opts = { adapter: weights, temperature: promptTemperature };
-        if (k > 0) {
-          const [r] = prompt.length > 1 ? await this.o.engine.scoreTopK!(req, k, opts) : [{ logprobs: new Float32Array(0), topIds: [], topLogprobs: [], gathered: null }];
-          out.prompt_logprobs = [null, ...Array.from(r.logprobs)];
-          out.topk_prompt_logprobs = [null, ...r.topIds.map((ids, t) => ids.map((id, j): [number, number] => [id, r.topLogprobs[t][j]]))];
-        } else {
-          const [lps] = prompt.length > 1 ? await this.o.engine.score(req, opts) : [new Float32Array(0)];
-          out.prompt_logprobs = [null, ...Array.from(lps)];
-        }
-      }
-      return out;
-    };
-    const requestId = this.futures.submit('sample', run, seq !== undefined ? { dedupeKey: `${owner}#${seq}`, payload: b } : {});
-    return { request_id: requestId, sample_sequence_ids: Array.from({ length: n }, (_, i) => `${requestId}:${i}`) };
   }
 
   // ---- futures ----
