@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Store } from '../../src/store/store.ts';
 import { STORIES, tempDir } from '../helpers/models.ts';
 import { post } from '../helpers/server.ts';
+import { stopProcess } from '../helpers/processes.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/openclaw-rl.js', import.meta.url));
 const data = tempDir('ocrl-restart-');
@@ -47,8 +48,7 @@ test('SIGKILL mid-stream and mid-burst loses nothing acknowledged, and the inter
   const reader = stream.body!.getReader();
   await reader.read();
   await reader.read();
-  a.proc.kill('SIGKILL');
-  await new Promise((r) => a.proc.once('exit', r));
+  await stopProcess(a.proc, 'SIGKILL');
   await Promise.all(inFlight);
   await reader.read().catch(() => null);
 
@@ -58,8 +58,7 @@ test('SIGKILL mid-stream and mid-burst loses nothing acknowledged, and the inter
     const r = await post(`${b.url}/v1/chat/completions`, body('After the restart', 4));
     assert.equal(r.status, 200);
   } finally {
-    b.proc.kill('SIGTERM');
-    await new Promise((r) => b.proc.once('exit', r));
+    await stopProcess(b.proc, 'SIGTERM');
   }
 
   const store = new Store(data.dir);

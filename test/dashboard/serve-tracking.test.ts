@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { STORIES, tempDir } from '../helpers/models.ts';
 import { post } from '../helpers/server.ts';
+import { stopProcess } from '../helpers/processes.ts';
 
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../../bin/openclaw-rl.js', import.meta.url));
@@ -73,8 +74,7 @@ test('serve --eval-file --eval-every 1 --tensorboard: evaluations at start and a
     assert.ok(existsSync(join(out, 'reward.svg')) && existsSync(join(out, 'loss.svg')) && existsSync(join(out, 'index.html')));
     assert.match(readFileSync(join(out, 'reward.svg'), 'utf8'), /held-out rule rate/);
   } finally {
-    child.kill('SIGTERM');
-    await new Promise((r) => child.once('exit', r));
+    await stopProcess(child, 'SIGTERM');
     t.cleanup();
   }
 });

@@ -8,6 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openclawConfig } from '../../src/cli/openclaw-config.ts';
+import { stopProcess } from '../helpers/processes.ts';
 
 const [, , outFile, openclawBin, workDir, storiesDir] = process.argv;
 const BIN = fileURLToPath(new URL('../../bin/openclaw-rl.js', import.meta.url));
@@ -66,6 +67,5 @@ for (let i = 0; i < 100; i++) {
 }
 await turn(withPlugin, 'conv-d', true, 'Tell me a story.');
 const { stdout: statusText } = await run(process.execPath, [BIN, 'status', '--url', url]);
-server.kill('SIGTERM');
-await new Promise((r) => server.once('exit', r));
+await stopProcess(server, 'SIGTERM');
 writeFileSync(outFile, JSON.stringify({ turns, status, statusText, serverLog }, null, 2));

@@ -20,6 +20,7 @@ import { TinkerEngine } from '../../src/engine/tinker/engine.ts';
 import { collect } from '../../src/engine/types.ts';
 import { STORIES, tempDir } from '../helpers/models.ts';
 import { post } from '../helpers/server.ts';
+import { stopProcess } from '../helpers/processes.ts';
 
 const PARAMS = { maxTokens: 16, temperature: 0.8, topP: 1, topK: 0, seed: 4 };
 
@@ -128,7 +129,7 @@ test('CLI: serve --engine sglang --trainer tinker serves on SGLang, trains on se
     assert.ok(d.requests.some((r) => r.path === '/generate' && r.body.lora_path === `policy-v${after.json.policy_version}`));
     assert.match(serve.log(), /serving 'stories' \(llama, sglang/);
   } finally {
-    if (proc) { proc.kill('SIGTERM'); await new Promise((r) => proc!.once('exit', r)); }
+    if (proc) { await stopProcess(proc, 'SIGTERM'); }
     await tinker.close(); await remote.close(); await d.close(); t.cleanup();
   }
 });

@@ -14,6 +14,7 @@ import { collect, type SampleEvent } from '../../src/engine/types.ts';
 import { Store } from '../../src/store/store.ts';
 import { startServer } from '../../src/api/server.ts';
 import { STORIES, tempDir } from '../helpers/models.ts';
+import { stopProcess } from '../helpers/processes.ts';
 
 async function setup(kind: 'vllm' | 'sglang'): Promise<{ d: ServingDouble; e: ServingEngine; close(): Promise<void> }> {
   const d = await startServingDouble(kind);
@@ -182,8 +183,7 @@ test('CLI: serve --engine vllm streams a chat turn from the vLLM server and says
     assert.ok(j.choices[0].message.content.length > 0);
     assert.ok(d.requests.some((q) => q.path === '/v1/completions' && q.body.stream === true));
   } finally {
-    proc.kill('SIGTERM');
-    await new Promise((r) => proc.once('exit', r));
+    await stopProcess(proc, 'SIGTERM');
     await d.close(); t.cleanup();
   }
 });

@@ -14,6 +14,7 @@ import { TrainerLoop } from '../../src/trainer/loop.ts';
 import { Store } from '../../src/store/store.ts';
 import { recoverFolder } from '../../src/util/atomic-folder.ts';
 import { STORIES, tempDir } from '../helpers/models.ts';
+import { stopProcess } from '../helpers/processes.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/openclaw-rl.js', import.meta.url));
 const tmp = tempDir('ocrl-ckpt-');
@@ -56,8 +57,7 @@ function serve(dataDir: string): Promise<{ proc: ChildProcess; url: string; log:
 }
 
 async function stop(p: ChildProcess): Promise<void> {
-  p.kill('SIGTERM');
-  await new Promise((r) => p.once('exit', r));
+  await stopProcess(p, 'SIGTERM');
 }
 
 const floorOf = (dir: string) => { const s = new Store(dir); try { return s.versionFloor(); } finally { s.close(); } };

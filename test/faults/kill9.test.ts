@@ -9,6 +9,7 @@ import { Store } from '../../src/store/store.ts';
 import { Rng } from '../../src/engine/embedded/rng.ts';
 import { STORIES, tempDir } from '../helpers/models.ts';
 import { post } from '../helpers/server.ts';
+import { stopProcess } from '../helpers/processes.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/openclaw-rl.js', import.meta.url));
 const data = tempDir('ocrl-kill9-');
@@ -52,8 +53,7 @@ test(`kill -9 at ${KILLS} random moments: integrity ok, versions never repeat ac
     const versions: number[] = [];
     const running = client(p.url, k * 1000, versions);
     await new Promise((r) => setTimeout(r, 200 + rng.next() * 1000));
-    p.proc.kill('SIGKILL');
-    await new Promise((r) => p.proc.once('exit', r));
+    await stopProcess(p.proc, 'SIGKILL');
     await running;
     seen.push(versions);
   }

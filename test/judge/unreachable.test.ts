@@ -7,6 +7,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { STORIES, tempDir } from '../helpers/models.ts';
+import { stopProcess } from '../helpers/processes.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/openclaw-rl.js', import.meta.url));
 
@@ -21,7 +22,7 @@ async function serveWithDeadJudge(extra: string[]) {
     const check = () => { const m = re.exec(log); if (m) resolve(m); else if (Date.now() - t0 > ms) reject(new Error(`no ${re} within ${ms} ms:\n${log}`)); else setTimeout(check, 50); };
     check();
   });
-  const close = async () => { proc.kill('SIGTERM'); await new Promise((r) => proc.once('exit', r)); t.cleanup(); };
+  const close = async () => { await stopProcess(proc, 'SIGTERM'); t.cleanup(); };
   return { waitFor, log: () => log, close };
 }
 

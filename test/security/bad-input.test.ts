@@ -5,6 +5,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { startTestServer, post, type TestServer } from '../helpers/server.ts';
+import { stopProcess } from '../helpers/processes.ts';
 
 let s: TestServer;
 let stderr = '';
@@ -156,8 +157,7 @@ test('the API key comes from a file or the environment; --api-key on the command
       assert.equal((await fetch(`${url}/v1/models`)).status, 401);
       assert.equal((await fetch(`${url}/v1/models`, { headers: { authorization: 'Bearer file-key-123' } })).status, 200);
     } finally {
-      proc.kill('SIGTERM');
-      await new Promise((r) => proc.once('exit', r));
+      await stopProcess(proc, 'SIGTERM');
     }
   } finally {
     t.cleanup();

@@ -14,6 +14,7 @@ import { ChatTokenizer } from '../../src/engine/embedded/tokenizer.ts';
 import { STORIES, tempDir } from '../helpers/models.ts';
 import { post } from '../helpers/server.ts';
 import { SECRET_CASES } from './secrets.ts';
+import { stopProcess } from '../helpers/processes.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/openclaw-rl.js', import.meta.url));
 const tmp = tempDir('ocrl-secrets-');
@@ -62,8 +63,7 @@ test(`${SECRET_CASES.length} kinds of secret sent through serve are recoverable 
     const st = await (await fetch(`${p.url}/admin/status`)).json() as { trainer: { step: number } };
     assert.ok(st.trainer.step >= 1, `no training step: ${p.log()}`);
   } finally {
-    p.proc.kill('SIGTERM');
-    await new Promise((r) => p.proc.once('exit', r));
+    await stopProcess(p.proc, 'SIGTERM');
   }
   const exported = (await promisify(execFile)(process.execPath, [BIN, 'export', '--data-dir', dataDir], { maxBuffer: 64 * 2 ** 20 })).stdout;
   assert.ok(exported.length > 0);

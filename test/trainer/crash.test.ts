@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Store } from '../../src/store/store.ts';
 import { STORIES, tempDir } from '../helpers/models.ts';
 import { post } from '../helpers/server.ts';
+import { stopProcess } from '../helpers/processes.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/openclaw-rl.js', import.meta.url));
 const data = tempDir('ocrl-train-crash-');
@@ -43,8 +44,7 @@ test('SIGKILL while training: restart resumes at the checkpoint under a new vers
   // more work, and the kill lands while the loop is judging and training it
   await Promise.all([8, 9, 10, 11].map((c) => converse(a.url, c)));
   await new Promise((r) => setTimeout(r, 150));
-  a.proc.kill('SIGKILL');
-  await new Promise((r) => a.proc.once('exit', r));
+  await stopProcess(a.proc, 'SIGKILL');
   const before = new Store(data.dir);
   const lastVersionBeforeKill = before.versionFloor();
   before.close();
@@ -69,8 +69,7 @@ test('SIGKILL while training: restart resumes at the checkpoint under a new vers
     const st = await status(b.url);
     assert.ok(st.trainer.policyVersion >= checkpoint.version);
   } finally {
-    b.proc.kill('SIGTERM');
-    await new Promise((r) => b.proc.once('exit', r));
+    await stopProcess(b.proc, 'SIGTERM');
   }
   const store = new Store(data.dir);
   try {

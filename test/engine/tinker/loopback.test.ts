@@ -18,6 +18,7 @@ import { TrainerLoop } from '../../../src/trainer/loop.ts';
 import { STORIES, tempDir } from '../../helpers/models.ts';
 import { post } from '../../helpers/server.ts';
 import { klToBase, referenceLogLikelihood } from '../../../src/bench/evaluate.ts';
+import { stopProcess } from '../../helpers/processes.ts';
 
 async function tinkerPair(): Promise<{ remote: EmbeddedEngine; engine: TinkerEngine; close(): Promise<void> }> {
   const remote = await EmbeddedEngine.load(STORIES, { threads: 1 });
@@ -131,7 +132,8 @@ function startCli(args: string[], pattern: RegExp): Promise<{ proc: ChildProcess
   const proc = spawn(process.execPath, ['bin/openclaw-rl.js', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no start line from ${args[0]}:\n${log}`)), 60_000);
+    // generous on a loaded machine; a child that never starts is killed, not left holding the test file open
+    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`no start line from ${args[0]} in 180 s:\n${log}`)); }, 180_000);
     proc.stderr!.on('data', (c: Buffer) => {
       log += c.toString();
       const m = pattern.exec(log);
@@ -141,7 +143,7 @@ function startCli(args: string[], pattern: RegExp): Promise<{ proc: ChildProcess
   });
 }
 
-test('CLI: serve --engine tinker against openclaw-rl serve-tinker serves, judges, trains and serves new versions', { timeout: 300_000 }, async () => {
+test('CLI: serve --engine tinker against openclaw-rl serve-tinker serves, judges, trains and serves new versions', { timeout: 600_000 }, async () => {
   const t = tempDir('ocrl-tinker-cli-');
   const procs: ChildProcess[] = [];
   try {
@@ -163,7 +165,7 @@ test('CLI: serve --engine tinker against openclaw-rl serve-tinker serves, judges
     }
     // the judge and trainer run in the background: wait for two published steps
     let status: any = null;
-    for (let i = 0; i < 120; i++) {
+    for (let i = 0; i < 480; i++) {
       status = await (await fetch(`${serve.url}/admin/status`)).json();
       if ((status.trainer?.policyVersion ?? 0) >= 2) break;
       await new Promise((r) => setTimeout(r, 500));
@@ -175,7 +177,7 @@ test('CLI: serve --engine tinker against openclaw-rl serve-tinker serves, judges
     assert.ok(after.json.policy_version >= 2);
     assert.match(serve.log(), /serving 'stories' \(llama, tinker/);
   } finally {
-    for (const p of procs.reverse()) { p.kill('SIGTERM'); await new Promise((r) => p.once('exit', r)); }
+    for (const p of procs.reverse()) { await stopProcess(p, 'SIGTERM'); }
     t.cleanup();
   }
 });
