@@ -164,32 +164,76 @@ static long FN(row_block)(long K) {
   return mb < ROWS ? ROWS : mb;
 }
 
+/* k steps per 64-byte cache line of one panel stream (8 weights a step), and how many lines ahead to prefetch */
+#define GEMV_PREFETCH_LINES 8
+INLINE long FN(line_steps)(const int dt) { return dt == DT_F32 ? 2 : dt == DT_BF16 ? 4 : 8; }
+
+/*
+ * One row against NP (4 or 8) whole panels starting at panel q: C[n] (+)= Σ_k a[k]·W[n, k] for the
+ * NP·8 columns, each column one chain of fused multiply-adds over k in increasing order (the same
+ * chain as in the row tiles, so the bits do not depend on the path). The panels are read as NP
+ * sequential streams, each prefetched a few cache lines ahead.
+ */
+INLINE void FN(gemv_group)(const int NP, const int dt, const float *a, const void *p, long q, long K, float *c, int acc) {
+  const void *w0 = FN(panel)(p, q, K, dt), *w1 = FN(panel)(p, q + 1, K, dt), *w2 = FN(panel)(p, q + 2, K, dt),
+             *w3 = FN(panel)(p, q + 3, K, dt);
+  const void *w4 = NP > 4 ? FN(panel)(p, q + 4, K, dt) : w0, *w5 = NP > 4 ? FN(panel)(p, q + 5, K, dt) : w0,
+             *w6 = NP > 4 ? FN(panel)(p, q + 6, K, dt) : w0, *w7 = NP > 4 ? FN(panel)(p, q + 7, K, dt) : w0;
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+  __m256 s4 = _mm256_setzero_ps(), s5 = _mm256_setzero_ps(), s6 = _mm256_setzero_ps(), s7 = _mm256_setzero_ps();
+#define GEMV_STEP(k)                                                                                         \
+  {                                                                                                          \
+    const __m256 x = _mm256_broadcast_ss(a + (k));                                                           \
+    s0 = _mm256_fmadd_ps(x, FN(loadw)(w0, (k) * 8, dt), s0);                                                 \
+    s1 = _mm256_fmadd_ps(x, FN(loadw)(w1, (k) * 8, dt), s1);                                                 \
+    s2 = _mm256_fmadd_ps(x, FN(loadw)(w2, (k) * 8, dt), s2);                                                 \
+    s3 = _mm256_fmadd_ps(x, FN(loadw)(w3, (k) * 8, dt), s3);                                                 \
+    if (NP > 4) {                                                                                            \
+      s4 = _mm256_fmadd_ps(x, FN(loadw)(w4, (k) * 8, dt), s4);                                               \
+      s5 = _mm256_fmadd_ps(x, FN(loadw)(w5, (k) * 8, dt), s5);                                               \
+      s6 = _mm256_fmadd_ps(x, FN(loadw)(w6, (k) * 8, dt), s6);                                               \
+      s7 = _mm256_fmadd_ps(x, FN(loadw)(w7, (k) * 8, dt), s7);                                               \
+    }                                                                                                        \
+  }
+  const long L = FN(line_steps)(dt), ahead = GEMV_PREFETCH_LINES * L * 8;
+  long k = 0;
+  for (; k + L <= K; k += L) {
+    if (GEMV_PREFETCH_LINES > 0) {
+      _mm_prefetch((const char *)FN(at)(w0, k * 8 + ahead, dt), _MM_HINT_T0);
+      _mm_prefetch((const char *)FN(at)(w1, k * 8 + ahead, dt), _MM_HINT_T0);
+      _mm_prefetch((const char *)FN(at)(w2, k * 8 + ahead, dt), _MM_HINT_T0);
+      _mm_prefetch((const char *)FN(at)(w3, k * 8 + ahead, dt), _MM_HINT_T0);
+      if (NP > 4) {
+        _mm_prefetch((const char *)FN(at)(w4, k * 8 + ahead, dt), _MM_HINT_T0);
+        _mm_prefetch((const char *)FN(at)(w5, k * 8 + ahead, dt), _MM_HINT_T0);
+        _mm_prefetch((const char *)FN(at)(w6, k * 8 + ahead, dt), _MM_HINT_T0);
+        _mm_prefetch((const char *)FN(at)(w7, k * 8 + ahead, dt), _MM_HINT_T0);
+      }
+    }
+    for (long j = 0; j < L; j++) GEMV_STEP(k + j)
+  }
+  for (; k < K; k++) GEMV_STEP(k)
+#undef GEMV_STEP
+  if (dt == DT_I8) {
+    s0 = _mm256_mul_ps(s0, _mm256_loadu_ps(FN(scales)(w0, K))); s1 = _mm256_mul_ps(s1, _mm256_loadu_ps(FN(scales)(w1, K)));
+    s2 = _mm256_mul_ps(s2, _mm256_loadu_ps(FN(scales)(w2, K))); s3 = _mm256_mul_ps(s3, _mm256_loadu_ps(FN(scales)(w3, K)));
+    if (NP > 4) {
+      s4 = _mm256_mul_ps(s4, _mm256_loadu_ps(FN(scales)(w4, K))); s5 = _mm256_mul_ps(s5, _mm256_loadu_ps(FN(scales)(w5, K)));
+      s6 = _mm256_mul_ps(s6, _mm256_loadu_ps(FN(scales)(w6, K))); s7 = _mm256_mul_ps(s7, _mm256_loadu_ps(FN(scales)(w7, K)));
+    }
+  }
+  FN(put8)(c, s0, acc, 8); FN(put8)(c + 8, s1, acc, 8); FN(put8)(c + 16, s2, acc, 8); FN(put8)(c + 24, s3, acc, 8);
+  if (NP > 4) { FN(put8)(c + 32, s4, acc, 8); FN(put8)(c + 40, s5, acc, 8); FN(put8)(c + 48, s6, acc, 8); FN(put8)(c + 56, s7, acc, 8); }
+}
+
 /* C[m, n] (+)= Σ_k A[m, k]·W[n, k] for panels [q0, q1) of a packed W (see packed.ts) of weight type dt. */
 INLINE void FN(packed_impl)(const float *a, const void *p, float *c, long M, long q0, long q1, long K, long N, long lda,
                             long ldc, int acc, const int dt) {
   if (M == 1) {
-    /* decode: four panels at a time keep four independent chains */
+    /* decode: eight (then four) panels at a time, one chain each, enough independent chains to keep both FMA units busy */
     long q = q0;
-    for (; q + 4 <= q1; q += 4) {
-      const long n = q * 8;
-      if (n + 32 > N) break;
-      const void *w0 = FN(panel)(p, q, K, dt), *w1 = FN(panel)(p, q + 1, K, dt), *w2 = FN(panel)(p, q + 2, K, dt),
-                 *w3 = FN(panel)(p, q + 3, K, dt);
-      __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps(), s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
-      for (long k = 0; k < K; k++) {
-        const __m256 x = _mm256_broadcast_ss(a + k);
-        s0 = _mm256_fmadd_ps(x, FN(loadw)(w0, k * 8, dt), s0);
-        s1 = _mm256_fmadd_ps(x, FN(loadw)(w1, k * 8, dt), s1);
-        s2 = _mm256_fmadd_ps(x, FN(loadw)(w2, k * 8, dt), s2);
-        s3 = _mm256_fmadd_ps(x, FN(loadw)(w3, k * 8, dt), s3);
-      }
-      if (dt == DT_I8) {
-        s0 = _mm256_mul_ps(s0, _mm256_loadu_ps(FN(scales)(w0, K))); s1 = _mm256_mul_ps(s1, _mm256_loadu_ps(FN(scales)(w1, K)));
-        s2 = _mm256_mul_ps(s2, _mm256_loadu_ps(FN(scales)(w2, K))); s3 = _mm256_mul_ps(s3, _mm256_loadu_ps(FN(scales)(w3, K)));
-      }
-      FN(put8)(c + n, s0, acc, 8); FN(put8)(c + n + 8, s1, acc, 8);
-      FN(put8)(c + n + 16, s2, acc, 8); FN(put8)(c + n + 24, s3, acc, 8);
-    }
+    for (; q + 8 <= q1 && (q + 8) * 8 <= N; q += 8) FN(gemv_group)(8, dt, a, p, q, K, c + q * 8, acc);
+    for (; q + 4 <= q1 && (q + 4) * 8 <= N; q += 4) FN(gemv_group)(4, dt, a, p, q, K, c + q * 8, acc);
     q0 = q;
     if (q0 >= q1) return;
   }

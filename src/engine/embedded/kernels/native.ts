@@ -89,7 +89,8 @@ export class NativeKernel extends WasmKernel {
   override matmulPacked(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
     const K = w.cols, N = w.rows, lda = opts.lda ?? K, ldc = opts.ldc ?? N, acc = opts.accumulate ? 1 : 0;
     const [offset, lo, hi] = this.weightsAt(w);
-    this.dispatch(PACKED_OP[w.dtype ?? 'f32'], Math.ceil(N / 8), m * N * K, [a.byteOffset, offset, c.byteOffset, m, K, N, lda, ldc, acc, lo, hi]);
+    // one row (decode) runs 8 panels at a time (native/gemm.h, gemv_group): chunks of whole groups
+    this.dispatch(PACKED_OP[w.dtype ?? 'f32'], Math.ceil(N / 8), m * N * K, [a.byteOffset, offset, c.byteOffset, m, K, N, lda, ldc, acc, lo, hi], m === 1 ? 8 : undefined);
   }
 
   override matmulPackedT(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {

@@ -61,22 +61,22 @@ export class WasmKernel implements Kernel {
 
   /**
    * Run job `op` over [0, total): on this thread alone when there are no helpers or the job is
-   * smaller than `macs` worth waking them for, else shared with the helpers.
+   * smaller than `macs` worth waking them for, else shared with the helpers; chunks are multiples
+   * of `tile` (default: the op's own, opTile).
    */
-  protected dispatch(op: number, total: number, macs: number, params: number[]): void {
+  protected dispatch(op: number, total: number, macs: number, params: number[], tile = opTile(op)): void {
     if (this.helpers.length === 0 || macs < PARALLEL_MIN_MACS) {
       this.local[OP] = op;
       for (let i = 0; i < params.length; i++) this.local[P + i] = params[i];
       exec(this.local, this.k, 0, total, 0, this.nat);
       return;
     }
-    this.run(op, total, params);
+    this.run(op, total, params, tile);
   }
 
   /** Publish a job, work on it, and return when every chunk is done. */
-  private run(op: number, total: number, params: number[]): void {
+  private run(op: number, total: number, params: number[], tile: number): void {
     // ~8 chunks per thread balances uneven progress; chunks are multiples of each kernel's tile
-    const tile = opTile(op);
     let chunk = Math.ceil(Math.max(1, Math.ceil(total / (this.threads * 8))) / tile) * tile;
     if (Math.ceil(total / chunk) > MAX_CHUNKS) chunk = Math.ceil(total / MAX_CHUNKS / tile) * tile;
     const nChunks = Math.ceil(total / chunk);
