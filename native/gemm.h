@@ -13,6 +13,7 @@
  */
 #include <immintrin.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CAT2(a, b) a##b
@@ -237,17 +238,25 @@ INLINE void FN(packed_impl)(const float *a, const void *p, float *c, long M, lon
     q0 = q;
     if (q0 >= q1) return;
   }
+  /* blocks of about 256 KiB of panels (they stay in L2 while every row block passes over them), rows in
+     blocks of about 64 KiB of A; a wide matrix is then read from memory once, not once per row block */
+  const long panel_bytes = K * 8 * (dt == DT_F32 ? 4 : dt == DT_BF16 ? 2 : 1);
+  long QB = (262144 / (panel_bytes > 0 ? panel_bytes : 1)) / BCOLS * BCOLS;
+  if (QB < BCOLS) QB = BCOLS;
   const long mb = FN(row_block)(K);
-  for (long m0 = 0; m0 < M; m0 += mb) {
-    const long rows = M - m0 < mb ? M - m0 : mb;
-    const float *ap = a + m0 * lda;
-    for (long q = q0; q < q1; q += BCOLS) {
-      const int nv = q1 - q < BCOLS ? (int)(q1 - q) : BCOLS;
-      const long n = q * 8;
-      const void *bv[3] = {FN(panel)(p, q, K, dt), FN(panel)(p, q + 1, K, dt), FN(panel)(p, q + 2, K, dt)};
-      const float *sv[3] = {FN(scales)(bv[0], K), FN(scales)(bv[1], K), FN(scales)(bv[2], K)};
-      const long left = N - n - (nv - 1) * 8;
-      FN(bcols)(nv, dt, ap, lda, lda, 1, bv, sv, 8, rows, (int)K, c + m0 * ldc + n, ldc, acc, left >= 8 ? 8 : (int)left);
+  for (long qb0 = q0; qb0 < q1; qb0 += QB) {
+    const long qb1 = qb0 + QB < q1 ? qb0 + QB : q1;
+    for (long m0 = 0; m0 < M; m0 += mb) {
+      const long rows = M - m0 < mb ? M - m0 : mb;
+      const float *ap = a + m0 * lda;
+      for (long q = qb0; q < qb1; q += BCOLS) {
+        const int nv = qb1 - q < BCOLS ? (int)(qb1 - q) : BCOLS;
+        const long n = q * 8;
+        const void *bv[3] = {FN(panel)(p, q, K, dt), FN(panel)(p, q + 1, K, dt), FN(panel)(p, q + 2, K, dt)};
+        const float *sv[3] = {FN(scales)(bv[0], K), FN(scales)(bv[1], K), FN(scales)(bv[2], K)};
+        const long left = N - n - (nv - 1) * 8;
+        FN(bcols)(nv, dt, ap, lda, lda, 1, bv, sv, 8, rows, (int)K, c + m0 * ldc + n, ldc, acc, left >= 8 ? 8 : (int)left);
+      }
     }
   }
 }
@@ -452,17 +461,83 @@ static void FN(packed_t_impl)(const float *a, const void *p, float *c, long M, l
   }
 }
 
+/*
+ * gemm_packed_t for many rows (training's dX = dY·W): W's rows are unpacked, PT_BLOCK at a time and
+ * only the columns [i0, i1) this call computes, into a row-major float32 block (bfloat16 widened,
+ * int8 as q·s), and gemm_nn's broadcast tiles multiply dY's matching columns by it — the forward
+ * product's speed instead of the dot tiles'. Each output is one chain over a block's rows, blocks
+ * added in order: a fixed order that depends on N only (not on M, the threads or the column range).
+ * The block lives in a per-thread buffer that grows as needed (the only state the addon keeps).
+ */
+#define PT_BLOCK 256
+#define PT_MIN_ROWS 8
+#define PT_SLAB 96
+#define PT_ROWS 512
+#define PT_LDA (PT_BLOCK + 16)
+static __thread float *FN(pt_buf);
+static __thread long FN(pt_cap);
+
+/* returns 0 (nothing done) when the buffers cannot be had; the caller then uses the dot tiles */
+static int FN(packed_t_unpacked)(const float *a, const void *p, float *c, long M, long i0, long i1, long K, long N, long lda,
+                                 long ldc, int acc, const int dt) {
+  const long need = PT_BLOCK * PT_SLAB + PT_ROWS * PT_LDA;
+  if (FN(pt_cap) < need) {
+    float *b = (float *)realloc(FN(pt_buf), (size_t)need * sizeof(float));
+    if (!b) return 0;
+    FN(pt_buf) = b;
+    FN(pt_cap) = need;
+  }
+  float *S = FN(pt_buf), *Ab = FN(pt_buf) + PT_BLOCK * PT_SLAB;
+  for (long m0 = 0; m0 < M; m0 += PT_ROWS) {
+    const long mr = M - m0 < PT_ROWS ? M - m0 : PT_ROWS;
+    for (long n0 = 0; n0 < N; n0 += PT_BLOCK) {
+      const long nb = N - n0 < PT_BLOCK ? N - n0 : PT_BLOCK;
+      /* dY's columns of this block, copied to a short fixed stride (a long stride such as 3072 floats puts
+         the tile's rows in the same L1 sets) */
+      for (long m = 0; m < mr; m++) memcpy(Ab + m * PT_LDA, a + (m0 + m) * lda + n0, (size_t)nb * sizeof(float));
+      /* column slabs of at most PT_SLAB keep the unpacked block (≤ 96 KiB) in the core's L2 cache */
+      for (long s0 = i0; s0 < i1; s0 += PT_SLAB) {
+        const long s1 = s0 + PT_SLAB < i1 ? s0 + PT_SLAB : i1, w = s1 - s0;
+        /* panel q's 8 weights of column i are contiguous: one vector, spread over 8 rows of the block */
+        for (long q = n0 / 8; q * 8 < n0 + nb; q++) {
+          const void *panel = FN(panel)(p, q, K, dt);
+          const __m256 g = dt == DT_I8 ? _mm256_loadu_ps(FN(scales)(panel, K)) : _mm256_set1_ps(1);
+          const int rows = n0 + nb - q * 8 < 8 ? (int)(n0 + nb - q * 8) : 8;
+          float *dst = S + (q * 8 - n0) * w;
+          for (long i = s0; i < s1; i++) {
+            __m256 v = FN(loadw)(panel, i * 8, dt);
+            if (dt == DT_I8) v = _mm256_mul_ps(v, g);
+            float t[8];
+            _mm256_storeu_ps(t, v);
+            for (int j = 0; j < rows; j++) dst[j * w + (i - s0)] = t[j];
+          }
+        }
+        FN(gemm_nn)(Ab, S, c + m0 * ldc + s0, mr, 0, w, nb, PT_LDA, w, ldc, n0 == 0 ? acc : 1);
+      }
+    }
+  }
+  if (N == 0 && !acc)
+    for (long m = 0; m < M; m++) memset(c + m * ldc + i0, 0, (size_t)(i1 - i0) * sizeof(float));
+  return 1;
+}
+
+INLINE void FN(packed_t_any)(const float *a, const void *p, float *c, long M, long i0, long i1, long K, long N, long lda,
+                             long ldc, int acc, const int dt) {
+  if (M >= PT_MIN_ROWS && FN(packed_t_unpacked)(a, p, c, M, i0, i1, K, N, lda, ldc, acc, dt)) return;
+  FN(packed_t_impl)(a, p, c, M, i0, i1, K, N, lda, ldc, acc, dt);
+}
+
 void FN(gemm_packed_t)(const float *a, const void *p, float *c, long M, long i0, long i1, long K, long N, long lda, long ldc,
                        int acc) {
-  FN(packed_t_impl)(a, p, c, M, i0, i1, K, N, lda, ldc, acc, DT_F32);
+  FN(packed_t_any)(a, p, c, M, i0, i1, K, N, lda, ldc, acc, DT_F32);
 }
 
 void FN(gemm_packed_t_bf16)(const float *a, const void *p, float *c, long M, long i0, long i1, long K, long N, long lda,
                             long ldc, int acc) {
-  FN(packed_t_impl)(a, p, c, M, i0, i1, K, N, lda, ldc, acc, DT_BF16);
+  FN(packed_t_any)(a, p, c, M, i0, i1, K, N, lda, ldc, acc, DT_BF16);
 }
 
 void FN(gemm_packed_t_i8)(const float *a, const void *p, float *c, long M, long i0, long i1, long K, long N, long lda,
                           long ldc, int acc) {
-  FN(packed_t_impl)(a, p, c, M, i0, i1, K, N, lda, ldc, acc, DT_I8);
+  FN(packed_t_any)(a, p, c, M, i0, i1, K, N, lda, ldc, acc, DT_I8);
 }

@@ -26,7 +26,9 @@ export function opTile(op: number): number {
     case OP_NATIVE_PACKED: case OP_NATIVE_PACKED_BF16: case OP_NATIVE_PACKED_I8: return 6;
     case OP_NATIVE_NN: return 24;
     case OP_NATIVE_TN: return 32;
-    case OP_NATIVE_NT: case OP_NATIVE_PACKED_T: case OP_NATIVE_PACKED_T_BF16: case OP_NATIVE_PACKED_T_I8: return 12;
+    case OP_NATIVE_NT: return 12;
+    // dX runs gemm_nn's broadcast tiles on its column range: whole vectors of 8 in tiles of 16 (AVX2) or 24 (AVX-512)
+    case OP_NATIVE_PACKED_T: case OP_NATIVE_PACKED_T_BF16: case OP_NATIVE_PACKED_T_I8: return 48;
     default: return 4;
   }
 }
