@@ -18,6 +18,19 @@ import { fma, hsum, put } from './common';
   return i32x4.shl(h ? i32x4.extend_high_i16x8_u(v) : i32x4.extend_low_i16x8_u(v), 16);
 }
 
+/** the 8 weights at p as loaded (float32: the first 4; bfloat16: 8 halves; int8: 8 bytes widened to 16 bits) */
+@inline function wRaw<W>(p: usize): v128 {
+  if (sizeof<W>() == 1) return v128.load8x8_s(p);
+  return v128.load(p);
+}
+
+/** lanes [4h, 4h + 4) as float32 of the weights `raw` = wRaw(p) (int8: before the scale) */
+@inline function wHalf<W>(raw: v128, p: usize, h: i32): v128 {
+  if (sizeof<W>() == 4) return h ? v128.load(p, 16) : raw;
+  if (sizeof<W>() == 1) return f32x4.convert_i32x4_s(h ? i32x4.extend_high_i16x8_s(raw) : i32x4.extend_low_i16x8_s(raw));
+  return i32x4.shl(h ? i32x4.extend_high_i16x8_u(raw) : i32x4.extend_low_i16x8_u(raw), 16);
+}
+
 /** byte offset of weight element i */
 @inline function wo<W>(i: i32): usize { return <usize>i * sizeof<W>(); }
 
@@ -76,10 +89,15 @@ export function gemm_packed_i8(a: usize, p: usize, c: usize, M: i32, q0: i32, q1
       for (let k = 0; k < K; k++) {
         const x = v128.load32_splat(a + (<usize>k << 2));
         const o = p0 + wo<W>(k * 8);
-        c0 = fma(x, wLanes<W>(o, 0), c0); c1 = fma(x, wLanes<W>(o, 1), c1);
-        c2 = fma(x, wLanes<W>(o + ps, 0), c2); c3 = fma(x, wLanes<W>(o + ps, 1), c3);
-        c4 = fma(x, wLanes<W>(o + 2 * ps, 0), c4); c5 = fma(x, wLanes<W>(o + 2 * ps, 1), c5);
-        c6 = fma(x, wLanes<W>(o + 3 * ps, 0), c6); c7 = fma(x, wLanes<W>(o + 3 * ps, 1), c7);
+        // each panel's 8 weights are loaded once (bf16, int8) and split into their two halves
+        let r = wRaw<W>(o);
+        c0 = fma(x, wHalf<W>(r, o, 0), c0); c1 = fma(x, wHalf<W>(r, o, 1), c1);
+        r = wRaw<W>(o + ps);
+        c2 = fma(x, wHalf<W>(r, o + ps, 0), c2); c3 = fma(x, wHalf<W>(r, o + ps, 1), c3);
+        r = wRaw<W>(o + 2 * ps);
+        c4 = fma(x, wHalf<W>(r, o + 2 * ps, 0), c4); c5 = fma(x, wHalf<W>(r, o + 2 * ps, 1), c5);
+        r = wRaw<W>(o + 3 * ps);
+        c6 = fma(x, wHalf<W>(r, o + 3 * ps, 0), c6); c7 = fma(x, wHalf<W>(r, o + 3 * ps, 1), c7);
       }
       c0 = scaled<W>(c0, p0, K, 0); c1 = scaled<W>(c1, p0, K, 1); c2 = scaled<W>(c2, p0 + ps, K, 0); c3 = scaled<W>(c3, p0 + ps, K, 1);
       c4 = scaled<W>(c4, p0 + 2 * ps, K, 0); c5 = scaled<W>(c5, p0 + 2 * ps, K, 1); c6 = scaled<W>(c6, p0 + 3 * ps, K, 0); c7 = scaled<W>(c7, p0 + 3 * ps, K, 1);
@@ -101,7 +119,7 @@ export function gemm_packed_i8(a: usize, p: usize, c: usize, M: i32, q0: i32, q1
       let c40 = f32x4.splat(0), c41 = f32x4.splat(0), c50 = f32x4.splat(0), c51 = f32x4.splat(0);
       for (let k = 0; k < K; k++) {
         const bk = panel + wo<W>(k * 8);
-        const y0 = wLanes<W>(bk, 0), y1 = wLanes<W>(bk, 1);
+        const raw = wRaw<W>(bk), y0 = wHalf<W>(raw, bk, 0), y1 = wHalf<W>(raw, bk, 1);
         const o = a0 + (<usize>k << 2);
         let x = v128.load32_splat(o); c00 = fma(x, y0, c00); c01 = fma(x, y1, c01);
         x = v128.load32_splat(o + sa); c10 = fma(x, y0, c10); c11 = fma(x, y1, c11);
@@ -122,7 +140,7 @@ export function gemm_packed_i8(a: usize, p: usize, c: usize, M: i32, q0: i32, q1
       let c00 = f32x4.splat(0), c01 = f32x4.splat(0), c10 = f32x4.splat(0), c11 = f32x4.splat(0);
       for (let k = 0; k < K; k++) {
         const bk = panel + wo<W>(k * 8);
-        const y0 = wLanes<W>(bk, 0), y1 = wLanes<W>(bk, 1);
+        const raw = wRaw<W>(bk), y0 = wHalf<W>(raw, bk, 0), y1 = wHalf<W>(raw, bk, 1);
         const o = a0 + (<usize>k << 2);
         let x = v128.load32_splat(o); c00 = fma(x, y0, c00); c01 = fma(x, y1, c01);
         x = v128.load32_splat(o + sa); c10 = fma(x, y0, c10); c11 = fma(x, y1, c11);
@@ -139,7 +157,7 @@ export function gemm_packed_i8(a: usize, p: usize, c: usize, M: i32, q0: i32, q1
       for (let k = 0; k < K; k++) {
         const bk = panel + wo<W>(k * 8);
         const x = v128.load32_splat(a0 + (<usize>k << 2));
-        c00 = fma(x, wLanes<W>(bk, 0), c00); c01 = fma(x, wLanes<W>(bk, 1), c01);
+        const raw = wRaw<W>(bk); c00 = fma(x, wHalf<W>(raw, bk, 0), c00); c01 = fma(x, wHalf<W>(raw, bk, 1), c01);
       }
       put8(c + (<usize>(m * ldc + n) << 2), scaled<W>(c00, panel, K, 0), scaled<W>(c01, panel, K, 1), acc, full, N - n);
     }

@@ -80,7 +80,7 @@ for (const d of dtypes) {
   for (const p of at) {
     const t = theirs.logits[p];
     for (let v = 0; v < V; v++) { maxDiff = Math.max(maxDiff, Math.abs(t[v] - ours[p * V + v])); maxAbs = Math.max(maxAbs, Math.abs(ours[p * V + v])); }
-    if (argmax(ours, p * V, V) === t.indexOf(Math.max(...t))) sameArgmax++;
+    if (argmax(ours, p * V, V) === argmax(Float32Array.from(t), 0, V)) sameArgmax++;
   }
   let agree = 0;
   while (agree < 16 && greedy[agree] === theirs.greedy[agree]) agree++;
