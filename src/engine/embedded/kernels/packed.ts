@@ -88,7 +88,11 @@ export function packPanels(w: Float32Array, rows: number, cols: number, out: Flo
     for (let r = 0; r < rows; r++) {
       const g = row0 + r, j = g % 8, panel = Math.floor(g / 8) * ps;
       const scale = int8Scale(w, r * cols, cols);
-      for (let k = 0; k < cols; k++) b[panel + k * 8 + j] = int8Quantize(w[r * cols + k], scale);
+      // int8Quantize inlined (a 4B model quantizes 4·10⁹ weights at load); NaN stores as 0
+      if (scale !== 0) for (let k = 0; k < cols; k++) {
+        const v = w[r * cols + k] / scale, q = Math.min(127, Math.round(v < 0 ? -v : v));
+        b[panel + k * 8 + j] = v < 0 ? -q : q;
+      }
       out[(panel + cols * 8) / 4 + j] = scale;
     }
     return;
