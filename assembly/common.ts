@@ -22,6 +22,27 @@
   return r;
 }
 
+/**
+ * Σ_k x[k]·y[k] as four independent chains (16 floats a step; attention's head dims are 64-128 long and
+ * one chain would wait on each fused multiply-add's latency), then chunks of 4 into the first chain and
+ * a scalar tail; the chains are added in a fixed order.
+ */
+@inline export function dot4(x: usize, y: usize, K: i32): f32 {
+  let s0 = f32x4.splat(0), s1 = f32x4.splat(0), s2 = f32x4.splat(0), s3 = f32x4.splat(0);
+  let k = 0;
+  for (; k + 16 <= K; k += 16) {
+    const o = <usize>k << 2;
+    s0 = fma(v128.load(x + o), v128.load(y + o), s0);
+    s1 = fma(v128.load(x + o, 16), v128.load(y + o, 16), s1);
+    s2 = fma(v128.load(x + o, 32), v128.load(y + o, 32), s2);
+    s3 = fma(v128.load(x + o, 48), v128.load(y + o, 48), s3);
+  }
+  for (; k + 4 <= K; k += 4) s0 = fma(v128.load(x + (<usize>k << 2)), v128.load(y + (<usize>k << 2)), s0);
+  let r = hsum(f32x4.add(f32x4.add(s0, s1), f32x4.add(s2, s3)));
+  for (; k < K; k++) r += load<f32>(x + (<usize>k << 2)) * load<f32>(y + (<usize>k << 2));
+  return r;
+}
+
 @inline export function put4(p: usize, v0: v128, v1: v128, v2: v128, v3: v128, acc: i32): void {
   if (acc) {
     v0 = f32x4.add(v0, v128.load(p)); v1 = f32x4.add(v1, v128.load(p, 16));

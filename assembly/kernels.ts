@@ -4,6 +4,6 @@
 // disjoint ranges of the output (see src/engine/embedded/kernels/wasm-pool.ts).
 
 export { gemm_nt, gemm_nn, gemm_tn } from './gemm';
-export { gemm_packed, gemm_packed_t, gemm_packed_bf16, gemm_packed_t_bf16 } from './packed';
+export { gemm_packed, gemm_packed_t, gemm_packed_bf16, gemm_packed_t_bf16, gemm_packed_i8, gemm_packed_t_i8 } from './packed';
 export { attention, attention_backward } from './attention';
 export { rows_lse, rows_softmax_grad, swiglu, swiglu_backward } from './rows';

@@ -1,22 +1,58 @@
 import { fma, hsum, put } from './common';
 
 // ---- packed weights ----
-// W is the weight type: f32, or u16 for bfloat16 panels (same layout, 2 bytes a value), widened to
-// float32 exactly (the bits shifted up 16) as they are loaded, then used like float32 weights.
+// W is the weight type: f32; u16 for bfloat16 panels (same layout, 2 bytes a value), widened to
+// float32 exactly (the bits shifted up 16) as they are loaded; or i8 for int8 panels (1 byte a
+// value, converted exactly), each panel followed by its 8 rows' float32 scales (packed.ts). The
+// forward product sums a[k]·q[n, k] over k and multiplies by row n's scale at the end; the backward
+// product uses the dequantized weights q·s.
 
-/** lanes [4h, 4h + 4) of the 8 weights at p (h = 0 or 1) as float32 */
+/** lanes [4h, 4h + 4) of the 8 weights at p (h = 0 or 1) as float32 (int8: before the scale) */
 @inline function wLanes<W>(p: usize, h: i32): v128 {
   if (sizeof<W>() == 4) return v128.load(p + (<usize>h << 4));
+  if (sizeof<W>() == 1) {
+    const b = v128.load8x8_s(p);
+    return f32x4.convert_i32x4_s(h ? i32x4.extend_high_i16x8_s(b) : i32x4.extend_low_i16x8_s(b));
+  }
   const v = v128.load(p);
   return i32x4.shl(h ? i32x4.extend_high_i16x8_u(v) : i32x4.extend_low_i16x8_u(v), 16);
+}
+
+/** the 8 weights at p as loaded (float32: the first 4; bfloat16: 8 halves; int8: 8 bytes widened to 16 bits) */
+@inline function wRaw<W>(p: usize): v128 {
+  if (sizeof<W>() == 1) return v128.load8x8_s(p);
+  return v128.load(p);
+}
+
+/** lanes [4h, 4h + 4) as float32 of the weights `raw` = wRaw(p) (int8: before the scale) */
+@inline function wHalf<W>(raw: v128, p: usize, h: i32): v128 {
+  if (sizeof<W>() == 4) return h ? v128.load(p, 16) : raw;
+  if (sizeof<W>() == 1) return f32x4.convert_i32x4_s(h ? i32x4.extend_high_i16x8_s(raw) : i32x4.extend_low_i16x8_s(raw));
+  return i32x4.shl(h ? i32x4.extend_high_i16x8_u(raw) : i32x4.extend_low_i16x8_u(raw), 16);
 }
 
 /** byte offset of weight element i */
 @inline function wo<W>(i: i32): usize { return <usize>i * sizeof<W>(); }
 
-/** weight element i at p as float32 (scalar) */
+/** bytes from one panel of K columns to the next (int8 panels end in 8 float32 scales) */
+@inline function pstride<W>(K: i32): usize { return sizeof<W>() == 1 ? <usize>K * 8 + 32 : wo<W>(K * 8); }
+
+/** int8: v times lanes [4h, 4h + 4) of the scales of the panel at `panel`; other types: v */
+@inline function scaled<W>(v: v128, panel: usize, K: i32, h: i32): v128 {
+  if (sizeof<W>() != 1) return v;
+  return f32x4.mul(v, v128.load(panel + <usize>K * 8 + (<usize>h << 4)));
+}
+
+/** the dequantizing factor of element j (0..7) of the panel at `panel`: its row's scale for int8, else 1 */
+@inline function scaleAt<W>(panel: usize, K: i32, j: i32): f32 {
+  if (sizeof<W>() != 1) return 1;
+  return load<f32>(panel + <usize>K * 8 + (<usize>j << 2));
+}
+
+/** weight element i at p as float32 (scalar; int8: before the scale) */
 @inline function wAt<W>(p: usize, i: i32): f32 {
   if (sizeof<W>() == 4) return load<f32>(p + (<usize>i << 2));
+  if (sizeof<W>() == 1) return <f32>load<i8>(p + <usize>i);
   return reinterpret<f32>(<u32>load<u16>(p + (<usize>i << 1)) << 16);
 }
 
@@ -35,6 +71,11 @@ export function gemm_packed_bf16(a: usize, p: usize, c: usize, M: i32, q0: i32, 
   packed_impl<u16>(a, p, c, M, q0, q1, K, N, lda, ldc, acc);
 }
 
+/** gemm_packed with int8 panels */
+export function gemm_packed_i8(a: usize, p: usize, c: usize, M: i32, q0: i32, q1: i32, K: i32, N: i32, lda: i32, ldc: i32, acc: i32): void {
+  packed_impl<i8>(a, p, c, M, q0, q1, K, N, lda, ldc, acc);
+}
+
 @inline function packed_impl<W>(a: usize, p: usize, c: usize, M: i32, q0: i32, q1: i32, K: i32, N: i32, lda: i32, ldc: i32, acc: i32): void {
   const sa = <usize>lda << 2;
   if (M === 1) {
@@ -42,17 +83,24 @@ export function gemm_packed_bf16(a: usize, p: usize, c: usize, M: i32, q0: i32, 
     // output is still summed over k in the same order as in the row tiles below
     let q = q0;
     for (; q + 4 <= q1 && (q + 4) * 8 <= N; q += 4) {
-      const p0 = p + wo<W>(q * K * 8), ps = wo<W>(K * 8);
+      const ps = pstride<W>(K), p0 = p + <usize>q * ps;
       let c0 = f32x4.splat(0), c1 = f32x4.splat(0), c2 = f32x4.splat(0), c3 = f32x4.splat(0);
       let c4 = f32x4.splat(0), c5 = f32x4.splat(0), c6 = f32x4.splat(0), c7 = f32x4.splat(0);
       for (let k = 0; k < K; k++) {
         const x = v128.load32_splat(a + (<usize>k << 2));
         const o = p0 + wo<W>(k * 8);
-        c0 = fma(x, wLanes<W>(o, 0), c0); c1 = fma(x, wLanes<W>(o, 1), c1);
-        c2 = fma(x, wLanes<W>(o + ps, 0), c2); c3 = fma(x, wLanes<W>(o + ps, 1), c3);
-        c4 = fma(x, wLanes<W>(o + 2 * ps, 0), c4); c5 = fma(x, wLanes<W>(o + 2 * ps, 1), c5);
-        c6 = fma(x, wLanes<W>(o + 3 * ps, 0), c6); c7 = fma(x, wLanes<W>(o + 3 * ps, 1), c7);
+        // each panel's 8 weights are loaded once (bf16, int8) and split into their two halves
+        let r = wRaw<W>(o);
+        c0 = fma(x, wHalf<W>(r, o, 0), c0); c1 = fma(x, wHalf<W>(r, o, 1), c1);
+        r = wRaw<W>(o + ps);
+        c2 = fma(x, wHalf<W>(r, o + ps, 0), c2); c3 = fma(x, wHalf<W>(r, o + ps, 1), c3);
+        r = wRaw<W>(o + 2 * ps);
+        c4 = fma(x, wHalf<W>(r, o + 2 * ps, 0), c4); c5 = fma(x, wHalf<W>(r, o + 2 * ps, 1), c5);
+        r = wRaw<W>(o + 3 * ps);
+        c6 = fma(x, wHalf<W>(r, o + 3 * ps, 0), c6); c7 = fma(x, wHalf<W>(r, o + 3 * ps, 1), c7);
       }
+      c0 = scaled<W>(c0, p0, K, 0); c1 = scaled<W>(c1, p0, K, 1); c2 = scaled<W>(c2, p0 + ps, K, 0); c3 = scaled<W>(c3, p0 + ps, K, 1);
+      c4 = scaled<W>(c4, p0 + 2 * ps, K, 0); c5 = scaled<W>(c5, p0 + 2 * ps, K, 1); c6 = scaled<W>(c6, p0 + 3 * ps, K, 0); c7 = scaled<W>(c7, p0 + 3 * ps, K, 1);
       const r = c + (<usize>(q * 8) << 2);
       put8(r, c0, c1, acc, true, 8); put8(r + 32, c2, c3, acc, true, 8); put8(r + 64, c4, c5, acc, true, 8); put8(r + 96, c6, c7, acc, true, 8);
     }
@@ -60,7 +108,7 @@ export function gemm_packed_bf16(a: usize, p: usize, c: usize, M: i32, q0: i32, 
     if (q0 >= q1) return;
   }
   for (let q = q0; q < q1; q++) {
-    const panel = p + wo<W>(q * K * 8);
+    const panel = p + <usize>q * pstride<W>(K);
     const n = q * 8;
     const full = n + 8 <= N;
     let m = 0;
@@ -71,7 +119,7 @@ export function gemm_packed_bf16(a: usize, p: usize, c: usize, M: i32, q0: i32, 
       let c40 = f32x4.splat(0), c41 = f32x4.splat(0), c50 = f32x4.splat(0), c51 = f32x4.splat(0);
       for (let k = 0; k < K; k++) {
         const bk = panel + wo<W>(k * 8);
-        const y0 = wLanes<W>(bk, 0), y1 = wLanes<W>(bk, 1);
+        const raw = wRaw<W>(bk), y0 = wHalf<W>(raw, bk, 0), y1 = wHalf<W>(raw, bk, 1);
         const o = a0 + (<usize>k << 2);
         let x = v128.load32_splat(o); c00 = fma(x, y0, c00); c01 = fma(x, y1, c01);
         x = v128.load32_splat(o + sa); c10 = fma(x, y0, c10); c11 = fma(x, y1, c11);
@@ -80,6 +128,9 @@ export function gemm_packed_bf16(a: usize, p: usize, c: usize, M: i32, q0: i32, 
         x = v128.load32_splat(o + 4 * sa); c40 = fma(x, y0, c40); c41 = fma(x, y1, c41);
         x = v128.load32_splat(o + 5 * sa); c50 = fma(x, y0, c50); c51 = fma(x, y1, c51);
       }
+      c00 = scaled<W>(c00, panel, K, 0); c01 = scaled<W>(c01, panel, K, 1); c10 = scaled<W>(c10, panel, K, 0); c11 = scaled<W>(c11, panel, K, 1);
+      c20 = scaled<W>(c20, panel, K, 0); c21 = scaled<W>(c21, panel, K, 1); c30 = scaled<W>(c30, panel, K, 0); c31 = scaled<W>(c31, panel, K, 1);
+      c40 = scaled<W>(c40, panel, K, 0); c41 = scaled<W>(c41, panel, K, 1); c50 = scaled<W>(c50, panel, K, 0); c51 = scaled<W>(c51, panel, K, 1);
       const r = c + (<usize>(m * ldc + n) << 2), t = <usize>ldc << 2;
       put8(r, c00, c01, acc, full, N - n); put8(r + t, c10, c11, acc, full, N - n); put8(r + 2 * t, c20, c21, acc, full, N - n);
       put8(r + 3 * t, c30, c31, acc, full, N - n); put8(r + 4 * t, c40, c41, acc, full, N - n); put8(r + 5 * t, c50, c51, acc, full, N - n);
@@ -89,11 +140,12 @@ export function gemm_packed_bf16(a: usize, p: usize, c: usize, M: i32, q0: i32, 
       let c00 = f32x4.splat(0), c01 = f32x4.splat(0), c10 = f32x4.splat(0), c11 = f32x4.splat(0);
       for (let k = 0; k < K; k++) {
         const bk = panel + wo<W>(k * 8);
-        const y0 = wLanes<W>(bk, 0), y1 = wLanes<W>(bk, 1);
+        const raw = wRaw<W>(bk), y0 = wHalf<W>(raw, bk, 0), y1 = wHalf<W>(raw, bk, 1);
         const o = a0 + (<usize>k << 2);
         let x = v128.load32_splat(o); c00 = fma(x, y0, c00); c01 = fma(x, y1, c01);
         x = v128.load32_splat(o + sa); c10 = fma(x, y0, c10); c11 = fma(x, y1, c11);
       }
+      c00 = scaled<W>(c00, panel, K, 0); c01 = scaled<W>(c01, panel, K, 1); c10 = scaled<W>(c10, panel, K, 0); c11 = scaled<W>(c11, panel, K, 1);
       const r = c + (<usize>(m * ldc + n) << 2);
       put8(r, c00, c01, acc, full, N - n); put8(r + (<usize>ldc << 2), c10, c11, acc, full, N - n);
     }
@@ -105,9 +157,9 @@ export function gemm_packed_bf16(a: usize, p: usize, c: usize, M: i32, q0: i32, 
       for (let k = 0; k < K; k++) {
         const bk = panel + wo<W>(k * 8);
         const x = v128.load32_splat(a0 + (<usize>k << 2));
-        c00 = fma(x, wLanes<W>(bk, 0), c00); c01 = fma(x, wLanes<W>(bk, 1), c01);
+        const raw = wRaw<W>(bk); c00 = fma(x, wHalf<W>(raw, bk, 0), c00); c01 = fma(x, wHalf<W>(raw, bk, 1), c01);
       }
-      put8(c + (<usize>(m * ldc + n) << 2), c00, c01, acc, full, N - n);
+      put8(c + (<usize>(m * ldc + n) << 2), scaled<W>(c00, panel, K, 0), scaled<W>(c01, panel, K, 1), acc, full, N - n);
     }
   }
 }
@@ -139,6 +191,11 @@ export function gemm_packed_t_bf16(a: usize, p: usize, c: usize, M: i32, i0: i32
   packed_t_impl<u16>(a, p, c, M, i0, i1, K, N, lda, ldc, acc);
 }
 
+/** gemm_packed_t with int8 panels (the weights dequantized, q·s, as they are loaded) */
+export function gemm_packed_t_i8(a: usize, p: usize, c: usize, M: i32, i0: i32, i1: i32, K: i32, N: i32, lda: i32, ldc: i32, acc: i32): void {
+  packed_t_impl<i8>(a, p, c, M, i0, i1, K, N, lda, ldc, acc);
+}
+
 @inline function packed_t_impl<W>(a: usize, p: usize, c: usize, M: i32, i0: i32, i1: i32, K: i32, N: i32, lda: i32, ldc: i32, acc: i32): void {
   // here K = in (columns of W, = columns of C) and N = out (rows of W, = columns of A).
   // Panels are taken in blocks of about 1 MB, reused by every row tile before the next block
@@ -155,7 +212,7 @@ export function gemm_packed_t_bf16(a: usize, p: usize, c: usize, M: i32, i0: i32
 /** gemm_packed_t over panels [qa, qb) plus, when `rem` > 0, the first `rem` rows of panel qb. */
 function packed_t_block<W>(a: usize, p: usize, c: usize, M: i32, i0: i32, i1: i32, K: i32, lda: i32, ldc: i32, acc: i32, qa: i32, qb: i32, rem: i32): void {
   const Q = qb;
-  const panelStride = wo<W>(K * 8), colStride = wo<W>(8);
+  const panelStride = pstride<W>(K), colStride = wo<W>(8);
   let m = 0;
   for (; m + 4 <= M; m += 4) {
     const a0 = a + (<usize>(m * lda) << 2), sa = <usize>lda << 2;
@@ -166,11 +223,12 @@ function packed_t_block<W>(a: usize, p: usize, c: usize, M: i32, i0: i32, i1: i3
       let c20 = f32x4.splat(0), c21 = f32x4.splat(0), c22 = f32x4.splat(0), c23 = f32x4.splat(0);
       let c30 = f32x4.splat(0), c31 = f32x4.splat(0), c32 = f32x4.splat(0), c33 = f32x4.splat(0);
       for (let q = qa; q < qb; q++) {
-        const w = p + <usize>q * panelStride + wo<W>(i * 8);
+        const pq = p + <usize>q * panelStride, w = pq + wo<W>(i * 8);
         const ao = a0 + (<usize>(q * 8) << 2);
         for (let hh = 0; hh < 2; hh++) {
           const h = <usize>hh << 4;
-          const w0 = wLanes<W>(w, hh), w1 = wLanes<W>(w + colStride, hh), w2 = wLanes<W>(w + 2 * colStride, hh), w3 = wLanes<W>(w + 3 * colStride, hh);
+          const w0 = scaled<W>(wLanes<W>(w, hh), pq, K, hh), w1 = scaled<W>(wLanes<W>(w + colStride, hh), pq, K, hh);
+          const w2 = scaled<W>(wLanes<W>(w + 2 * colStride, hh), pq, K, hh), w3 = scaled<W>(wLanes<W>(w + 3 * colStride, hh), pq, K, hh);
           let x = v128.load(ao + h);
           c00 = fma(x, w0, c00); c01 = fma(x, w1, c01); c02 = fma(x, w2, c02); c03 = fma(x, w3, c03);
           x = v128.load(ao + sa + h);
@@ -187,11 +245,12 @@ function packed_t_block<W>(a: usize, p: usize, c: usize, M: i32, i0: i32, i1: i3
       let s30 = hsum(c30), s31 = hsum(c31), s32 = hsum(c32), s33 = hsum(c33);
       if (rem) {
         // the partial last panel, scalar (its padding rows are zero, but A has no columns there)
-        const w = p + <usize>Q * panelStride + wo<W>(i * 8);
+        const pq = p + <usize>Q * panelStride, w = pq + wo<W>(i * 8);
         for (let j = 0; j < rem; j++) {
           const x0 = load<f32>(a0 + (<usize>(Q * 8 + j) << 2)), x1 = load<f32>(a0 + sa + (<usize>(Q * 8 + j) << 2));
           const x2 = load<f32>(a0 + 2 * sa + (<usize>(Q * 8 + j) << 2)), x3 = load<f32>(a0 + 3 * sa + (<usize>(Q * 8 + j) << 2));
-          const w0 = wAt<W>(w, j), w1 = wAt<W>(w + colStride, j), w2 = wAt<W>(w + 2 * colStride, j), w3 = wAt<W>(w + 3 * colStride, j);
+          const g = scaleAt<W>(pq, K, j);
+          const w0 = wAt<W>(w, j) * g, w1 = wAt<W>(w + colStride, j) * g, w2 = wAt<W>(w + 2 * colStride, j) * g, w3 = wAt<W>(w + 3 * colStride, j) * g;
           s00 += x0 * w0; s01 += x0 * w1; s02 += x0 * w2; s03 += x0 * w3;
           s10 += x1 * w0; s11 += x1 * w1; s12 += x1 * w2; s13 += x1 * w3;
           s20 += x2 * w0; s21 += x2 * w1; s22 += x2 * w2; s23 += x2 * w3;
@@ -212,13 +271,15 @@ function packed_t_block<W>(a: usize, p: usize, c: usize, M: i32, i0: i32, i1: i3
 /** Σ_n a[n]·W[n, i] over panels [qa, qb) (+ `rem` rows of panel qb) with W packed. */
 function packed_col_dot<W>(a: usize, p: usize, i: i32, K: i32, qa: i32, qb: i32, rem: i32): f32 {
   let s = f32x4.splat(0);
+  const ps = pstride<W>(K);
   for (let q = qa; q < qb; q++) {
-    const w = p + wo<W>(q * K * 8 + i * 8), ao = a + (<usize>(q * 8) << 2);
-    s = fma(v128.load(ao), wLanes<W>(w, 0), s);
-    s = fma(v128.load(ao, 16), wLanes<W>(w, 1), s);
+    const pq = p + <usize>q * ps, w = pq + wo<W>(i * 8), ao = a + (<usize>(q * 8) << 2);
+    s = fma(v128.load(ao), scaled<W>(wLanes<W>(w, 0), pq, K, 0), s);
+    s = fma(v128.load(ao, 16), scaled<W>(wLanes<W>(w, 1), pq, K, 1), s);
   }
   let r = hsum(s);
-  for (let j = 0; j < rem; j++) r += load<f32>(a + (<usize>(qb * 8 + j) << 2)) * wAt<W>(p, qb * K * 8 + i * 8 + j);
+  const pb = p + <usize>qb * ps;
+  for (let j = 0; j < rem; j++) r += load<f32>(a + (<usize>(qb * 8 + j) << 2)) * (wAt<W>(pb + wo<W>(i * 8), j) * scaleAt<W>(pb, K, j));
   return r;
 }
 

@@ -6,6 +6,8 @@
 # PyTorch runs where Debian's python3-torch is installed (/usr/bin/python3), with OpenBLAS's own
 # threads; set TORCH=0 to leave it out. Each PyTorch run gets the --shape/--full/--weights-dtype of the
 # engine runs (bf16 weights → bf16 autocast or bf16 weights there), plus an fp32 and a bf16 run for train.
+# KERNELS="native" leaves the WASM runs out; QUIET=1 runs each contender under the machine's quiet lock
+# (flock /tmp/openclaw-quiet.lock nice -n -10), one timing-critical job at a time machine-wide.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=$1; rounds=${2:-2}; shift 2 || true
@@ -18,12 +20,13 @@ for ((i = 0; i < ${#args[@]}; i++)); do
     --weights-dtype) [ "${args[i+1]}" = bf16 ] && bf16=--bf16 ;;
   esac
 done
-torch() { env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 bench/torch_bench.py "$@"; }
+quiet() { if [ "${QUIET:-0}" = 1 ]; then flock /tmp/openclaw-quiet.lock nice -n -10 "$@"; else "$@"; fi; }
+torch() { quiet env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 bench/torch_bench.py "$@"; }
 have_torch=0
 if [ "${TORCH:-1}" != 0 ] && /usr/bin/python3 -c 'import torch' 2>/dev/null; then have_torch=1; fi
 for ((r = 1; r <= rounds; r++)); do
   echo "# round $r, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-  for k in native wasm; do node bin/openclaw-rl.js bench "$what" --kernel "$k" --json "${args[@]}" | tail -1; done
+  for k in ${KERNELS:-native wasm}; do quiet node bin/openclaw-rl.js bench "$what" --kernel "$k" --json "${args[@]}" | tail -1; done
   if [ "$have_torch" = 1 ]; then
     if [ "$what" = train ]; then
       torch train --shape "$shape" $full

@@ -1,6 +1,6 @@
 /*
  * The native kernel addon (Node-API, C): the matrix multiplies of the embedded engine (float32, and
- * the packed products also with bfloat16 weights widened to float32) on
+ * the packed products also with bfloat16 or int8 weights widened to float32) on
  * AVX-512 or AVX2, chosen at load time from what the CPU reports (OPENCLAW_RL_NATIVE_ISA=avx2
  * forces the narrower path). It holds no state and starts no threads: the engine's own worker pool
  * (src/engine/embedded/kernels/wasm-pool.ts) calls these functions from each of its threads on
@@ -20,14 +20,15 @@ typedef void gemm3_fn(const float *a, const float *b, float *c, long M, long n0,
                       long ldc, int acc);
 
 #define DECLARE(prefix)                                                                                              \
-  gemm_fn prefix##gemm_packed, prefix##gemm_packed_t, prefix##gemm_packed_bf16, prefix##gemm_packed_t_bf16;        \
+  gemm_fn prefix##gemm_packed, prefix##gemm_packed_t, prefix##gemm_packed_bf16, prefix##gemm_packed_t_bf16,         \
+      prefix##gemm_packed_i8, prefix##gemm_packed_t_i8;                                                            \
   gemm3_fn prefix##gemm_nt, prefix##gemm_nn, prefix##gemm_tn;
 DECLARE(avx2_)
 DECLARE(avx512_)
 
 static struct {
   const char *name;
-  gemm_fn *packed, *packed_t, *packed_bf16, *packed_t_bf16;
+  gemm_fn *packed, *packed_t, *packed_bf16, *packed_t_bf16, *packed_i8, *packed_t_i8;
   gemm3_fn *nt, *nn, *tn;
 } isa;
 
@@ -41,11 +42,13 @@ static void choose_isa(void) {
     isa.name = "avx512";
     isa.packed = avx512_gemm_packed; isa.packed_t = avx512_gemm_packed_t;
     isa.packed_bf16 = avx512_gemm_packed_bf16; isa.packed_t_bf16 = avx512_gemm_packed_t_bf16;
+    isa.packed_i8 = avx512_gemm_packed_i8; isa.packed_t_i8 = avx512_gemm_packed_t_i8;
     isa.nt = avx512_gemm_nt; isa.nn = avx512_gemm_nn; isa.tn = avx512_gemm_tn;
   } else if (avx2) {
     isa.name = "avx2";
     isa.packed = avx2_gemm_packed; isa.packed_t = avx2_gemm_packed_t;
     isa.packed_bf16 = avx2_gemm_packed_bf16; isa.packed_t_bf16 = avx2_gemm_packed_t_bf16;
+    isa.packed_i8 = avx2_gemm_packed_i8; isa.packed_t_i8 = avx2_gemm_packed_t_i8;
     isa.nt = avx2_gemm_nt; isa.nn = avx2_gemm_nn; isa.tn = avx2_gemm_tn;
   } else {
     isa.name = "";
@@ -115,6 +118,8 @@ GEMM_ENTRY(gemm_packed, packed)
 GEMM_ENTRY(gemm_packed_t, packed_t)
 GEMM_ENTRY(gemm_packed_bf16, packed_bf16)
 GEMM_ENTRY(gemm_packed_t_bf16, packed_t_bf16)
+GEMM_ENTRY(gemm_packed_i8, packed_i8)
+GEMM_ENTRY(gemm_packed_t_i8, packed_t_i8)
 GEMM_ENTRY(gemm_nt, nt)
 GEMM_ENTRY(gemm_nn, nn)
 GEMM_ENTRY(gemm_tn, tn)
@@ -129,6 +134,8 @@ NAPI_MODULE_INIT() {
       {"gemm_packed_t", NULL, js_gemm_packed_t, NULL, NULL, NULL, napi_default, NULL},
       {"gemm_packed_bf16", NULL, js_gemm_packed_bf16, NULL, NULL, NULL, napi_default, NULL},
       {"gemm_packed_t_bf16", NULL, js_gemm_packed_t_bf16, NULL, NULL, NULL, napi_default, NULL},
+      {"gemm_packed_i8", NULL, js_gemm_packed_i8, NULL, NULL, NULL, napi_default, NULL},
+      {"gemm_packed_t_i8", NULL, js_gemm_packed_t_i8, NULL, NULL, NULL, napi_default, NULL},
       {"gemm_nt", NULL, js_gemm_nt, NULL, NULL, NULL, napi_default, NULL},
       {"gemm_nn", NULL, js_gemm_nn, NULL, NULL, NULL, napi_default, NULL},
       {"gemm_tn", NULL, js_gemm_tn, NULL, NULL, NULL, napi_default, NULL},

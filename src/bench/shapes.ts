@@ -9,7 +9,7 @@ import { Arena } from '../engine/embedded/arena.ts';
 import type { ModelWeights, LayerWeights } from '../engine/embedded/weights.ts';
 import { writeSafetensors, type DType, type TensorToWrite } from '../engine/embedded/safetensors.ts';
 import { Rng } from '../engine/embedded/rng.ts';
-import { packedSlots, bf16Bits, type PackedMatrix, type WeightsDtype } from '../engine/embedded/kernels/packed.ts';
+import { packedSlots, packPanels, bf16Bits, type PackedMatrix, type WeightsDtype } from '../engine/embedded/kernels/packed.ts';
 import { allocMatrix, choosePlacement, type PlacementChoice } from '../engine/embedded/weight-memory.ts';
 
 /** config.json contents of the shapes the benchmarks use */
@@ -114,16 +114,12 @@ export function randomModelInMemory(raw: Record<string, unknown>, seed = 1, dtyp
   const randPacked = (rows: number, cols: number): PackedMatrix => {
     const data = allocMatrix(packedSlots(rows, cols, dtype), placement, arena);
     bytes += data.byteLength;
-    const r = 0.02 * Math.sqrt(3);
-    const h = dtype === 'bf16' ? new Uint16Array(data.buffer, data.byteOffset, data.length * 2) : null;
+    const r = 0.02 * Math.sqrt(3), line = new Float32Array(cols);
     for (let row = 0; row < rows; row++) {
-      const base = Math.floor(row / 8) * cols * 8 + (row % 8);
-      for (let k = 0; k < cols; k++) {
-        const x = (rng.next() * 2 - 1) * r;
-        if (h) h[base + k * 8] = bf16Bits(x); else data[base + k * 8] = x;
-      }
+      for (let k = 0; k < cols; k++) line[k] = (rng.next() * 2 - 1) * r;
+      packPanels(line, 1, cols, data, dtype, row);
     }
-    return dtype === 'bf16' ? { data, rows, cols, dtype } : { data, rows, cols };
+    return dtype === 'f32' ? { data, rows, cols } : { data, rows, cols, dtype };
   };
   const ones = (n: number) => { const a = arena.alloc(n); a.fill(1); bytes += a.byteLength; return a; };
   const embed = randPacked(cfg.vocabSize, H);

@@ -11,7 +11,7 @@ import { EmbeddedRuntime } from '../../src/engine/embedded/runtime.ts';
 import { TsKernel } from '../../src/engine/embedded/kernels/ts.ts';
 import { WasmKernel } from '../../src/engine/embedded/kernels/wasm.ts';
 import { NativeKernel, loadNativeAddon } from '../../src/engine/embedded/kernels/native.ts';
-import { packPanels, packedSlots, type PackedMatrix } from '../../src/engine/embedded/kernels/packed.ts';
+import { packPanels, packedSlots, panelSlots, type PackedMatrix } from '../../src/engine/embedded/kernels/packed.ts';
 import type { Kernel } from '../../src/engine/embedded/kernels/kernel.ts';
 import { allocMatrix, choosePlacement, isExternal, packedMatrixBytes } from '../../src/engine/embedded/weight-memory.ts';
 import { parseConfig } from '../../src/engine/embedded/config.ts';
@@ -35,9 +35,9 @@ test('a packed product gives the same bits with its matrix outside the memory, o
   kernels.push(split);
   const rng = new Rng(9);
   try {
-    for (const dtype of ['f32', 'bf16'] as const) {
+    for (const dtype of ['f32', 'bf16', 'int8'] as const) {
       const rows = 61, cols = 40, M = 5;
-      split.stagingSlots = 3 * cols * (dtype === 'bf16' ? 4 : 8);
+      split.stagingSlots = 3 * panelSlots(cols, dtype);
       const w = Float32Array.from({ length: rows * cols }, () => rng.next() * 2 - 1);
       const inside: PackedMatrix = { data: allocMatrix(packedSlots(rows, cols, dtype), 'arena', arena), rows, cols, dtype };
       const outside: PackedMatrix = { data: allocMatrix(packedSlots(rows, cols, dtype), 'external', arena), rows, cols, dtype };
@@ -72,7 +72,7 @@ test('a packed product gives the same bits with its matrix outside the memory, o
 const QWEN3 = tinyModel(join(tmp.dir, 'qwen3'), tinyConfig('qwen3', { head_dim: 16 }));
 
 for (const kernel of ['ts', ...FAST_KERNELS] as const) {
-  for (const weightsDtype of ['f32', 'bf16'] as const) {
+  for (const weightsDtype of ['f32', 'bf16', 'int8'] as const) {
     test(`weights outside the memory (${kernel}, ${weightsDtype}): the arena's log-probs to the bit, and sampling = scoring`, async () => {
       for (const dir of [STORIES, QWEN3]) {
         const inside = new EmbeddedRuntime(dir, { kernel, weightsDtype, weightsPlacement: 'arena' });
@@ -149,7 +149,7 @@ test('loading packs a matrix slice by slice into the same panels as packing it w
   const t = listModelTensors(STORIES).get('model.layers.0.mlp.gate_proj.weight')!;
   const [rows, cols] = t.shape;
   const whole = readTensorF32(t);
-  for (const dtype of ['f32', 'bf16'] as const) {
+  for (const dtype of ['f32', 'bf16', 'int8'] as const) {
     const once = new Float32Array(packedSlots(rows, cols, dtype)), sliced = new Float32Array(packedSlots(rows, cols, dtype));
     packPanels(whole, rows, cols, once, dtype);
     // slices of 5 rows cross panel boundaries (8 rows) at every offset

@@ -11,7 +11,7 @@ import { WasmKernel } from '../../src/engine/embedded/kernels/wasm.ts';
 import { NativeKernel, loadNativeAddon } from '../../src/engine/embedded/kernels/native.ts';
 import { buildWasm, WASM_OUT } from '../../scripts/build-wasm.ts';
 import { Rng } from '../../src/engine/embedded/rng.ts';
-import { packPanels, packedLength, packedSlots, unpackRow, bf16Bits, bf16Value } from '../../src/engine/embedded/kernels/packed.ts';
+import { packPanels, packedLength, packedSlots, unpackRow, bf16Bits, bf16Value, int8Scale, int8Quantize } from '../../src/engine/embedded/kernels/packed.ts';
 import { tempDir } from '../helpers/models.ts';
 
 /** The native kernel on 1 and 2 threads where its addon is built here (else none: WebAssembly is then all there is). */
@@ -91,7 +91,7 @@ test('WASM NN and TN matrix multiplies (the forms of the backward pass) match th
   }
 });
 
-test('packed weights, float32 and bfloat16: forward C = A·Wᵀ and backward C = A·W match the plain kernels, for any row count and partial panels', async () => {
+test('packed weights, float32, bfloat16 and int8: forward C = A·Wᵀ and backward C = A·W match the plain kernels, for any row count and partial panels', async () => {
   const arena = new Arena();
   const ts = new TsKernel(), w1 = new WasmKernel(arena, 1), w2 = new WasmKernel(arena, 2);
   const nat = nativeKernels(arena);
@@ -99,13 +99,22 @@ test('packed weights, float32 and bfloat16: forward C = A·Wᵀ and backward C =
   try {
     // [M, rows (out), cols (in)]: M covers the 6-, 2- and 1-row paths; rows % 8 != 0 gives a partial panel
     for (const [M, rows, cols] of [[1, 8, 8], [1, 13, 5], [2, 16, 33], [5, 172, 64], [7, 64, 172], [13, 21, 10], [64, 576, 300], [300, 96, 130]] as [number, number, number][]) {
-     for (const dtype of ['f32', 'bf16'] as const) {
+     for (const dtype of ['f32', 'bf16', 'int8'] as const) {
       const w = arena.alloc(rows * cols);
       for (let i = 0; i < w.length; i++) w[i] = rng.next() * 2 - 1;
       const packed = { data: arena.alloc(packedSlots(rows, cols, dtype)), rows, cols, dtype };
       packPanels(w, rows, cols, packed.data, dtype);
       // bfloat16 panels hold the rounded weights: the reference is float32 arithmetic on those
       if (dtype === 'bf16') for (let i = 0; i < w.length; i++) w[i] = bf16Value(bf16Bits(w[i]));
+      // int8 panels hold q with a scale s per row: the reference is float32 arithmetic on q·s
+      if (dtype === 'int8') {
+        const q = new Float32Array(cols);
+        for (let r = 0; r < rows; r++) {
+          const s = int8Scale(w, r * cols, cols);
+          for (let k = 0; k < cols; k++) q[k] = int8Quantize(w[r * cols + k], s) * s;
+          w.set(q, r * cols);
+        }
+      }
       const row = new Float32Array(cols);
       unpackRow(packed, rows - 1, row);
       assert.deepEqual(Array.from(row), Array.from(w.subarray((rows - 1) * cols, rows * cols)));

@@ -36,7 +36,7 @@ export class FullTrainer extends TrainerCore {
   /** Start from `from` (default: a copy of the model's base weights, which this trainer then owns). */
   constructor(model: Transformer, from?: ModelWeights) {
     // AdamW updates the packed weights in place: steps of lr·m/√v vanish in bfloat16's 8-bit mantissa
-    if ((from ?? model.weights).dtype === 'bf16') throw new EngineError('bad_request', 'full-parameter training needs float32 weights: load the model with --weights-dtype f32 (LoRA trains on bf16 weights)');
+    if (((from ?? model.weights).dtype ?? 'f32') !== 'f32') throw new EngineError('bad_request', `full-parameter training needs float32 weights: load the model with --weights-dtype f32 (LoRA trains on ${(from ?? model.weights).dtype} weights)`);
     // the trained copy, its gradients and the forward's workspace all live in the 4 GiB WebAssembly memory
     if (model.weights.placement === 'external') throw new EngineError('bad_request', `full-parameter training keeps a copy of the weights and their gradients in the 4 GiB WebAssembly memory, and this model's matrices (${(model.weights.bytes / 2 ** 30).toFixed(2)} GiB) are held outside it: train a LoRA adapter instead`);
     super(model);

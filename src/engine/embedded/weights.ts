@@ -1,8 +1,8 @@
 // Loads a Hugging Face checkpoint as float32, validating every tensor's presence and shape against
 // config.json. q/k/v and gate/up are fused into one matrix each at load time so a layer runs four
 // GEMMs instead of seven (fewer thread wake-ups per token), and every matrix is repacked into 8-row
-// panels (kernels/packed.ts) for the fast forward kernel, as float32 or, with `dtype` bf16, as
-// bfloat16 (norms and biases stay float32). Matrices are read and packed a slice of rows at a time,
+// panels (kernels/packed.ts) for the fast forward kernel, as float32 or, with `dtype` bf16 or int8,
+// as bfloat16 or int8 with a scale per row (norms and biases stay float32). Matrices are read and packed a slice of rows at a time,
 // so loading holds no second copy of a large matrix; they go in the arena or, for models past what
 // the 4 GiB WebAssembly memory holds, into buffers of their own (weight-memory.ts).
 import type { ModelConfig } from './config.ts';
@@ -40,7 +40,7 @@ export interface ModelWeights {
   /** dtypes found in the checkpoint, and the bytes they occupy now */
   sourceDtypes: DType[];
   bytes: number;
-  /** how the matrices are stored (float32 unless loaded with bf16) */
+  /** how the matrices are stored (float32 unless loaded with bf16 or int8) */
   dtype?: WeightsDtype;
   /** where the matrices live (absent: the arena) */
   placement?: WeightsPlacement;
@@ -97,7 +97,7 @@ export function loadWeights(dir: string, cfg: ModelConfig, arena: Arena, dtype: 
       }
       row0 += partRows;
     }
-    return { data, rows, cols, ...(dtype === 'bf16' ? { dtype } : {}) };
+    return { data, rows, cols, ...(dtype !== 'f32' ? { dtype } : {}) };
   };
 
   const embed = packed([['model.embed_tokens.weight', cfg.vocabSize]], H);

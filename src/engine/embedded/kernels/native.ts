@@ -1,4 +1,4 @@
-// The native kernel backend: the float32 matrix multiplies run in a small C addon (native/, built
+// The native kernel backend: the matrix multiplies (float32 arithmetic; packed weights float32, bf16 or int8) run in a small C addon (native/, built
 // by scripts/build-native.mjs at install or build time) with AVX-512 or AVX2, chosen at load time;
 // attention, SwiGLU and the loss head stay on the WebAssembly kernels. Both run on the same worker
 // pool over the same shared memory, so a job is split between threads exactly as before and each
@@ -13,7 +13,10 @@ import type { MatmulOptions } from './kernel.ts';
 import type { PackedMatrix } from './packed.ts';
 import { WasmKernel } from './wasm.ts';
 import { isExternal } from '../weight-memory.ts';
-import { OP_NATIVE_NT, OP_NATIVE_NN, OP_NATIVE_TN, OP_NATIVE_PACKED, OP_NATIVE_PACKED_T, OP_NATIVE_PACKED_BF16, OP_NATIVE_PACKED_T_BF16 } from './wasm-pool.ts';
+import { OP_NATIVE_NT, OP_NATIVE_NN, OP_NATIVE_TN, OP_NATIVE_PACKED, OP_NATIVE_PACKED_T, OP_NATIVE_PACKED_BF16, OP_NATIVE_PACKED_T_BF16, OP_NATIVE_PACKED_I8, OP_NATIVE_PACKED_T_I8 } from './wasm-pool.ts';
+
+const PACKED_OP = { f32: OP_NATIVE_PACKED, bf16: OP_NATIVE_PACKED_BF16, int8: OP_NATIVE_PACKED_I8 } as const;
+const PACKED_T_OP = { f32: OP_NATIVE_PACKED_T, bf16: OP_NATIVE_PACKED_T_BF16, int8: OP_NATIVE_PACKED_T_I8 } as const;
 
 /** The addon's exports: operands are absolute addresses (numbers), see native/kernels.c. */
 export interface NativeAddon {
@@ -23,6 +26,8 @@ export interface NativeAddon {
   gemm_packed_t(a: number, p: number, c: number, M: number, i0: number, i1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
   gemm_packed_bf16(a: number, p: number, c: number, M: number, q0: number, q1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
   gemm_packed_t_bf16(a: number, p: number, c: number, M: number, i0: number, i1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
+  gemm_packed_i8(a: number, p: number, c: number, M: number, q0: number, q1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
+  gemm_packed_t_i8(a: number, p: number, c: number, M: number, i0: number, i1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
   gemm_nt(a: number, b: number, c: number, M: number, n0: number, n1: number, K: number, lda: number, ldb: number, ldc: number, acc: number): void;
   gemm_nn(a: number, b: number, c: number, M: number, n0: number, n1: number, K: number, lda: number, ldb: number, ldc: number, acc: number): void;
   gemm_tn(a: number, b: number, c: number, i0: number, i1: number, N: number, M: number, lda: number, ldb: number, ldc: number, acc: number): void;
@@ -84,13 +89,14 @@ export class NativeKernel extends WasmKernel {
   override matmulPacked(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
     const K = w.cols, N = w.rows, lda = opts.lda ?? K, ldc = opts.ldc ?? N, acc = opts.accumulate ? 1 : 0;
     const [offset, lo, hi] = this.weightsAt(w);
-    this.dispatch(w.dtype === 'bf16' ? OP_NATIVE_PACKED_BF16 : OP_NATIVE_PACKED, Math.ceil(N / 8), m * N * K, [a.byteOffset, offset, c.byteOffset, m, K, N, lda, ldc, acc, lo, hi]);
+    // one row (decode) runs 8 panels at a time (native/gemm.h, gemv_group): chunks of whole groups
+    this.dispatch(PACKED_OP[w.dtype ?? 'f32'], Math.ceil(N / 8), m * N * K, [a.byteOffset, offset, c.byteOffset, m, K, N, lda, ldc, acc, lo, hi], m === 1 ? 8 : undefined);
   }
 
   override matmulPackedT(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
     const K = w.cols, N = w.rows, lda = opts.lda ?? N, ldc = opts.ldc ?? K, acc = opts.accumulate ? 1 : 0;
     const [offset, lo, hi] = this.weightsAt(w);
-    this.dispatch(w.dtype === 'bf16' ? OP_NATIVE_PACKED_T_BF16 : OP_NATIVE_PACKED_T, K, m * N * K, [a.byteOffset, offset, c.byteOffset, m, K, N, lda, ldc, acc, lo, hi]);
+    this.dispatch(PACKED_T_OP[w.dtype ?? 'f32'], K, m * N * K, [a.byteOffset, offset, c.byteOffset, m, K, N, lda, ldc, acc, lo, hi]);
   }
 
   override matmulNN(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {

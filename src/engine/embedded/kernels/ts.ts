@@ -3,7 +3,7 @@ import type { Kernel, MatmulOptions, AttentionBatch, AttentionBackwardBatch } fr
 import { attentionForward, attentionBackward, type AttentionShape } from '../ops/attention.ts';
 import { logSumExp } from '../ops/logits.ts';
 import { swigluForward, swigluBackward } from '../ops/swiglu.ts';
-import { packedAt, type PackedMatrix } from './packed.ts';
+import { unpackRow, type PackedMatrix } from './packed.ts';
 
 export class TsKernel implements Kernel {
   readonly name = 'ts';
@@ -40,7 +40,7 @@ export class TsKernel implements Kernel {
     const K = w.cols, N = w.rows, lda = opts.lda ?? K, ldc = opts.ldc ?? N;
     const row = new Float32Array(K);
     for (let n = 0; n < N; n++) {
-      for (let k = 0; k < K; k++) row[k] = packedAt(w, n, k);
+      unpackRow(w, n, row);
       for (let m = 0; m < M; m++) {
         let s = 0;
         for (let k = 0; k < K; k++) s += a[m * lda + k] * row[k];
@@ -51,15 +51,15 @@ export class TsKernel implements Kernel {
 
   matmulPackedT(c: Float32Array, a: Float32Array, w: PackedMatrix, M: number, opts: MatmulOptions = {}): void {
     const N = w.rows, K = w.cols, lda = opts.lda ?? N, ldc = opts.ldc ?? K;
-    const out = new Float64Array(K);
-    for (let m = 0; m < M; m++) {
-      out.fill(0);
-      for (let n = 0; n < N; n++) {
-        const x = a[m * lda + n];
-        if (x !== 0) for (let k = 0; k < K; k++) out[k] += x * packedAt(w, n, k);
+    const out = new Float64Array(M * K), row = new Float32Array(K);
+    for (let n = 0; n < N; n++) {
+      unpackRow(w, n, row);
+      for (let m = 0; m < M; m++) {
+        const x = a[m * lda + n], o = m * K;
+        if (x !== 0) for (let k = 0; k < K; k++) out[o + k] += x * row[k];
       }
-      for (let k = 0; k < K; k++) if (opts.accumulate) c[m * ldc + k] += out[k]; else c[m * ldc + k] = out[k];
     }
+    for (let m = 0; m < M; m++) for (let k = 0; k < K; k++) if (opts.accumulate) c[m * ldc + k] += out[m * K + k]; else c[m * ldc + k] = out[m * K + k];
   }
 
   matmulNN(c: Float32Array, a: Float32Array, b: Float32Array, M: number, N: number, K: number, opts: MatmulOptions = {}): void {

@@ -13,16 +13,22 @@ export const OP_GEMM = 0, OP_ATTENTION = 1, OP_NN = 2, OP_TN = 3, OP_ATTENTION_B
 export const OP_PACKED_BF16 = 9, OP_PACKED_T_BF16 = 10;
 /** the same products on the native addon (native.ts); the parameters of their WebAssembly twins, then the absolute address of b (two halves; 0, 0: b is in the memory) */
 export const OP_NATIVE_NT = 11, OP_NATIVE_NN = 12, OP_NATIVE_TN = 13, OP_NATIVE_PACKED = 14, OP_NATIVE_PACKED_T = 15, OP_NATIVE_PACKED_BF16 = 16, OP_NATIVE_PACKED_T_BF16 = 17;
+/** the packed products with int8 panels (packed.ts), native and WebAssembly */
+export const OP_NATIVE_PACKED_I8 = 18, OP_NATIVE_PACKED_T_I8 = 19, OP_PACKED_I8 = 20, OP_PACKED_T_I8 = 21;
+
+function isNativeOp(op: number): boolean { return op >= OP_NATIVE_NT && op <= OP_NATIVE_PACKED_T_I8; }
 
 /** Chunks of a job are whole multiples of its kernel's tile (rows, columns or panels). */
 export function opTile(op: number): number {
   switch (op) {
     case OP_NN: return 16;
-    case OP_ATTENTION: case OP_PACKED: case OP_PACKED_BF16: return 1;
-    case OP_NATIVE_PACKED: case OP_NATIVE_PACKED_BF16: return 6;
+    case OP_ATTENTION: case OP_PACKED: case OP_PACKED_BF16: case OP_PACKED_I8: return 1;
+    case OP_NATIVE_PACKED: case OP_NATIVE_PACKED_BF16: case OP_NATIVE_PACKED_I8: return 6;
     case OP_NATIVE_NN: return 24;
     case OP_NATIVE_TN: return 32;
-    case OP_NATIVE_NT: case OP_NATIVE_PACKED_T: case OP_NATIVE_PACKED_T_BF16: return 12;
+    case OP_NATIVE_NT: return 12;
+    // dX runs gemm_nn's broadcast tiles on its column range: whole vectors of 8 in tiles of 16 (AVX2) or 24 (AVX-512)
+    case OP_NATIVE_PACKED_T: case OP_NATIVE_PACKED_T_BF16: case OP_NATIVE_PACKED_T_I8: return 48;
     default: return 4;
   }
 }
@@ -34,6 +40,7 @@ export interface NativeBinding {
     gemm_nt(a: number, b: number, c: number, ...n: number[]): void; gemm_nn(a: number, b: number, c: number, ...n: number[]): void;
     gemm_tn(a: number, b: number, c: number, ...n: number[]): void;
     gemm_packed_bf16(a: number, p: number, c: number, ...n: number[]): void; gemm_packed_t_bf16(a: number, p: number, c: number, ...n: number[]): void;
+    gemm_packed_i8(a: number, p: number, c: number, ...n: number[]): void; gemm_packed_t_i8(a: number, p: number, c: number, ...n: number[]): void;
   };
   /** address of the shared memory's byte 0 (a shared WebAssembly memory never moves when it grows) */
   base: number;
@@ -48,6 +55,8 @@ export interface WasmKernelExports {
   gemm_packed_t(a: number, p: number, c: number, M: number, i0: number, i1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
   gemm_packed_bf16(a: number, p: number, c: number, M: number, q0: number, q1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
   gemm_packed_t_bf16(a: number, p: number, c: number, M: number, i0: number, i1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
+  gemm_packed_i8(a: number, p: number, c: number, M: number, q0: number, q1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
+  gemm_packed_t_i8(a: number, p: number, c: number, M: number, i0: number, i1: number, K: number, N: number, lda: number, ldc: number, acc: number): void;
   swiglu(out: number, gu: number, r0: number, r1: number, I: number): void;
   swiglu_backward(dgu: number, dout: number, gu: number, r0: number, r1: number, I: number): void;
   rows_lse(logits: number, r0: number, r1: number, V: number, invT: number, lse: number): void;
@@ -69,7 +78,7 @@ function bitsFloat(x: number): number { i32[0] = x; return f32[0]; }
 export function exec(ctrl: Int32Array, k: WasmKernelExports, i0: number, i1: number, thread: number, nat: NativeBinding | null = null): void {
   const p = (i: number) => ctrl[P + i];
   const op = ctrl[OP];
-  if (op >= OP_NATIVE_NT) {
+  if (isNativeOp(op)) {
     if (!nat) throw new Error('a native kernel job reached a thread without the native addon');
     // b may live outside the memory (weights placed outside it): then p(9), p(10) hold its absolute address
     const outside = p(9) !== 0 || p(10) !== 0;
@@ -78,6 +87,8 @@ export function exec(ctrl: Int32Array, k: WasmKernelExports, i0: number, i1: num
     else if (op === OP_NATIVE_PACKED_T) n.gemm_packed_t(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
     else if (op === OP_NATIVE_PACKED_BF16) n.gemm_packed_bf16(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
     else if (op === OP_NATIVE_PACKED_T_BF16) n.gemm_packed_t_bf16(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+    else if (op === OP_NATIVE_PACKED_I8) n.gemm_packed_i8(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+    else if (op === OP_NATIVE_PACKED_T_I8) n.gemm_packed_t_i8(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
     else if (op === OP_NATIVE_NT) n.gemm_nt(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
     else if (op === OP_NATIVE_NN) n.gemm_nn(a, b, c, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
     else n.gemm_tn(a, b, c, i0, i1, p(3), p(4), p(5), p(6), p(7), p(8));
@@ -95,6 +106,10 @@ export function exec(ctrl: Int32Array, k: WasmKernelExports, i0: number, i1: num
     k.gemm_packed_bf16(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
   } else if (op === OP_PACKED_T_BF16) {
     k.gemm_packed_t_bf16(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+  } else if (op === OP_PACKED_I8) {
+    k.gemm_packed_i8(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
+  } else if (op === OP_PACKED_T_I8) {
+    k.gemm_packed_t_i8(p(0) >>> 0, p(1) >>> 0, p(2) >>> 0, p(3), i0, i1, p(4), p(5), p(6), p(7), p(8));
   } else if (op === OP_ROWS_LSE) {
     k.rows_lse(p(0) >>> 0, i0, i1, p(1), bitsFloat(p(2)), p(3) >>> 0);
   } else if (op === OP_ROWS_SOFTMAX_GRAD) {

@@ -6,10 +6,10 @@ import { availableParallelism } from 'node:os';
 import type { Arena } from '../arena.ts';
 import type { Kernel, MatmulOptions, AttentionBatch, AttentionBackwardBatch } from './kernel.ts';
 import type { AttentionShape } from '../ops/attention.ts';
-import type { PackedMatrix } from './packed.ts';
+import { panelSlots, type PackedMatrix } from './packed.ts';
 import { isExternal } from '../weight-memory.ts';
 import { createRequire } from 'node:module';
-import { GEN, CLAIM, DONE, NCHUNKS, CHUNK, TOTAL, OP, STOP, P, CTRL_INTS, CLOSED, MAX_CHUNKS, OP_GEMM, OP_ATTENTION, OP_NN, OP_TN, OP_ATTENTION_BACKWARD, OP_ROWS_LSE, OP_ROWS_SOFTMAX_GRAD, OP_PACKED, OP_PACKED_T, OP_PACKED_BF16, OP_PACKED_T_BF16, runChunks, exec, floatBits, opTile, bindNative, type WasmKernelExports, type NativeBinding } from './wasm-pool.ts';
+import { GEN, CLAIM, DONE, NCHUNKS, CHUNK, TOTAL, OP, STOP, P, CTRL_INTS, CLOSED, MAX_CHUNKS, OP_GEMM, OP_ATTENTION, OP_NN, OP_TN, OP_ATTENTION_BACKWARD, OP_ROWS_LSE, OP_ROWS_SOFTMAX_GRAD, OP_PACKED, OP_PACKED_T, OP_PACKED_BF16, OP_PACKED_T_BF16, OP_PACKED_I8, OP_PACKED_T_I8, runChunks, exec, floatBits, opTile, bindNative, type WasmKernelExports, type NativeBinding } from './wasm-pool.ts';
 
 const EXT = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 let cachedModule: WebAssembly.Module | null = null;
@@ -17,6 +17,9 @@ export function wasmModule(): WebAssembly.Module {
   cachedModule ??= new WebAssembly.Module(readFileSync(new URL('./kernels.wasm', import.meta.url)));
   return cachedModule;
 }
+
+const PACKED_OP = { f32: OP_PACKED, bf16: OP_PACKED_BF16, int8: OP_PACKED_I8 } as const;
+const PACKED_T_OP = { f32: OP_PACKED_T, bf16: OP_PACKED_T_BF16, int8: OP_PACKED_T_I8 } as const;
 
 /** Below this many multiply-adds a job runs on the calling thread alone (waking helpers costs more). */
 const PARALLEL_MIN_MACS = 1 << 16;
@@ -58,22 +61,22 @@ export class WasmKernel implements Kernel {
 
   /**
    * Run job `op` over [0, total): on this thread alone when there are no helpers or the job is
-   * smaller than `macs` worth waking them for, else shared with the helpers.
+   * smaller than `macs` worth waking them for, else shared with the helpers; chunks are multiples
+   * of `tile` (default: the op's own, opTile).
    */
-  protected dispatch(op: number, total: number, macs: number, params: number[]): void {
+  protected dispatch(op: number, total: number, macs: number, params: number[], tile = opTile(op)): void {
     if (this.helpers.length === 0 || macs < PARALLEL_MIN_MACS) {
       this.local[OP] = op;
       for (let i = 0; i < params.length; i++) this.local[P + i] = params[i];
       exec(this.local, this.k, 0, total, 0, this.nat);
       return;
     }
-    this.run(op, total, params);
+    this.run(op, total, params, tile);
   }
 
   /** Publish a job, work on it, and return when every chunk is done. */
-  private run(op: number, total: number, params: number[]): void {
+  private run(op: number, total: number, params: number[], tile: number): void {
     // ~8 chunks per thread balances uneven progress; chunks are multiples of each kernel's tile
-    const tile = opTile(op);
     let chunk = Math.ceil(Math.max(1, Math.ceil(total / (this.threads * 8))) / tile) * tile;
     if (Math.ceil(total / chunk) > MAX_CHUNKS) chunk = Math.ceil(total / MAX_CHUNKS / tile) * tile;
     const nChunks = Math.ceil(total / chunk);
@@ -107,17 +110,17 @@ export class WasmKernel implements Kernel {
    * matrix; `row0` is its first row, `first` whether it is the first range.
    */
   private staged(w: PackedMatrix, run: (part: PackedMatrix, row0: number, first: boolean) => void): void {
-    const panels = Math.ceil(w.rows / 8), panelSlots = w.cols * (w.dtype === 'bf16' ? 4 : 8);
-    const want = Math.min(this.stagingSlots, panels * panelSlots);
-    if (!this.window || this.window.length < Math.max(want, panelSlots) || this.window.length > Math.max(this.stagingSlots, panelSlots)) {
+    const panels = Math.ceil(w.rows / 8), slots = panelSlots(w.cols, w.dtype);
+    const want = Math.min(this.stagingSlots, panels * slots);
+    if (!this.window || this.window.length < Math.max(want, slots) || this.window.length > Math.max(this.stagingSlots, slots)) {
       if (this.window) this.arena.free(this.window);
-      this.window = this.arena.alloc(Math.max(want, panelSlots), false);
+      this.window = this.arena.alloc(Math.max(want, slots), false);
     }
-    const per = Math.floor(this.window.length / panelSlots);
+    const per = Math.floor(this.window.length / slots);
     for (let p0 = 0; p0 < panels; p0 += per) {
       const p1 = Math.min(panels, p0 + per);
-      this.window.set(w.data.subarray(p0 * panelSlots, p1 * panelSlots));
-      const part: PackedMatrix = { data: this.window.subarray(0, (p1 - p0) * panelSlots), rows: Math.min(w.rows, 8 * p1) - 8 * p0, cols: w.cols, ...(w.dtype ? { dtype: w.dtype } : {}) };
+      this.window.set(w.data.subarray(p0 * slots, p1 * slots));
+      const part: PackedMatrix = { data: this.window.subarray(0, (p1 - p0) * slots), rows: Math.min(w.rows, 8 * p1) - 8 * p0, cols: w.cols, ...(w.dtype ? { dtype: w.dtype } : {}) };
       run(part, 8 * p0, p0 === 0);
     }
   }
@@ -129,7 +132,7 @@ export class WasmKernel implements Kernel {
       this.staged(w, (part, row0) => this.matmulPacked(c.subarray(row0), a, part, m, { lda, ldc, accumulate: opts.accumulate }));
       return;
     }
-    this.dispatch(w.dtype === 'bf16' ? OP_PACKED_BF16 : OP_PACKED, Math.ceil(N / 8), m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
+    this.dispatch(PACKED_OP[w.dtype ?? 'f32'], Math.ceil(N / 8), m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
   }
 
   matmulPackedT(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
@@ -139,7 +142,7 @@ export class WasmKernel implements Kernel {
       this.staged(w, (part, row0, first) => this.matmulPackedT(c, a.subarray(row0), part, m, { lda, ldc, accumulate: first ? opts.accumulate : true }));
       return;
     }
-    this.dispatch(w.dtype === 'bf16' ? OP_PACKED_T_BF16 : OP_PACKED_T, K, m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
+    this.dispatch(PACKED_T_OP[w.dtype ?? 'f32'], K, m * N * K, [a.byteOffset, w.data.byteOffset, c.byteOffset, m, K, N, lda, ldc, acc]);
   }
 
   matmulNN(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {
