@@ -13,12 +13,14 @@ export const OP_GEMM = 0, OP_ATTENTION = 1, OP_NN = 2, OP_TN = 3, OP_ATTENTION_B
 export const OP_PACKED_BF16 = 9, OP_PACKED_T_BF16 = 10;
 /** the same products on the native addon (native.ts); the parameters of their WebAssembly twins, then the absolute address of b (two halves; 0, 0: b is in the memory) */
 export const OP_NATIVE_NT = 11, OP_NATIVE_NN = 12, OP_NATIVE_TN = 13, OP_NATIVE_PACKED = 14, OP_NATIVE_PACKED_T = 15, OP_NATIVE_PACKED_BF16 = 16, OP_NATIVE_PACKED_T_BF16 = 17;
+/** attention over paged bfloat16 KV caches on the native addon (native.ts attentionPaged; its own parameters, see exec) */
+export const OP_NATIVE_ATTENTION_PAGED = 18;
 
 /** Chunks of a job are whole multiples of its kernel's tile (rows, columns or panels). */
 export function opTile(op: number): number {
   switch (op) {
     case OP_NN: return 16;
-    case OP_ATTENTION: case OP_PACKED: case OP_PACKED_BF16: return 1;
+    case OP_ATTENTION: case OP_PACKED: case OP_PACKED_BF16: case OP_NATIVE_ATTENTION_PAGED: return 1;
     case OP_NATIVE_PACKED: case OP_NATIVE_PACKED_BF16: return 6;
     case OP_NATIVE_NN: return 24;
     case OP_NATIVE_TN: return 32;
@@ -34,6 +36,7 @@ export interface NativeBinding {
     gemm_nt(a: number, b: number, c: number, ...n: number[]): void; gemm_nn(a: number, b: number, c: number, ...n: number[]): void;
     gemm_tn(a: number, b: number, c: number, ...n: number[]): void;
     gemm_packed_bf16(a: number, p: number, c: number, ...n: number[]): void; gemm_packed_t_bf16(a: number, p: number, c: number, ...n: number[]): void;
+    attention_paged_bf16(q: number, out: number, tiles: number, pages: number, ...n: number[]): void;
   };
   /** address of the shared memory's byte 0 (a shared WebAssembly memory never moves when it grows) */
   base: number;
@@ -69,7 +72,12 @@ function bitsFloat(x: number): number { i32[0] = x; return f32[0]; }
 export function exec(ctrl: Int32Array, k: WasmKernelExports, i0: number, i1: number, thread: number, nat: NativeBinding | null = null): void {
   const p = (i: number) => ctrl[P + i];
   const op = ctrl[OP];
-  if (op >= OP_NATIVE_NT) {
+  if (op === OP_NATIVE_ATTENTION_PAGED) {
+    if (!nat) throw new Error('a native kernel job reached a thread without the native addon');
+    // q, ldq, out, tiles, pages (offsets in the memory; the pages table holds the pages' absolute addresses), nTiles, nHeads, nKv, hd, layer, page positions, window, scale
+    const b = nat.base;
+    nat.addon.attention_paged_bf16(b + (p(0) >>> 0), b + (p(2) >>> 0), b + (p(3) >>> 0), b + (p(4) >>> 0), p(1), i0, i1, p(5), p(6), p(7), p(8), p(9), p(10), p(11), bitsFloat(p(12)));
+  } else if (op >= OP_NATIVE_NT) {
     if (!nat) throw new Error('a native kernel job reached a thread without the native addon');
     // b may live outside the memory (weights placed outside it): then p(9), p(10) hold its absolute address
     const outside = p(9) !== 0 || p(10) !== 0;

@@ -1,0 +1,133 @@
+// Paged bfloat16 KV caches outside the WebAssembly memory: how the embedded engine serves contexts
+// that float32 KV beside the weights in the 4 GiB memory cannot hold (Qwen3-0.6B: 229 KB of f32 KV
+// per position, so ~11K positions beside its bf16 weights; OpenClaw sends a ~10K-token system
+// prompt). A page holds PAGE_POSITIONS positions of every layer, [layer][K, V][positions][kvDim]
+// bfloat16, in an ArrayBuffer of its own (never moved, so the native attention kernel reads it by
+// address). A cache is a list of pages: it grows a page at a time (no copy, no power-of-two
+// slack), and a released page goes back to the pool for the next cache. Pages are never handed
+// back to the operating system: the pool's size is the high-water mark of the pages in use, which
+// the scheduler keeps within the KV budget (kv-memory.ts).
+//
+// Rows are rounded to bfloat16 (nearest even) when stored, whatever the batch they were computed
+// in, so a reused prefix holds the very values a recompute would store.
+import type { KvCache } from './kv-cache.ts';
+
+/** Positions per page: the attention kernel's key block (a multiple of 8). */
+export const PAGE_POSITIONS = 64;
+
+export interface KvPage { data: Uint16Array; address: number }
+
+export class KvPagePool {
+  readonly positions: number;
+  readonly layers: number;
+  readonly kvDim: number;
+  /** bytes of one position (keys and values of every layer) */
+  readonly bytesPerPosition: number;
+  readonly pageBytes: number;
+  private readonly free: KvPage[] = [];
+  private made = 0;
+  private readonly addressOf: ((v: ArrayBufferView) => number) | null;
+
+  /** `addressOf` gives a page's address for the native kernel (null: the TypeScript kernel, which reads the arrays). */
+  constructor(layers: number, kvDim: number, addressOf: ((v: ArrayBufferView) => number) | null, positions = PAGE_POSITIONS) {
+    if (positions % 8 !== 0 || positions <= 0) throw new RangeError(`page positions must be a positive multiple of 8 (got ${positions})`);
+    this.layers = layers; this.kvDim = kvDim; this.positions = positions; this.addressOf = addressOf;
+    this.bytesPerPosition = layers * 2 * kvDim * 2;
+    this.pageBytes = positions * this.bytesPerPosition;
+  }
+
+  take(): KvPage {
+    const p = this.free.pop();
+    if (p) return p;
+    const data = new Uint16Array(new ArrayBuffer(this.pageBytes));
+    this.made++;
+    return { data, address: this.addressOf ? this.addressOf(data) : 0 };
+  }
+
+  give(p: KvPage): void { this.free.push(p); }
+
+  /** bytes of all pages made (in use or free) */
+  get reservedBytes(): number { return this.made * this.pageBytes; }
+}
+
+const f32 = new Float32Array(1), u32 = new Uint32Array(f32.buffer);
+
+export class PagedKvCache implements KvCache {
+  length = 0;
+  readonly pages: KvPage[] = [];
+  readonly pool: KvPagePool;
+  readonly maxPositions: number;
+
+  constructor(pool: KvPagePool, maxPositions: number) { this.pool = pool; this.maxPositions = maxPositions; }
+
+  get capacity(): number { return this.pages.length * this.pool.positions; }
+  get bytesPerPosition(): number { return this.pool.bytesPerPosition; }
+  get bytes(): number { return this.pages.length * this.pool.pageBytes; }
+
+  reserve(n: number): void {
+    const need = this.length + n;
+    if (need > this.maxPositions) throw new RangeError(`context length ${need} exceeds the model's maximum of ${this.maxPositions} positions`);
+    while (this.capacity < need) this.pages.push(this.pool.take());
+  }
+
+  copyFrom(from: KvCache, n: number): void {
+    if (!(from instanceof PagedKvCache) || from.pool !== this.pool) throw new Error('a paged KV cache copies only a paged cache of its own pool');
+    this.truncate(0);
+    this.reserve(n);
+    const whole = Math.ceil(n / this.pool.positions);
+    for (let i = 0; i < whole; i++) this.pages[i].data.set(from.pages[i].data);
+    this.length = n;
+  }
+
+  /** Keep the first `n` positions; pages past them go back to the pool. */
+  truncate(n: number): void {
+    this.length = Math.min(this.length, n);
+    const keep = Math.ceil(this.length / this.pool.positions);
+    while (this.pages.length > keep) this.pool.give(this.pages.pop()!);
+  }
+
+  release(): void {
+    this.truncate(0);
+  }
+
+  /**
+   * Store the keys and values of position `pos` of layer `layer`, rounded to bfloat16: `bits` are
+   * float32 bit patterns (a Uint32Array view of the rows), keys at kOff, values at vOff.
+   */
+  store(layer: number, pos: number, bits: Uint32Array, kOff: number, vOff: number): void {
+    const P = this.pool.positions, kvDim = this.pool.kvDim;
+    const page = this.pages[Math.floor(pos / P)].data;
+    const at = (layer * 2 * P + (pos % P)) * kvDim;
+    toBf16(page, at, bits, kOff, kvDim);
+    toBf16(page, at + P * kvDim, bits, vOff, kvDim);
+  }
+
+  /** Keys or values of layer `layer`, positions [0, n), widened to float32 ([n × kvDim]; the TypeScript kernel and tests). */
+  read(layer: number, which: 'k' | 'v', n: number): Float32Array {
+    const P = this.pool.positions, kvDim = this.pool.kvDim;
+    const out = new Float32Array(n * kvDim), bits = new Uint32Array(out.buffer);
+    for (let pos = 0; pos < n; pos++) {
+      const page = this.pages[Math.floor(pos / P)].data;
+      const at = ((layer * 2 + (which === 'k' ? 0 : 1)) * P + (pos % P)) * kvDim;
+      for (let d = 0; d < kvDim; d++) bits[pos * kvDim + d] = page[at + d] << 16;
+    }
+    return out;
+  }
+}
+
+/** dst[at + i] = the bfloat16 (nearest, ties to even) of the float whose bits are src[from + i], for i < n. */
+function toBf16(dst: Uint16Array, at: number, src: Uint32Array, from: number, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const b = src[from + i];
+    dst[at + i] = (b & 0x7fffffff) > 0x7f800000 ? (b >>> 16) | 0x40 : (b + 0x7fff + ((b >>> 16) & 1)) >>> 16;
+  }
+}
+
+/** The bfloat16 rounding `store` applies, for one float (tests). */
+export function roundBf16(x: number): number {
+  f32[0] = x;
+  const tmp = new Uint16Array(1);
+  toBf16(tmp, 0, u32, 0, 1);
+  u32[0] = tmp[0] << 16;
+  return f32[0];
+}
