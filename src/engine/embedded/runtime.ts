@@ -224,15 +224,18 @@ export class EmbeddedRuntime {
     this.admit();
     if (this.running.length === 0) return out;
 
-    // decode rows for every prefilled sequence, then prompt chunks in arrival order
+    // decode rows for every prefilled sequence, then prompt chunks: normal priority first, each in
+    // arrival order. Only normal-priority decoders are protected by the pacer: a low-priority one
+    // (the judge) never holds back a user's prompt.
     let decoders = 0;
-    for (const s of this.running) if (s.prefilled) decoders++;
+    for (const s of this.running) if (s.prefilled && s.params.priority !== 'low') decoders++;
     let budget = this.pacer.rows(decoders > 0);
     const items: BatchItem[] = [];
     const fed: Sequence[] = [];
     const sampled: boolean[] = [];
     let prefillRows = 0;
-    for (const s of this.running) {
+    const order = [...this.running.filter((s) => s.prefilled || s.params.priority !== 'low'), ...this.running.filter((s) => !s.prefilled && s.params.priority === 'low')];
+    for (const s of order) {
       const cache = s.cache!;
       if (s.prefilled) { items.push({ tokens: [s.ids[s.ids.length - 1]], cache, adapter: s.adapter, weights: s.weights }); fed.push(s); sampled.push(true); continue; }
       if (budget === 0) continue;
@@ -307,13 +310,15 @@ export class EmbeddedRuntime {
   }
 
   /**
-   * `score` in passes, yielding between them (the worker decodes in between). While sequences
-   * decode, a pass takes the rows the pacer allows and its time is paid from the same credit as
-   * prompt rows, so scoring in the background keeps decoders at their share too.
+   * `score` in passes, yielding between them (the worker decodes in between). While user-facing
+   * (normal-priority) requests are in the engine, a pass takes only the rows the pacer's credit
+   * allows (none while they only prefill: the credit is earned by decode steps, and prompt rows
+   * spend it first) and its time is paid from that credit, so background scoring delays neither a
+   * first token nor keeps decoders below their share.
    */
   scoreSteps(requests: ScoreRequest[], opts: ScoreOptions = {}, paced = true): Generator<void, Float32Array[]> {
     const { adapter, weights, caches } = this.scoringSetup(requests, opts);
-    return this.paced(scoreSteps(this.model, requests, adapter, opts.temperature ?? 1, () => this.pacer.rows(paced && this.decoding()), caches, weights), paced);
+    return this.paced(scoreSteps(this.model, requests, adapter, opts.temperature ?? 1, () => this.pacer.rows(paced && this.servingUsers), caches, weights), paced);
   }
 
   /** `scoreSteps` with each position's top-K and the log-probs of the requests' gatherIds (see Engine.scoreTopK). */
@@ -326,10 +331,16 @@ export class EmbeddedRuntime {
       for (const ids of r.gatherIds) checkTokenIds(ids, V, 'gather id');
     }
     const { adapter, weights, caches } = this.scoringSetup(requests, opts);
-    return this.paced(scoreStepsTopK(this.model, requests, adapter, opts.temperature ?? 1, () => this.pacer.rows(paced && this.decoding()), k, caches, weights), paced);
+    return this.paced(scoreStepsTopK(this.model, requests, adapter, opts.temperature ?? 1, () => this.pacer.rows(paced && this.servingUsers), k, caches, weights), paced);
   }
 
-  private decoding(): boolean { return this.running.some((s) => s.prefilled); }
+  /** whether a normal-priority sequence is decoding (what the pacer protects) */
+  private decoding(): boolean { return this.running.some((s) => s.prefilled && s.params.priority !== 'low'); }
+
+  /** whether a normal-priority (user-facing) request is waiting, prefilling or decoding: background scoring waits for it (worker.ts) */
+  get servingUsers(): boolean {
+    return this.running.some((s) => s.params.priority !== 'low') || this.waiting.some((s) => s.params.priority !== 'low');
+  }
 
   /** Runs scoring passes, paying the time of each from the pacer's credit while sequences decode. */
   private *paced<T>(passes: Generator<void, T>, paced: boolean): Generator<void, T> {
