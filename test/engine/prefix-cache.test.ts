@@ -45,6 +45,12 @@ test('PrefixCache: longest match per version, move on a near-full match, copy ot
   pc.insert(1, a, filledCache(m, 40, 0));
   // another version never matches
   assert.equal(pc.take(2, a, 39), null);
+  // scoring never moves: the same near-full match is copied and the entry stays
+  const copied = pc.take(1, [...a.slice(0, 30), 999], 39, false)!;
+  assert.equal(copied.length, 30);
+  assert.equal(pc.stats().entries, 1, 'a copied entry stays');
+  assert.equal(arenaKv(copied.cache).k[1][5], 1e4 + 5);
+  copied.cache.release();
   // a match that cuts 10 of 40 positions off is within the move slack (16): moved
   const moved = pc.take(1, [...a.slice(0, 30), 999], 39)!;
   assert.equal(moved.length, 30);

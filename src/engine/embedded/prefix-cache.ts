@@ -8,7 +8,8 @@
 //
 // A hit either moves the entry's cache to the new request (when little of it would be cut off:
 // the usual next-turn case, no copy) or copies the matched positions into a fresh cache (another
-// session sharing only the system prompt). Keys are exact token-id prefixes, so the reused keys
+// session sharing only the system prompt, and every scoring pass: background scoring of turn t
+// often runs after turn t + 1, and moving would cut turn t + 1's tail off its entry). Keys are exact token-id prefixes, so the reused keys
 // and values are the very numbers a full recompute would produce: every row of a forward pass is
 // computed in the same order whatever else is in the batch, so log-probs stay bit-identical.
 import type { KvCache } from './kv-cache.ts';
@@ -67,8 +68,10 @@ export class PrefixCache {
   /**
    * The longest cached prefix of `tokens` (at most `limit` positions) computed under `version`,
    * as a cache the caller owns from now on (null when nothing matches). Counted in the hit rate.
+   * `mayMove` false: always a copy (background scoring must not cut the tail off a conversation's
+   * newer entry, which the conversation's next turn needs).
    */
-  take(version: number, tokens: ArrayLike<number>, limit: number): PrefixHit | null {
+  take(version: number, tokens: ArrayLike<number>, limit: number, mayMove = true): PrefixHit | null {
     this.counters.lookups++;
     this.counters.lookedUpTokens += limit;
     let best: Entry | null = null, bestLen = 0;
@@ -81,7 +84,7 @@ export class PrefixCache {
     if (!best || bestLen === 0) return null;
     this.counters.hits++;
     this.counters.reusedTokens += bestLen;
-    if (best.tokens.length - bestLen <= moveSlack(best.tokens.length)) {
+    if (mayMove && best.tokens.length - bestLen <= moveSlack(best.tokens.length)) {
       this.remove(best);
       best.cache.truncate(bestLen);
       return { cache: best.cache, length: bestLen };

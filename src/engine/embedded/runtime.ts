@@ -369,7 +369,7 @@ export class EmbeddedRuntime {
     const version = sel === 'current' ? null : sel === 'base' ? 0 : sel === 'published' ? this.published : sel;
     const caches: CacheSource = {
       open: (tokens, limit) => {
-        const hit = version !== null && this.prefixCache.enabled ? this.prefixCache.take(version, tokens, limit) : null;
+        const hit = version !== null && this.prefixCache.enabled ? this.prefixCache.take(version, tokens, limit, false) : null;
         const c = hit?.cache ?? this.newKvCache();
         this.scoring.add(c);
         return c;
