@@ -2,12 +2,18 @@
  * Causal grouped-query attention over paged bfloat16 KV caches (src/engine/embedded/kv-pages.ts),
  * AVX2 + FMA (also what AVX-512 machines run: one build, so every machine gives the same bits).
  *
- * A page holds `P` positions of every layer: [layer][K, V][P][kvDim] bfloat16. A work unit is one
+ * A page holds `P` positions of every layer: [layer][kv head][K, V][P][hd] bfloat16, so the keys
+ * (and the values) of one head of one block are one contiguous run. A work unit is one
  * key/value head of one tile: up to `tileRows` consecutive query rows of one sequence (positions
  * pos0, pos0 + 1, …). The unit reads each key/value block (one page, P positions) once, widened to
  * float32, for all the tile's rows and all the query heads that share that key/value head, and
  * keeps a running (online) softmax: a short new suffix over a long cached prefix reads the prefix
  * once per tile instead of once per (row, head).
+ *
+ * Keys and values are widened in registers, 16 at a time: one 32-byte load holds 8 pairs of
+ * bfloat16; the pair's low half shifted up is the even dimension's float32, the pair with its low
+ * half cleared is the odd one's. Query vectors and outputs are kept in that even/odd order per
+ * group of 16 dimensions (queries are reordered once per tile, outputs once at the end).
  *
  * Exactness: every query's result is the same whatever tile it is in (alone as a decode row, or
  * among the rows of a prefill chunk) and whatever else is in the batch. Each score is one
@@ -63,49 +69,82 @@ INLINE __m256 exp8(__m256 x) {
   return _mm256_mul_ps(p, _mm256_castsi256_ps(pow2n));
 }
 
-/* n bfloat16 values (n a multiple of 8) widened to float32 */
-INLINE void widen(float *dst, const uint16_t *src, long n) {
-  for (long i = 0; i < n; i += 8) {
-    const __m128i h = _mm_loadu_si128((const __m128i *)(src + i));
-    _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
+/* one group of 16 (or, with half, 8) dimensions of a bfloat16 row as float32: even dims, odd dims */
+INLINE void widen16(const uint16_t *r, int half, __m256 *e, __m256 *o) {
+  const __m256i x = half ? _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)r)) : _mm256_loadu_si256((const __m256i *)r);
+  *e = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
+  *o = _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32((int)0xffff0000)));
+}
+
+/* the order a query or output vector is kept in: per group of 16 dims, the 8 even dims then the 8 odd ones (a half group: 4 and 4, zero-padded) */
+static void to_groups(float *dst, const float *src, long hd) {
+  for (long g = 0; g * 16 < hd; g++) {
+    const long n = hd - g * 16 >= 16 ? 8 : 4;
+    for (long i = 0; i < 8; i++) {
+      dst[g * 16 + i] = i < n ? src[g * 16 + 2 * i] : 0;
+      dst[g * 16 + 8 + i] = i < n ? src[g * 16 + 2 * i + 1] : 0;
+    }
   }
 }
 
-/* s[i·ld + j] = q_i · k_j for 4 queries × 2 keys (each an 8-lane FMA chain over d, then the fixed tree) */
-INLINE void dots4x2(const float *q, long hd, const float *k0, const float *k1, float *s, long ld) {
-  const float *q0 = q, *q1 = q + hd, *q2 = q + 2 * hd, *q3 = q + 3 * hd;
-  __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00, a30 = a00, a31 = a00;
-  for (long d = 0; d < hd; d += 8) {
-    const __m256 x0 = _mm256_loadu_ps(k0 + d), x1 = _mm256_loadu_ps(k1 + d);
-    __m256 y = _mm256_loadu_ps(q0 + d);
-    a00 = _mm256_fmadd_ps(y, x0, a00); a01 = _mm256_fmadd_ps(y, x1, a01);
-    y = _mm256_loadu_ps(q1 + d);
-    a10 = _mm256_fmadd_ps(y, x0, a10); a11 = _mm256_fmadd_ps(y, x1, a11);
-    y = _mm256_loadu_ps(q2 + d);
-    a20 = _mm256_fmadd_ps(y, x0, a20); a21 = _mm256_fmadd_ps(y, x1, a21);
-    y = _mm256_loadu_ps(q3 + d);
-    a30 = _mm256_fmadd_ps(y, x0, a30); a31 = _mm256_fmadd_ps(y, x1, a31);
+static void from_groups(float *dst, const float *src, long hd, float scale) {
+  const __m256 k = _mm256_set1_ps(scale);
+  for (long g = 0; g * 16 < hd; g++) {
+    const __m256 e = _mm256_mul_ps(_mm256_loadu_ps(src + g * 16), k), o = _mm256_mul_ps(_mm256_loadu_ps(src + g * 16 + 8), k);
+    const __m256 lo = _mm256_unpacklo_ps(e, o), hi = _mm256_unpackhi_ps(e, o);
+    _mm256_storeu_ps(dst + g * 16, _mm256_permute2f128_ps(lo, hi, 0x20));
+    if (hd - g * 16 >= 16) _mm256_storeu_ps(dst + g * 16 + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
   }
-  float t[8];
-  _mm256_storeu_ps(t, hsum8x8(a00, a01, a10, a11, a20, a21, a30, a31));
-  s[0] = t[0]; s[1] = t[1]; s[ld] = t[2]; s[ld + 1] = t[3]; s[2 * ld] = t[4]; s[2 * ld + 1] = t[5]; s[3 * ld] = t[6]; s[3 * ld + 1] = t[7];
 }
 
-/* o_i[c .. c+8) = o_i·alpha_i + Σ_j p_i[j]·v_j[c .. c+8) for 4 queries, j in [0, nk) in order */
-INLINE void pv4(float *o, long hd, const float *p, long ldp, const float *alpha, const float *v, long nk, long c) {
-  __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(o + c), _mm256_set1_ps(alpha[0]));
-  __m256 a1 = _mm256_mul_ps(_mm256_loadu_ps(o + hd + c), _mm256_set1_ps(alpha[1]));
-  __m256 a2 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * hd + c), _mm256_set1_ps(alpha[2]));
-  __m256 a3 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * hd + c), _mm256_set1_ps(alpha[3]));
-  for (long j = 0; j < nk; j++) {
-    const __m256 x = _mm256_loadu_ps(v + j * hd + c);
-    a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), x, a0);
-    a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + ldp + j), x, a1);
-    a2 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + 2 * ldp + j), x, a2);
-    a3 = _mm256_fmadd_ps(_mm256_broadcast_ss(p + 3 * ldp + j), x, a3);
+/*
+ * Scores of QB queries (grouped order, stride ldq floats) × KB keys (bfloat16 rows, stride ldk),
+ * QB·KB = 8: s[i·ld + j] = q_i · k_j, each an 8-lane chain (even dims then odd dims per group) summed by hsum8x8.
+ */
+#define DOTS(QB, KB)                                                                                             \
+  INLINE void dots##QB##x##KB(const float *q, long ldq, const uint16_t *k, long ldk, long hd, float *s, long ld) { \
+    __m256 a[8];                                                                                                 \
+    for (int i = 0; i < 8; i++) a[i] = _mm256_setzero_ps();                                                      \
+    for (long g = 0; g * 16 < hd; g++) {                                                                         \
+      const int half = hd - g * 16 < 16;                                                                         \
+      __m256 ke[KB], ko[KB];                                                                                     \
+      for (int j = 0; j < KB; j++) widen16(k + j * ldk + g * 16, half, &ke[j], &ko[j]);                        \
+      for (int i = 0; i < QB; i++) {                                                                             \
+        const __m256 qe = _mm256_loadu_ps(q + i * ldq + g * 16), qo = _mm256_loadu_ps(q + i * ldq + g * 16 + 8);  \
+        for (int j = 0; j < KB; j++) a[i * KB + j] = _mm256_fmadd_ps(qo, ko[j], _mm256_fmadd_ps(qe, ke[j], a[i * KB + j])); \
+      }                                                                                                          \
+    }                                                                                                            \
+    float t[8];                                                                                                  \
+    _mm256_storeu_ps(t, hsum8x8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]));                               \
+    for (int i = 0; i < QB; i++)                                                                                 \
+      for (int j = 0; j < KB; j++) s[i * ld + j] = t[i * KB + j];                                                \
   }
-  _mm256_storeu_ps(o + c, a0); _mm256_storeu_ps(o + hd + c, a1); _mm256_storeu_ps(o + 2 * hd + c, a2); _mm256_storeu_ps(o + 3 * hd + c, a3);
-}
+DOTS(4, 2)
+DOTS(2, 4)
+
+/*
+ * o_i = o_i·alpha_i + Σ_j p_i[j]·v_j for QB queries (grouped order, stride hd floats), j in [0, nk)
+ * in order, over groups [g0, g0 + NG): each output lane is one chain whatever QB and NG are.
+ */
+#define PV(QB, NG)                                                                                               \
+  INLINE void pv##QB##x##NG(float *o, long hd, const float *p, long ldp, const float *alpha, const uint16_t *v, long ldv, long nk, long g0) { \
+    __m256 a[QB][2 * NG];                                                                                        \
+    for (int i = 0; i < QB; i++)                                                                                 \
+      for (int c = 0; c < 2 * NG; c++) a[i][c] = _mm256_mul_ps(_mm256_loadu_ps(o + i * hd + g0 * 16 + c * 8), _mm256_set1_ps(alpha[i])); \
+    for (long j = 0; j < nk; j++) {                                                                              \
+      __m256 x[2 * NG];                                                                                          \
+      for (int g = 0; g < NG; g++) widen16(v + j * ldv + (g0 + g) * 16, hd - (g0 + g) * 16 < 16, &x[2 * g], &x[2 * g + 1]); \
+      for (int i = 0; i < QB; i++) {                                                                             \
+        const __m256 w = _mm256_broadcast_ss(p + i * ldp + j);                                                   \
+        for (int c = 0; c < 2 * NG; c++) a[i][c] = _mm256_fmadd_ps(w, x[c], a[i][c]);                           \
+      }                                                                                                          \
+    }                                                                                                            \
+    for (int i = 0; i < QB; i++)                                                                                 \
+      for (int c = 0; c < 2 * NG; c++) _mm256_storeu_ps(o + i * hd + g0 * 16 + c * 8, a[i][c]);                 \
+  }
+PV(4, 1)
+PV(2, 2)
+PV(2, 1)
 
 /* the most query vectors of one unit (tile rows × heads per key/value head) */
 #define MAX_Q 32
@@ -118,46 +157,46 @@ INLINE void pv4(float *o, long hd, const float *p, long ldp, const float *alpha,
  */
 void attention_paged_bf16(const float *q, long ldq, float *out, const int32_t *tiles, const double *pages, long u0, long u1,
                           long nTiles, long nHeads, long nKv, long hd, long layer, long P, long window, float scale) {
-  const long G = nHeads / nKv, kvDim = nKv * hd;
-  float qs[MAX_Q * hd], o[MAX_Q * hd], kf[P * hd], vf[P * hd], s[MAX_Q * P];
+  const long G = nHeads / nKv, HD = (hd + 15) & ~15L, groups = HD / 16;
+  float qs[MAX_Q * HD], o[MAX_Q * HD], s[MAX_Q * P];
   float m[MAX_Q], l[MAX_Q], alpha[MAX_Q];
-  int32_t lo[MAX_Q], hi[MAX_Q];
   for (long u = u0; u < u1; u++) {
     const long kvh = u / nTiles, tile = u % nTiles;
     const int32_t *t = tiles + 4 * tile;
     const long row0 = t[0], rows = t[1], pos0 = t[2];
     const double *pt = pages + t[3];
-    const long nq = rows * G, NQ = (nq + 3) & ~3L;
-    /* the tile's queries, query i = (row i / G, head kvh·G + i % G); padding repeats the first */
+    /* query i = (row i / G, head kvh·G + i % G), padded to an even count with repeats of the first */
+    const long nq = rows * G, NQ = (nq + 1) & ~1L;
     for (long i = 0; i < NQ; i++) {
       const long ii = i < nq ? i : 0;
-      memcpy(qs + i * hd, q + (row0 + ii / G) * ldq + (kvh * G + ii % G) * hd, hd * sizeof(float));
+      to_groups(qs + i * HD, q + (row0 + ii / G) * ldq + (kvh * G + ii % G) * hd, hd);
       m[i] = -INFINITY; l[i] = 0;
     }
-    memset(o, 0, NQ * hd * sizeof(float));
+    memset(o, 0, NQ * HD * sizeof(float));
     const long last = pos0 + rows - 1;
     const long first = window > 0 ? (pos0 - window + 1 > 0 ? pos0 - window + 1 : 0) : 0;
     for (long b = first / P; b <= last / P; b++) {
-      const long j0 = b * P, nk = last + 1 - j0 < P ? last + 1 - j0 : P, nk2 = (nk + 1) & ~1L, nk8 = (nk + 7) & ~7L;
+      const long j0 = b * P, nk = last + 1 - j0 < P ? last + 1 - j0 : P, nk4 = (nk + 3) & ~3L, nk8 = (nk + 7) & ~7L;
       const uint16_t *page = (const uint16_t *)(uintptr_t)pt[b];
-      const uint16_t *kb = page + (layer * 2) * P * kvDim + kvh * hd, *vb = page + (layer * 2 + 1) * P * kvDim + kvh * hd;
-      for (long j = 0; j < nk; j++) { widen(kf + j * hd, kb + j * kvDim, hd); widen(vf + j * hd, vb + j * kvDim, hd); }
-      if (nk2 > nk) memset(kf + nk * hd, 0, hd * sizeof(float));
-      for (long i = 0; i < NQ; i += 4)
-        for (long j = 0; j < nk2; j += 2) dots4x2(qs + i * hd, hd, kf + j * hd, kf + (j + 1) * hd, s + i * P + j, P);
+      const uint16_t *kb = page + ((layer * nKv + kvh) * 2) * P * hd, *vb = kb + P * hd;
+      /* scores of keys [0, nk4) (those past nk are masked below; they are rows of the same page) */
+      long i = 0;
+      for (; i + 4 <= NQ; i += 4)
+        for (long j = 0; j < nk4; j += 2) dots4x2(qs + i * HD, HD, kb + j * hd, hd, hd, s + i * P + j, P);
+      if (i < NQ)
+        for (long j = 0; j < nk4; j += 4) dots2x4(qs + i * HD, HD, kb + j * hd, hd, hd, s + i * P + j, P);
       /* softmax bookkeeping per query: what it sees of this block is [lo, hi] (empty: untouched) */
       for (long i = 0; i < NQ; i++) {
         const long pos = pos0 + (i < nq ? i : 0) / G;
         const long start = window > 0 ? (pos - window + 1 > 0 ? pos - window + 1 : 0) : 0;
-        lo[i] = (int32_t)((start > j0 ? start : j0) - j0);
-        hi[i] = (int32_t)((pos < j0 + nk - 1 ? pos : j0 + nk - 1) - j0);
+        const int lo = (int)((start > j0 ? start : j0) - j0), hi = (int)((pos < j0 + nk - 1 ? pos : j0 + nk - 1) - j0);
         float *si = s + i * P;
-        if (hi[i] < lo[i]) {
+        if (hi < lo) {
           alpha[i] = 1;
           memset(si, 0, nk8 * sizeof(float));
           continue;
         }
-        const __m256i vlo = _mm256_set1_epi32(lo[i]), vhi = _mm256_set1_epi32(hi[i]);
+        const __m256i vlo = _mm256_set1_epi32(lo), vhi = _mm256_set1_epi32(hi);
         const __m256 ninf = _mm256_set1_ps(-INFINITY), vscale = _mm256_set1_ps(scale);
         __m256 vmax = ninf;
         for (long j = 0; j < nk8; j += 8) {
@@ -180,13 +219,15 @@ void attention_paged_bf16(const float *q, long ldq, float *out, const int32_t *t
         l[i] = l[i] * alpha[i] + hsum8(sum);
         m[i] = mnew;
       }
-      for (long i = 0; i < NQ; i += 4)
-        for (long c = 0; c < hd; c += 8) pv4(o + i * hd, hd, s + i * P, P, alpha + i, vf, nk, c);
+      i = 0;
+      for (; i + 4 <= NQ; i += 4)
+        for (long g = 0; g < groups; g++) pv4x1(o + i * HD, HD, s + i * P, P, alpha + i, vb, hd, nk, g);
+      if (i < NQ) {
+        long g = 0;
+        for (; g + 2 <= groups; g += 2) pv2x2(o + i * HD, HD, s + i * P, P, alpha + i, vb, hd, nk, g);
+        if (g < groups) pv2x1(o + i * HD, HD, s + i * P, P, alpha + i, vb, hd, nk, g);
+      }
     }
-    for (long i = 0; i < nq; i++) {
-      const __m256 inv = _mm256_set1_ps(1.0f / l[i]);
-      float *dst = out + (row0 + i / G) * nHeads * hd + (kvh * G + i % G) * hd;
-      for (long d = 0; d < hd; d += 8) _mm256_storeu_ps(dst + d, _mm256_mul_ps(_mm256_loadu_ps(o + i * hd + d), inv));
-    }
+    for (long i = 0; i < nq; i++) from_groups(out + (row0 + i / G) * nHeads * hd + (kvh * G + i % G) * hd, o + i * HD, hd, 1.0f / l[i]);
   }
 }

@@ -32,7 +32,7 @@ function randomCache(pool: KvPagePool, n: number, rng: Rng, max = 4096): PagedKv
 }
 
 test('paged caches: stored rows read back rounded to bfloat16; copy, truncate and release move whole pages', () => {
-  const pool = new KvPagePool(3, 16, null, 8);
+  const pool = new KvPagePool(3, 2, 8, null, 8);
   const rng = new Rng(1);
   const c = new PagedKvCache(pool, 100);
   c.reserve(20);
@@ -79,7 +79,7 @@ test('native paged attention: agrees with the TypeScript reference, and each row
     for (const s of shapes) {
       const kvDim = s.numKvHeads * s.headDim, qDim = s.numHeads * s.headDim, ldq = qDim + 2 * kvDim;
       const k0 = kernels[0];
-      const pool = new KvPagePool(2, kvDim, (v) => k0.addressOf(v), 16);
+      const pool = new KvPagePool(2, s.numKvHeads, s.headDim, (v) => k0.addressOf(v), 16);
       const a = randomCache(pool, 230, rng), b = randomCache(pool, 37, rng);
       // a prefill chunk of 45 rows of `a` at positions 185..229 (crossing pages, several tiles), a decode row of `b`, 3 more rows of `a`'s start
       const rows: [PagedKvCache, number][] = [

@@ -1,8 +1,9 @@
 // Paged bfloat16 KV caches outside the WebAssembly memory: how the embedded engine serves contexts
 // that float32 KV beside the weights in the 4 GiB memory cannot hold (Qwen3-0.6B: 229 KB of f32 KV
 // per position, so ~11K positions beside its bf16 weights; OpenClaw sends a ~10K-token system
-// prompt). A page holds PAGE_POSITIONS positions of every layer, [layer][K, V][positions][kvDim]
-// bfloat16, in an ArrayBuffer of its own (never moved, so the native attention kernel reads it by
+// prompt). A page holds PAGE_POSITIONS positions of every layer, [layer][kv head][K, V][positions][head dim]
+// bfloat16 (one head's keys of a page are one contiguous run: few TLB misses, plain prefetching),
+// in an ArrayBuffer of its own (never moved, so the native attention kernel reads it by
 // address). A cache is a list of pages: it grows a page at a time (no copy, no power-of-two
 // slack), and a released page goes back to the pool for the next cache. Pages are never handed
 // back to the operating system: the pool's size is the high-water mark of the pages in use, which
@@ -21,6 +22,8 @@ export class KvPagePool {
   readonly positions: number;
   readonly layers: number;
   readonly kvDim: number;
+  readonly kvHeads: number;
+  readonly headDim: number;
   /** bytes of one position (keys and values of every layer) */
   readonly bytesPerPosition: number;
   readonly pageBytes: number;
@@ -29,9 +32,10 @@ export class KvPagePool {
   private readonly addressOf: ((v: ArrayBufferView) => number) | null;
 
   /** `addressOf` gives a page's address for the native kernel (null: the TypeScript kernel, which reads the arrays). */
-  constructor(layers: number, kvDim: number, addressOf: ((v: ArrayBufferView) => number) | null, positions = PAGE_POSITIONS) {
+  constructor(layers: number, kvHeads: number, headDim: number, addressOf: ((v: ArrayBufferView) => number) | null, positions = PAGE_POSITIONS) {
     if (positions % 8 !== 0 || positions <= 0) throw new RangeError(`page positions must be a positive multiple of 8 (got ${positions})`);
-    this.layers = layers; this.kvDim = kvDim; this.positions = positions; this.addressOf = addressOf;
+    this.layers = layers; this.kvHeads = kvHeads; this.headDim = headDim; this.kvDim = kvHeads * headDim; this.positions = positions; this.addressOf = addressOf;
+    const kvDim = this.kvDim;
     this.bytesPerPosition = layers * 2 * kvDim * 2;
     this.pageBytes = positions * this.bytesPerPosition;
   }
@@ -95,21 +99,25 @@ export class PagedKvCache implements KvCache {
    * float32 bit patterns (a Uint32Array view of the rows), keys at kOff, values at vOff.
    */
   store(layer: number, pos: number, bits: Uint32Array, kOff: number, vOff: number): void {
-    const P = this.pool.positions, kvDim = this.pool.kvDim;
+    const { positions: P, headDim: hd, kvHeads } = this.pool;
     const page = this.pages[Math.floor(pos / P)].data;
-    const at = (layer * 2 * P + (pos % P)) * kvDim;
-    toBf16(page, at, bits, kOff, kvDim);
-    toBf16(page, at + P * kvDim, bits, vOff, kvDim);
+    for (let h = 0; h < kvHeads; h++) {
+      const at = ((layer * kvHeads + h) * 2 * P + (pos % P)) * hd;
+      toBf16(page, at, bits, kOff + h * hd, hd);
+      toBf16(page, at + P * hd, bits, vOff + h * hd, hd);
+    }
   }
 
   /** Keys or values of layer `layer`, positions [0, n), widened to float32 ([n × kvDim]; the TypeScript kernel and tests). */
   read(layer: number, which: 'k' | 'v', n: number): Float32Array {
-    const P = this.pool.positions, kvDim = this.pool.kvDim;
+    const { positions: P, headDim: hd, kvHeads, kvDim } = this.pool;
     const out = new Float32Array(n * kvDim), bits = new Uint32Array(out.buffer);
     for (let pos = 0; pos < n; pos++) {
       const page = this.pages[Math.floor(pos / P)].data;
-      const at = ((layer * 2 + (which === 'k' ? 0 : 1)) * P + (pos % P)) * kvDim;
-      for (let d = 0; d < kvDim; d++) bits[pos * kvDim + d] = page[at + d] << 16;
+      for (let h = 0; h < kvHeads; h++) {
+        const at = (((layer * kvHeads + h) * 2 + (which === 'k' ? 0 : 1)) * P + (pos % P)) * hd;
+        for (let d = 0; d < hd; d++) bits[pos * kvDim + h * hd + d] = page[at + d] << 16;
+      }
     }
     return out;
   }

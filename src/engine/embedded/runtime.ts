@@ -121,7 +121,7 @@ export class EmbeddedRuntime {
     const dtype = opts.kvDtype ?? 'auto', readsPages = typeof kernel.attentionPaged === 'function';
     if (dtype === 'bf16' && !readsPages) throw new Error(`bf16 KV caches need a kernel that reads them (native or ts); the ${kernel.name} kernel reads float32 caches in the WebAssembly memory only`);
     if (dtype === 'bf16' || (dtype === 'auto' && readsPages && !arenaHoldsContext)) {
-      this.pages = new KvPagePool(cfg.numLayers, this.model.kvDim, kernel.addressOf ? (v) => kernel.addressOf!(v) : null);
+      this.pages = new KvPagePool(cfg.numLayers, cfg.numKvHeads, cfg.headDim, kernel.addressOf ? (v) => kernel.addressOf!(v) : null);
       this.kv = planPagedKvMemory({ bytesPerPosition: this.pages.bytesPerPosition, pagePositions: this.pages.positions, modelContext: this.model.maxContext, prefixCacheBytes: wantCacheBytes, capMiB: opts.kvMemoryMiB });
     } else {
       this.pages = null;
