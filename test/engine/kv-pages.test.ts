@@ -54,15 +54,31 @@ test('paged caches: stored rows read back rounded to bfloat16; copy, truncate an
   copy.copyFrom(c, 14);
   assert.equal(copy.length, 14);
   assert.equal(copy.capacity, 16);
+  assert.equal(copy.pages[0], c.pages[0], 'a full page of the copied prefix is shared');
+  assert.notEqual(copy.pages[1], c.pages[1], 'the partial last page is copied');
+  assert.equal(c.bytes, 2.5 * pool.pageBytes, 'a shared page counts half to each holder');
   assert.deepEqual(Array.from(copy.read(2, 'v', 14)), Array.from(v.subarray(0, 14 * 16)));
+  // writing into a shared page copies it first: the other holder keeps its values
+  copy.truncate(5);
+  copy.reserve(1);
+  assert.notEqual(copy.pages[0], c.pages[0]);
+  const other = new Float32Array(32).fill(7), otherBits = new Uint32Array(other.buffer);
+  copy.store(2, 5, otherBits, 0, 16);
+  assert.deepEqual(Array.from(c.read(2, 'k', 20)), Array.from(k), 'the original is untouched');
+  assert.equal(copy.read(2, 'k', 6)[5 * 16], 7);
   c.truncate(9);
-  assert.equal(c.capacity, 16, 'pages past the kept positions go back to the pool');
+  assert.equal(c.capacity, 16, 'pages past the kept positions are let go');
   const made = pool.reservedBytes;
   c.release(); copy.release();
   const again = new PagedKvCache(pool, 100);
-  again.reserve(48);
-  assert.equal(pool.reservedBytes, made + pool.pageBytes, 'released pages are reused before new ones are made');
+  again.reserve(made / pool.pageBytes * 8);
+  assert.equal(pool.reservedBytes, made, 'released pages are reused before new ones are made');
+  again.length = again.capacity;
+  again.reserve(8);
+  assert.equal(pool.reservedBytes, made + pool.pageBytes);
   assert.throws(() => again.reserve(101), /exceeds/);
+  again.release();
+  assert.equal(pool.usedBytes, 0);
 });
 
 test('native paged attention: agrees with the TypeScript reference, and each row has the same bits alone or in any tile and batch', { skip }, async () => {

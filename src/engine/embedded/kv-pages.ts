@@ -9,6 +9,13 @@
 // back to the operating system: the pool's size is the high-water mark of the pages in use, which
 // the scheduler keeps within the KV budget (kv-memory.ts).
 //
+// A copy shares pages: the full pages of the copied prefix are referenced, not copied (only a last,
+// partly filled page is), since positions below a cache's length are never written again; a cache
+// about to write into a page it shares takes a private copy of that page first. So another
+// session with the same system prompt, or a scoring pass over a conversation, costs memory only for
+// what it adds. A cache's `bytes` is its share of each page (page bytes / holders), so the bytes of
+// all caches add up to the pages in use.
+//
 // Rows are rounded to bfloat16 (nearest even) when stored, whatever the batch they were computed
 // in, so a reused prefix holds the very values a recompute would store.
 import type { KvCache } from './kv-cache.ts';
@@ -16,7 +23,8 @@ import type { KvCache } from './kv-cache.ts';
 /** Positions per page: the attention kernel's key block (a multiple of 8). */
 export const PAGE_POSITIONS = 64;
 
-export interface KvPage { data: Uint16Array; address: number }
+/** `refs`: caches holding the page */
+export interface KvPage { data: Uint16Array; address: number; refs: number }
 
 export class KvPagePool {
   readonly positions: number;
@@ -40,15 +48,22 @@ export class KvPagePool {
     this.pageBytes = positions * this.bytesPerPosition;
   }
 
+  /** A page held once. */
   take(): KvPage {
     const p = this.free.pop();
-    if (p) return p;
+    if (p) { p.refs = 1; return p; }
     const data = new Uint16Array(new ArrayBuffer(this.pageBytes));
     this.made++;
-    return { data, address: this.addressOf ? this.addressOf(data) : 0 };
+    return { data, address: this.addressOf ? this.addressOf(data) : 0, refs: 1 };
   }
 
-  give(p: KvPage): void { this.free.push(p); }
+  /** One holder lets go of `p`; the last one returns it to the pool. */
+  drop(p: KvPage): void {
+    if (--p.refs === 0) this.free.push(p);
+  }
+
+  /** bytes of the pages some cache holds */
+  get usedBytes(): number { return (this.made - this.free.length) * this.pageBytes; }
 
   /** bytes of all pages made (in use or free) */
   get reservedBytes(): number { return this.made * this.pageBytes; }
@@ -66,28 +81,47 @@ export class PagedKvCache implements KvCache {
 
   get capacity(): number { return this.pages.length * this.pool.positions; }
   get bytesPerPosition(): number { return this.pool.bytesPerPosition; }
-  get bytes(): number { return this.pages.length * this.pool.pageBytes; }
+  /** this cache's share of its pages: a page held by k caches counts 1/k here */
+  get bytes(): number {
+    let b = 0;
+    for (const p of this.pages) b += this.pool.pageBytes / p.refs;
+    return b;
+  }
 
+  /** Make room for `n` more positions (a shared page about to be written is copied first). */
   reserve(n: number): void {
     const need = this.length + n;
     if (need > this.maxPositions) throw new RangeError(`context length ${need} exceeds the model's maximum of ${this.maxPositions} positions`);
+    const P = this.pool.positions, at = Math.floor(this.length / P);
+    if (n > 0 && at < this.pages.length && this.pages[at].refs > 1) {
+      const own = this.pool.take();
+      own.data.set(this.pages[at].data);
+      this.pool.drop(this.pages[at]);
+      this.pages[at] = own;
+    }
     while (this.capacity < need) this.pages.push(this.pool.take());
   }
 
+  /** Become a copy of `from`'s first `n` positions: its full pages are shared, a last partial page is copied. */
   copyFrom(from: KvCache, n: number): void {
     if (!(from instanceof PagedKvCache) || from.pool !== this.pool) throw new Error('a paged KV cache copies only a paged cache of its own pool');
+    if (n > from.length) throw new RangeError(`cannot copy ${n} positions of a cache holding ${from.length}`);
     this.truncate(0);
-    this.reserve(n);
-    const whole = Math.ceil(n / this.pool.positions);
-    for (let i = 0; i < whole; i++) this.pages[i].data.set(from.pages[i].data);
+    const P = this.pool.positions, whole = Math.floor(n / P);
+    for (let i = 0; i < whole; i++) { const p = from.pages[i]; p.refs++; this.pages.push(p); }
+    if (n % P !== 0) {
+      const own = this.pool.take();
+      own.data.set(from.pages[whole].data);
+      this.pages.push(own);
+    }
     this.length = n;
   }
 
-  /** Keep the first `n` positions; pages past them go back to the pool. */
+  /** Keep the first `n` positions; pages past them are let go. */
   truncate(n: number): void {
     this.length = Math.min(this.length, n);
     const keep = Math.ceil(this.length / this.pool.positions);
-    while (this.pages.length > keep) this.pool.give(this.pages.pop()!);
+    while (this.pages.length > keep) this.pool.drop(this.pages.pop()!);
   }
 
   release(): void {

@@ -50,7 +50,6 @@ export class PrefixCache {
   budgetBytes: number;
   private readonly entries: Entry[] = [];
   private clock = 0;
-  private bytes = 0;
   private readonly counters = { lookups: 0, hits: 0, reusedTokens: 0, lookedUpTokens: 0, evictions: 0 };
 
   private readonly newCache: () => KvCache;
@@ -63,7 +62,12 @@ export class PrefixCache {
   }
 
   get enabled(): boolean { return this.budgetBytes > 0; }
-  get usedBytes(): number { return this.bytes; }
+  /** bytes the entries hold (computed: a paged entry's share of pages it shares changes as other caches come and go) */
+  get usedBytes(): number {
+    let b = 0;
+    for (const e of this.entries) b += this.entryBytes(e.cache);
+    return b;
+  }
 
   /**
    * The longest cached prefix of `tokens` (at most `limit` positions) computed under `version`,
@@ -111,20 +115,19 @@ export class PrefixCache {
       if (commonPrefix(e.tokens, key, e.tokens.length) === e.tokens.length) this.drop(e);
     }
     this.entries.push({ version, tokens: key, cache, lastUsed: ++this.clock });
-    this.bytes += bytes;
     this.shrinkTo(this.budgetBytes);
   }
 
   /** Evict least recently used entries until at most `bytes` are held; returns the bytes freed. */
   shrinkTo(bytes: number): number {
-    const before = this.bytes;
-    while (this.bytes > bytes && this.entries.length > 0) {
+    const before = this.usedBytes;
+    while (this.entries.length > 0 && this.usedBytes > bytes) {
       let lru = this.entries[0];
       for (const e of this.entries) if (e.lastUsed < lru.lastUsed) lru = e;
       this.drop(lru);
       this.counters.evictions++;
     }
-    return before - this.bytes;
+    return before - this.usedBytes;
   }
 
   /** Forget everything computed under `version` (its weights are gone). */
@@ -140,12 +143,11 @@ export class PrefixCache {
   stats(): PrefixCacheStats {
     let cachedTokens = 0;
     for (const e of this.entries) cachedTokens += e.tokens.length;
-    return { budgetBytes: this.budgetBytes, bytes: this.bytes, entries: this.entries.length, cachedTokens, ...this.counters };
+    return { budgetBytes: this.budgetBytes, bytes: this.usedBytes, entries: this.entries.length, cachedTokens, ...this.counters };
   }
 
   private remove(e: Entry): void {
     this.entries.splice(this.entries.indexOf(e), 1);
-    this.bytes -= this.entryBytes(e.cache);
   }
 
   private drop(e: Entry): void {

@@ -234,11 +234,13 @@ export class EmbeddedRuntime {
     const fed: Sequence[] = [];
     const sampled: boolean[] = [];
     let prefillRows = 0;
+    // a low-priority prompt (the judge's) gets rows only in steps where no user prompt is being fed
+    const userPrompt = this.running.some((s) => !s.prefilled && s.params.priority !== 'low');
     const order = [...this.running.filter((s) => s.prefilled || s.params.priority !== 'low'), ...this.running.filter((s) => !s.prefilled && s.params.priority === 'low')];
     for (const s of order) {
       const cache = s.cache!;
       if (s.prefilled) { items.push({ tokens: [s.ids[s.ids.length - 1]], cache, adapter: s.adapter, weights: s.weights }); fed.push(s); sampled.push(true); continue; }
-      if (budget === 0) continue;
+      if (budget === 0 || (userPrompt && s.params.priority === 'low')) continue;
       const from = cache.length, to = Math.min(s.promptIds.length, from + budget);
       items.push({ tokens: s.promptIds.slice(from, to), cache, adapter: s.adapter, weights: s.weights });
       fed.push(s); sampled.push(to === s.promptIds.length);
