@@ -13,8 +13,8 @@ export const OP_GEMM = 0, OP_ATTENTION = 1, OP_NN = 2, OP_TN = 3, OP_ATTENTION_B
 export const OP_PACKED_BF16 = 9, OP_PACKED_T_BF16 = 10;
 /** the same products on the native addon (native.ts); the parameters of their WebAssembly twins, then the absolute address of b (two halves; 0, 0: b is in the memory) */
 export const OP_NATIVE_NT = 11, OP_NATIVE_NN = 12, OP_NATIVE_TN = 13, OP_NATIVE_PACKED = 14, OP_NATIVE_PACKED_T = 15, OP_NATIVE_PACKED_BF16 = 16, OP_NATIVE_PACKED_T_BF16 = 17;
-/** attention over paged bfloat16 KV caches on the native addon (native.ts attentionPaged; its own parameters, see exec) */
-export const OP_NATIVE_ATTENTION_PAGED = 18;
+/** attention over paged bfloat16 KV caches on the native addon (native.ts attentionPaged; its own parameters, see exec); a number well apart from the products' */
+export const OP_NATIVE_ATTENTION_PAGED = 32;
 
 /** Chunks of a job are whole multiples of its kernel's tile (rows, columns or panels). */
 export function opTile(op: number): number {
