@@ -25,6 +25,9 @@ typedef void gemm3_fn(const float *a, const float *b, float *c, long M, long n0,
   gemm3_fn prefix##gemm_nt, prefix##gemm_nn, prefix##gemm_tn;
 DECLARE(avx2_)
 DECLARE(avx512_)
+/* attention-avx2.c (one AVX2 build for every machine) */
+void attention_paged_bf16(const float *q, long ldq, float *out, const int32_t *tiles, const double *pages, long u0, long u1,
+                          long nTiles, long nHeads, long nKv, long hd, long layer, long P, long window, float scale);
 
 static struct {
   const char *name;
@@ -124,6 +127,26 @@ GEMM_ENTRY(gemm_nt, nt)
 GEMM_ENTRY(gemm_nn, nn)
 GEMM_ENTRY(gemm_tn, tn)
 
+/* attention_paged_bf16(q, out, tiles, pages: addresses; ldq, u0, u1, nTiles, nHeads, nKv, hd, layer, P, window: integers; scale) */
+static napi_value js_attention_paged_bf16(napi_env env, napi_callback_info info) {
+  size_t argc = 15;
+  napi_value argv[15];
+  double p[4], scale;
+  int64_t n[10];
+  int ok = napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok && argc == 15;
+  for (int i = 0; ok && i < 4; i++) ok = napi_get_value_double(env, argv[i], &p[i]) == napi_ok;
+  for (int i = 0; ok && i < 10; i++) ok = napi_get_value_int64(env, argv[4 + i], &n[i]) == napi_ok;
+  ok = ok && napi_get_value_double(env, argv[14], &scale) == napi_ok;
+  if (!ok || n[6] % 8 != 0 || n[6] <= 0 || n[6] > 256 || n[8] % 8 != 0 || n[8] <= 0 || n[4] % n[5] != 0 || n[4] / n[5] > 32) {
+    napi_throw_error(env, NULL, "native kernels: attention_paged_bf16 takes 4 addresses, 10 integers (head dim and page size multiples of 8, head dim at most 256, at most 32 query heads per key/value head) and a scale");
+    return NULL;
+  }
+  attention_paged_bf16((const float *)(uintptr_t)p[0], (long)n[0], (float *)(uintptr_t)p[1], (const int32_t *)(uintptr_t)p[2],
+                       (const double *)(uintptr_t)p[3], (long)n[1], (long)n[2], (long)n[3], (long)n[4], (long)n[5], (long)n[6],
+                       (long)n[7], (long)n[8], (long)n[9], (float)scale);
+  return NULL;
+}
+
 NAPI_MODULE_INIT() {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, choose_isa);
@@ -139,6 +162,7 @@ NAPI_MODULE_INIT() {
       {"gemm_nt", NULL, js_gemm_nt, NULL, NULL, NULL, napi_default, NULL},
       {"gemm_nn", NULL, js_gemm_nn, NULL, NULL, NULL, napi_default, NULL},
       {"gemm_tn", NULL, js_gemm_tn, NULL, NULL, NULL, napi_default, NULL},
+      {"attention_paged_bf16", NULL, js_attention_paged_bf16, NULL, NULL, NULL, napi_default, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
   return exports;

@@ -36,6 +36,7 @@ export function buildNative(out = OUT) {
   const units = [
     ['kernels.c', []],
     ['gemm-avx2.c', ['-mavx2', '-mfma']],
+    ['attention-avx2.c', ['-mavx2', '-mfma']],
     ['gemm-avx512.c', ['-mavx512f', '-mavx512vl', '-mavx512bw', '-mavx512dq', '-mfma']],
   ];
   const objects = units.map(([file]) => join(dirname(out), `${file}.${process.pid}.o`));

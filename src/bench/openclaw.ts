@@ -11,7 +11,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EmbeddedEngine } from '../engine/embedded/engine.ts';
-import type { RuntimeStats } from '../engine/embedded/runtime.ts';
+import type { RuntimeStats, KvDtype } from '../engine/embedded/runtime.ts';
+import type { KernelName } from '../engine/embedded/kernels/kernel.ts';
+import type { WeightsDtype } from '../engine/embedded/kernels/packed.ts';
 import { ChatTokenizer } from '../engine/embedded/tokenizer.ts';
 import type { ChatMessage, ToolSpec, SampleParams } from '../engine/types.ts';
 import { shapeModelDir } from './shapes.ts';
@@ -38,6 +40,10 @@ export interface OpenclawBenchOptions {
   interferenceOnly?: boolean;
   /** the engine's decode share (RuntimeOptions.decodeShare) */
   decodeShare?: number;
+  kernel?: KernelName;
+  weightsDtype?: WeightsDtype;
+  kvDtype?: KvDtype | 'auto';
+  kvMemoryMiB?: number;
   /** where random models are written once and reused */
   cacheDir?: string;
   log: (line: string) => void;
@@ -55,7 +61,11 @@ export interface ModeResult {
   interference: { idleTokensPerSec: number; duringPrefillTokensPerSec: number; ratio: number; prefillTokens: number; prefillMs: number } | null;
 }
 
-export interface OpenclawBenchResult { shape: string; contextLength: number; requestedSystemTokens: number; systemTokens: number; modes: ModeResult[]; peakRssBytes: number }
+export interface OpenclawBenchResult {
+  shape: string; contextLength: number; requestedSystemTokens: number; systemTokens: number; modes: ModeResult[]; peakRssBytes: number;
+  /** how the engine ran: kernel × threads, weights dtype and bytes, KV caches */
+  engine: { kernel: string; threads: number; weightBytes: number; kvDtype: string };
+}
 
 interface Captured { body: { messages: ChatMessage[]; tools?: ToolSpec[] } }
 
@@ -107,12 +117,18 @@ export async function benchOpenclaw(o: OpenclawBenchOptions, tokenizerDir: strin
   let system = '', heartbeatSystem = '', target = 0;
   const modes: ModeResult[] = [];
   let contextLength = 0, systemTokens = 0;
+  let engineInfo: OpenclawBenchResult['engine'] = { kernel: '', threads: 0, weightBytes: 0, kvDtype: '' };
   for (const mode of o.modes ?? ['cache', 'no-cache'] as const) {
     o.log(`${o.shape}: loading (prefix cache ${mode === 'cache' ? 'on' : 'off'})…`);
-    const engine = await EmbeddedEngine.load(dir, { threads: o.threads, prefixCacheMiB: mode === 'cache' ? o.prefixCacheMiB : 0, decodeShare: o.decodeShare });
+    const engine = await EmbeddedEngine.load(dir, {
+      threads: o.threads, prefixCacheMiB: mode === 'cache' ? o.prefixCacheMiB : 0, decodeShare: o.decodeShare,
+      kernel: o.kernel, weightsDtype: o.weightsDtype, kvDtype: o.kvDtype, kvMemoryMiB: o.kvMemoryMiB,
+    });
     try {
       const V = engine.info.vocabSize;
       contextLength = engine.info.contextLength;
+      engineInfo = { kernel: engine.info.kernel, threads: engine.info.threads, weightBytes: engine.info.weightBytes, kvDtype: (await engine.stats()).kvDtype };
+      o.log(`  ${engineInfo.kernel} × ${engineInfo.threads}, weights ${(engineInfo.weightBytes / 2 ** 30).toFixed(2)} GiB, KV ${engineInfo.kvDtype}, context ${contextLength}`);
       if (!system) {
         // leave room for the turns: a prompt that does not fit in memory is refused up front
         const room = contextLength - o.turns * (o.answerTokens + 200) - 400;
@@ -196,14 +212,15 @@ export async function benchOpenclaw(o: OpenclawBenchOptions, tokenizerDir: strin
       await engine.close();
     }
   }
-  return { shape: o.shape, contextLength, requestedSystemTokens: o.systemTokens, systemTokens, modes, peakRssBytes: peakRssBytes() };
+  return { shape: o.shape, contextLength, requestedSystemTokens: o.systemTokens, systemTokens, modes, peakRssBytes: peakRssBytes(), engine: engineInfo };
 }
 
 /** A markdown table of one result: the two modes side by side. */
 export function openclawTable(r: OpenclawBenchResult): string {
   const on = r.modes.find((m) => m.mode === 'cache') ?? r.modes[0], off = r.modes.find((m) => m.mode === 'no-cache') ?? r.modes[0];
   const s = (ms: number | undefined) => (ms === undefined ? '—' : (ms / 1000).toFixed(2));
-  const lines = [`| ${r.shape} (system prompt ${r.systemTokens} tokens, context ${r.contextLength}) | cache on: first token s | decode tok/s | cache off: first token s | decode tok/s |`, '|---|---|---|---|---|'];
+  const e = r.engine;
+  const lines = [`${e.kernel} × ${e.threads}, weights ${(e.weightBytes / 2 ** 30).toFixed(2)} GiB, KV ${e.kvDtype}`, '', `| ${r.shape} (system prompt ${r.systemTokens} tokens, context ${r.contextLength}) | cache on: first token s | decode tok/s | cache off: first token s | decode tok/s |`, '|---|---|---|---|---|'];
   for (let i = 0; i < on.turns.length; i++) {
     const a = on.turns[i], b = off.turns[i];
     lines.push(`| ${a.name} (${a.promptTokens} tokens) | ${s(a.ttftMs)} | ${a.decodeTokensPerSec.toFixed(1)} | ${s(b?.ttftMs)} | ${b ? b.decodeTokensPerSec.toFixed(1) : '—'} |`);
@@ -212,7 +229,7 @@ export function openclawTable(r: OpenclawBenchResult): string {
   lines.push(`| heartbeat side turns (first; median of the rest) | ${s(hb[0])}; ${s(median(hb.slice(1)))} | | (cold, as turn 1) | |`);
   if (on.secondSession) lines.push(`| second session, same system prompt (${on.secondSession.promptTokens} tokens) | ${s(on.secondSession.ttftMs)} | ${on.secondSession.decodeTokensPerSec.toFixed(1)} | (cold, as turn 1) | |`);
   const pc = on.stats.prefixCache;
-  lines.push('', `cache memory ${(pc.bytes / 2 ** 20).toFixed(0)} MiB of a ${(pc.budgetBytes / 2 ** 20).toFixed(0)} MiB budget (${pc.entries} entries, ${pc.cachedTokens} positions); ${pc.reusedTokens} of ${pc.lookedUpTokens} looked-up prompt positions reused (${(100 * pc.reusedTokens / Math.max(1, pc.lookedUpTokens)).toFixed(0)}%), ${on.backgroundJobs} background judge/teacher/re-scoring jobs`);
+  lines.push('', `cache memory ${(pc.bytes / 2 ** 20).toFixed(0)} MiB of a ${(pc.budgetBytes / 2 ** 20).toFixed(0)} MiB budget (KV pages made: ${(on.stats.kvReservedBytes / 2 ** 20).toFixed(0)} MiB) (${pc.entries} entries, ${pc.cachedTokens} positions); ${pc.reusedTokens} of ${pc.lookedUpTokens} looked-up prompt positions reused (${(100 * pc.reusedTokens / Math.max(1, pc.lookedUpTokens)).toFixed(0)}%), ${on.backgroundJobs} background judge/teacher/re-scoring jobs`);
   if (on.interference) {
     const f = on.interference;
     lines.push(`decode alone ${f.idleTokensPerSec.toFixed(1)} tok/s; over ${s(f.prefillMs)} s of a cold ${f.prefillTokens}-token prompt's prefill ${f.duringPrefillTokensPerSec.toFixed(1)} tok/s = ${(100 * f.ratio).toFixed(0)}% of alone`);

@@ -10,6 +10,7 @@ export const modelOption = opt.string('a local Hugging Face model folder (config
   { env: 'OPENCLAW_RL_MODEL', placeholder: 'DIR|ID', nonEmpty: true });
 export const kernelOption = opt.choice(['native', 'wasm', 'ts'], 'matrix kernel: native (AVX-512/AVX2 addon built at install), wasm (WebAssembly SIMD) or ts (reference)', { defaultText: 'native where built, else wasm; $OPENCLAW_RL_KERNEL' });
 export const weightsDtypeOption = opt.choice(['f32', 'bf16', 'int8'], 'how the weight matrices are stored: bf16 halves their memory and the bytes read per token, int8 (a scale per row) quarters them (float32 arithmetic; LoRA stays float32; full-parameter training needs f32)', { default: 'f32', env: 'OPENCLAW_RL_WEIGHTS_DTYPE' });
+export const kvDtypeOption = opt.choice(['auto', 'f32', 'bf16'], 'how serving KV caches are kept: f32 in the 4 GiB WebAssembly memory beside the weights, or bf16 in pages outside it (native or ts kernel; contexts past what f32 fits, e.g. Qwen3-0.6B with a 10K-token prompt); auto picks bf16 where the kernel reads it and f32 cannot hold the model\'s whole context', { default: 'auto' });
 export const threadsOption = opt.int('worker threads for the matrix kernel', { min: 1, defaultText: 'all cores' });
 export const jsonOption = opt.flag('print the result as one JSON object on stdout');
 

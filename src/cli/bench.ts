@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { existsSync, readdirSync } from 'node:fs';
 import { resolve, join } from 'node:path';
 import { defineCommand, opt, suggest, UsageError, type Values } from './command.ts';
-import { modelDir, modelOption, kernelOption, threadsOption, jsonOption, weightsDtypeOption } from './args.ts';
+import { modelDir, modelOption, kernelOption, threadsOption, jsonOption, weightsDtypeOption, kvDtypeOption } from './args.ts';
 import type { PersonalizeResult } from '../bench/personalize.ts';
 import type { Persona } from '../bench/persona.ts';
 import type { JudgeConfig } from '../judge/config.ts';
@@ -315,6 +315,8 @@ export const benchOpenclawCommand = defineCommand({
     'interference-only': opt.flag('measure only the decode during a cold prefill (no sessions; with the cache on)'),
     'decode-share': opt.number('share of idle decode speed the engine keeps for decoders while prompts prefill', { min: 0.05, max: 0.95, defaultText: '0.6' }),
     only: opt.choice(['cache', 'no-cache'], 'make one of the two runs only (default: both, one after the other)'),
+    kernel: kernelOption, 'weights-dtype': weightsDtypeOption, 'kv-dtype': kvDtypeOption,
+    'kv-memory-mib': opt.int('cap on memory for KV caches (see serve)', { min: 1 }),
     threads: threadsOption, json: jsonOption,
   },
   run: async (o) => {
@@ -323,7 +325,7 @@ export const benchOpenclawCommand = defineCommand({
     const tokenizerDir = qwen3TokenizerDir('bench openclaw');
     const r = await benchOpenclaw({
       shape: o.shape, systemTokens: o['system-tokens'], turns: o.turns, baselineTurns: o['baseline-turns'], answerTokens: o['answer-tokens'],
-      prefixCacheMiB: o['prefix-cache-mib'], threads: o.threads, interferenceMs: o['interference-seconds'] * 1000, interferenceOnly: o['interference-only'], decodeShare: o['decode-share'],
+      prefixCacheMiB: o['prefix-cache-mib'], threads: o.threads, kernel: o.kernel, weightsDtype: o['weights-dtype'], kvDtype: o['kv-dtype'], kvMemoryMiB: o['kv-memory-mib'], interferenceMs: o['interference-seconds'] * 1000, interferenceOnly: o['interference-only'], decodeShare: o['decode-share'],
       modes: o['interference-only'] ? ['cache'] : o.only ? [o.only] : undefined, requestsDir: resolve(here, '../bench/openclaw-requests'), log,
     }, tokenizerDir);
     process.stdout.write(o.json ? JSON.stringify(r) + '\n' : openclawTable(r) + '\n');

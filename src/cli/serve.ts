@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { defineCommand, opt, UsageError, type Values } from './command.ts';
 import { parseOrigins } from '../api/cors.ts';
-import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId, weightsDtypeOption } from './args.ts';
+import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId, weightsDtypeOption, kvDtypeOption } from './args.ts';
 import { JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
 import { RECIPE } from '../trainer/recipe.ts';
@@ -71,7 +71,8 @@ const SERVE_OPTIONS = {
   'context-overflow': opt.choice(['error', 'truncate'], 'a prompt longer than the context', { default: 'error' }),
   'prefix-cache-mib': opt.int('memory for cached prompt prefixes (KV reused by later turns, sessions and scoring); 0 turns it off', { min: 0, defaultText: '1024' }),
   'prefill-chunk': opt.int('largest number of prompt tokens fed per step (decodes of other requests run between chunks)', { min: 1, defaultText: '256' }),
-  'kv-memory-mib': opt.int('cap on memory for KV caches; the context shrinks to what fits', { min: 1, defaultText: 'what fits beside the weights in 4 GiB' }),
+  'kv-memory-mib': opt.int('cap on memory for KV caches; the context shrinks to what fits', { min: 1, defaultText: 'f32: what fits beside the weights in 4 GiB; bf16: the model\'s context plus the prefix cache' }),
+  'kv-dtype': kvDtypeOption,
   'eval-file': opt.file('held-out prompts (JSON Lines: {"prompt"|"messages", "criteria"?, "satisfied"?}) evaluated while serving'),
   'eval-every': count('evaluate the held-out prompts after every N published steps', 10),
   'eval-samples': count('answers per held-out prompt', 2),
@@ -182,7 +183,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
       baseUrl: o['tinker-url']!, apiKey: o['tinker-api-key'], tokenizerDir: dir, baseModel: o['tinker-base-model'], wire: o['tinker-wire'], ppoAs: o['tinker-loss'],
       log: info,
     })
-    : await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads, weightsDtype: o['weights-dtype'], prefixCacheMiB: o['prefix-cache-mib'], prefillChunk: o['prefill-chunk'], kvMemoryMiB: o['kv-memory-mib'] });
+    : await EmbeddedEngine.load(dir, { kernel: o.kernel, threads: o.threads, weightsDtype: o['weights-dtype'], prefixCacheMiB: o['prefix-cache-mib'], prefillChunk: o['prefill-chunk'], kvMemoryMiB: o['kv-memory-mib'], kvDtype: o['kv-dtype'] });
   let engine: Awaited<ReturnType<typeof loadEngine>>;
   try {
     engine = await loadEngine();

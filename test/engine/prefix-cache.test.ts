@@ -8,18 +8,25 @@ import { join } from 'node:path';
 import { EmbeddedRuntime } from '../../src/engine/embedded/runtime.ts';
 import { Transformer } from '../../src/engine/embedded/model.ts';
 import { PrefixCache } from '../../src/engine/embedded/prefix-cache.ts';
-import type { KvCache } from '../../src/engine/embedded/kv-cache.ts';
+import { arenaKv, type ArenaKvCache } from '../../src/engine/embedded/kv-cache.ts';
 import { tinyConfig } from '../../src/bench/shapes.ts';
 import { EngineError, type SampleParams } from '../../src/engine/types.ts';
 import { STORIES, tempDir, tinyModel } from '../helpers/models.ts';
+import { loadNativeAddon } from '../../src/engine/embedded/kernels/native.ts';
+import type { RuntimeOptions } from '../../src/engine/embedded/runtime.ts';
 
 const tmp = tempDir();
 after(tmp.cleanup);
 const params = (seed: number, maxTokens = 12): SampleParams => ({ maxTokens, temperature: 1, topP: 1, topK: 0, seed, ignoreEos: true });
 const bits = (xs: ArrayLike<number>) => Array.from(Float32Array.from(xs));
+/** Both ways of keeping KV: float32 in the arena, and bfloat16 pages (native attention where built, else the TypeScript reference). */
+const KV_MODES: [string, RuntimeOptions][] = [
+  ['f32 KV', { kvDtype: 'f32' }],
+  ['bf16 paged KV', { kvDtype: 'bf16', ...(loadNativeAddon().addon ? { kernel: 'native' } : { kernel: 'ts' }) }],
+];
 
 /** A cache of `n` positions whose key/value floats encode (position, layer), to check copies. */
-function filledCache(m: Transformer, n: number, tag = 0): KvCache {
+function filledCache(m: Transformer, n: number, tag = 0): ArenaKvCache {
   const c = m.newCache();
   c.reserve(n);
   for (let l = 0; l < m.cfg.numLayers; l++) for (let i = 0; i < n * m.kvDim; i++) { c.k[l][i] = tag + l * 1e4 + i; c.v[l][i] = -(tag + l * 1e4 + i); }
@@ -38,11 +45,17 @@ test('PrefixCache: longest match per version, move on a near-full match, copy ot
   pc.insert(1, a, filledCache(m, 40, 0));
   // another version never matches
   assert.equal(pc.take(2, a, 39), null);
+  // scoring never moves: the same near-full match is copied and the entry stays
+  const copied = pc.take(1, [...a.slice(0, 30), 999], 39, false)!;
+  assert.equal(copied.length, 30);
+  assert.equal(pc.stats().entries, 1, 'a copied entry stays');
+  assert.equal(arenaKv(copied.cache).k[1][5], 1e4 + 5);
+  copied.cache.release();
   // a match that cuts 10 of 40 positions off is within the move slack (16): moved
   const moved = pc.take(1, [...a.slice(0, 30), 999], 39)!;
   assert.equal(moved.length, 30);
   assert.equal(pc.stats().entries, 0, 'a moved entry leaves the cache');
-  assert.equal(moved.cache.k[1][5], 1e4 + 5);
+  assert.equal(arenaKv(moved.cache).k[1][5], 1e4 + 5);
   // a long entry matched on a short prefix is copied, and stays
   const long = Array.from({ length: 120 }, (_, i) => (i * 7) % 500);
   pc.shrinkTo(0);
@@ -53,7 +66,7 @@ test('PrefixCache: longest match per version, move on a near-full match, copy ot
   assert.equal(copy.length, 60);
   assert.notEqual(copy.cache, bigCache);
   assert.equal(copy.cache.length, 60);
-  assert.equal(copy.cache.v[0][59 * m.kvDim + 3], -(0.5 + 59 * m.kvDim + 3));
+  assert.equal(arenaKv(copy.cache).v[0][59 * m.kvDim + 3], -(0.5 + 59 * m.kvDim + 3));
   assert.equal(big.stats().entries, 1);
   copy.cache.release();
   // an entry that extends another replaces it
@@ -72,9 +85,10 @@ test('PrefixCache: longest match per version, move on a near-full match, copy ot
   assert.equal(pc.stats().entries, 0);
 });
 
-test('sampling with the prefix cache gives bit-identical tokens and log-probs to a full recompute, turn after turn and across a publish', async () => {
-  const cached = new EmbeddedRuntime(STORIES);
-  const plain = new EmbeddedRuntime(STORIES, { prefixCacheMiB: 0 });
+for (const [mode, kv] of KV_MODES) test(`${mode}: sampling with the prefix cache gives bit-identical tokens and log-probs to a full recompute, turn after turn and across a publish`, async () => {
+  const cached = new EmbeddedRuntime(STORIES, kv);
+  const plain = new EmbeddedRuntime(STORIES, { ...kv, prefixCacheMiB: 0 });
+  assert.equal(cached.stats().kvDtype, kv.kvDtype);
   try {
     const tok = cached.tokenizer;
     let prompt = tok.encode('Once upon a time there was a little girl named Lily. She loved to play in the park with her friends.');
@@ -131,9 +145,9 @@ test('sampling with the prefix cache gives bit-identical tokens and log-probs to
   }
 });
 
-test('a prompt fed in small chunks while another sequence decodes gives the log-probs of a one-shot prefill', async () => {
-  const chunked = new EmbeddedRuntime(STORIES, { prefixCacheMiB: 0, prefillChunk: 5 });
-  const oneShot = new EmbeddedRuntime(STORIES, { prefixCacheMiB: 0 });
+for (const [mode, kv] of KV_MODES) test(`${mode}: a prompt fed in small chunks while another sequence decodes gives the log-probs of a one-shot prefill`, async () => {
+  const chunked = new EmbeddedRuntime(STORIES, { ...kv, prefixCacheMiB: 0, prefillChunk: 5 });
+  const oneShot = new EmbeddedRuntime(STORIES, { ...kv, prefixCacheMiB: 0 });
   try {
     const tok = chunked.tokenizer;
     const long = tok.encode('The sun was shining and the birds were singing. Tom took his red ball and ran to the big tree where his friend Sam was waiting for him.');
@@ -166,13 +180,14 @@ test('a prompt fed in small chunks while another sequence decodes gives the log-
   }
 });
 
-test('KV memory: the context shrinks to what fits, longer prompts get context_length_exceeded before any token, and requests wait for memory instead of failing', async () => {
+for (const [mode, kv] of KV_MODES) test(`${mode}: the context shrinks to what fits, longer prompts get context_length_exceeded before any token, and requests wait for memory instead of failing`, async () => {
   const probe = new EmbeddedRuntime(STORIES, { prefixCacheMiB: 0 });
-  const perPosition = probe.model.cfg.numLayers * 2 * probe.model.kvDim * 4;
+  const perPosition = probe.model.cfg.numLayers * 2 * probe.model.kvDim * (kv.kvDtype === 'bf16' ? 2 : 4);
   await probe.close();
   // room for 256 positions of KV
-  const rt = new EmbeddedRuntime(STORIES, { kvMemoryMiB: (256 * perPosition) / 2 ** 20, prefixCacheMiB: 1 });
+  const rt = new EmbeddedRuntime(STORIES, { ...kv, kvMemoryMiB: (256 * perPosition) / 2 ** 20, prefixCacheMiB: 1 });
   try {
+    assert.equal(rt.stats().kvDtype, kv.kvDtype);
     assert.equal(rt.info.contextLength, 256);
     assert.throws(() => rt.add(Array(300).fill(5), params(1)), (e: EngineError) => e.code === 'context_length_exceeded' && /fit/.test(e.message));
     // two requests that plan 128 positions each fit together; a third waits for one to finish
@@ -190,8 +205,8 @@ test('KV memory: the context shrinks to what fits, longer prompts get context_le
   }
 });
 
-test('fifty sessions with different system prompts keep the prefix cache within its budget', async () => {
-  const rt = new EmbeddedRuntime(STORIES, { prefixCacheMiB: 1 });
+for (const [mode, kv] of KV_MODES) test(`${mode}: fifty sessions with different system prompts keep the prefix cache within its budget`, async () => {
+  const rt = new EmbeddedRuntime(STORIES, { ...kv, prefixCacheMiB: 1 });
   try {
     const tok = rt.tokenizer;
     let peak = 0;

@@ -6,6 +6,7 @@
 import type { Transformer, BatchContext, LayerTape } from './model.ts';
 import type { LoraAdapter, LoraTarget } from './lora.ts';
 import { rmsnormBackward } from './ops/rmsnorm.ts';
+import { arenaKv } from './kv-cache.ts';
 
 export class Backprop {
   private readonly m: Transformer;
@@ -90,7 +91,7 @@ export class Backprop {
     // attention: x2 = x + o(attention(rope(norm_qk(qkv(norm(x))))))
     kernel.matmulPackedT(buf.datt, dx, L.wo, R);
     this.lora(tape, 'o_proj', l, tape.att, qDim, dx, H, buf.datt, qDim, R);
-    const rowK = ctx.rowCache.map((c) => c.k[l]), rowV = ctx.rowCache.map((c) => c.v[l]);
+    const rowK = ctx.rowCache.map((c) => arenaKv(c).k[l]), rowV = ctx.rowCache.map((c) => arenaKv(c).v[l]);
     for (const b of new Set([...dK, ...dV])) b.fill(0);
     kernel.attentionBackward({ q: tape.qkv, ldq: ldqkv, out: tape.att, rows: R, rowK, rowV, rowPos: ctx.rowPos, dOut: buf.datt, dq: buf.dqkv, lddq: ldqkv, rowDK: dK, rowDV: dV }, cfg);
     for (let i = 0; i < R; i++) {

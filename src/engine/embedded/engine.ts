@@ -159,5 +159,6 @@ export function engineStatsMetrics(s: RuntimeStats): string {
     m('kv_budget_bytes', 'gauge', 'Memory for KV caches beside the weights.', s.kvBudgetBytes),
     m('kv_live_bytes', 'gauge', 'KV bytes planned by running requests and scoring passes.', s.liveKvBytes),
     m('context_length', 'gauge', 'Longest context the engine admits (what fits in memory).', s.contextLength),
+    m('kv_reserved_bytes', 'gauge', 'Bytes of bf16 KV pages made so far, in use or pooled (0 with f32 KV in the WebAssembly memory).', s.kvReservedBytes),
   ].join('\n') + '\n';
 }

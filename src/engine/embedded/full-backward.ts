@@ -6,6 +6,7 @@
 // recomputed here from its checkpointed input).
 import type { Transformer, BatchContext, LayerTape } from './model.ts';
 import { rmsnormBackward, rmsnormWeightGrad } from './ops/rmsnorm.ts';
+import { arenaKv } from './kv-cache.ts';
 
 /** Gradients of one layer's weights (row-major; null where the architecture has no such weight). */
 export interface LayerGrads {
@@ -77,7 +78,7 @@ export class FullBackprop {
     // attention: x2 = x + o(attention(rope(norm_qk(qkv(norm(x)) + b))))
     kernel.matmulTN(g.wo, dx, tape.att, H, qDim, R, acc);
     kernel.matmulPackedT(buf.datt, dx, L.wo, R);
-    const rowK = ctx.rowCache.map((c) => c.k[l]), rowV = ctx.rowCache.map((c) => c.v[l]);
+    const rowK = ctx.rowCache.map((c) => arenaKv(c).k[l]), rowV = ctx.rowCache.map((c) => arenaKv(c).v[l]);
     for (const b of new Set([...dK, ...dV])) b.fill(0);
     kernel.attentionBackward({ q: tape.qkv, ldq: ldqkv, out: tape.att, rows: R, rowK, rowV, rowPos: ctx.rowPos, dOut: buf.datt, dq: buf.dqkv, lddq: ldqkv, rowDK: dK, rowDV: dV }, cfg);
     for (let i = 0; i < R; i++) {

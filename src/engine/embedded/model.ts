@@ -9,7 +9,8 @@ import { loadConfig, type ModelConfig } from './config.ts';
 import { Arena } from './arena.ts';
 import { loadWeights, type ModelWeights } from './weights.ts';
 import { RopeTable, ropeFrequencies } from './rope.ts';
-import { KvCache } from './kv-cache.ts';
+import { ArenaKvCache, arenaKv, type KvCache } from './kv-cache.ts';
+import { PagedKvCache } from './kv-pages.ts';
 import { rmsnormForward } from './ops/rmsnorm.ts';
 import type { Kernel, KernelName } from './kernels/kernel.ts';
 import { TsKernel } from './kernels/ts.ts';
@@ -106,8 +107,9 @@ export class Transformer {
     return new Transformer(cfg, weights, createKernel(arena, opts.kernel, opts.threads), arena, opts.maxContext);
   }
 
-  newCache(maxPositions = this.maxContext): KvCache {
-    return new KvCache(this.arena, this.cfg.numLayers, this.kvDim, maxPositions);
+  /** A float32 cache in the arena (training, and serving where no paged caches are used). */
+  newCache(maxPositions = this.maxContext): ArenaKvCache {
+    return new ArenaKvCache(this.arena, this.cfg.numLayers, this.kvDim, maxPositions);
   }
 
   /** Scratch buffers for `rows` rows (grown by powers of two, reused across calls). */
@@ -238,7 +240,10 @@ export class Transformer {
     this.lora('v_proj', l, ctx, xn1, H, qkv.subarray(qDim + kvDim), ldqkv, ws, tape);
     if (L.bqkv) for (let i = 0; i < R; i++) for (let j = 0; j < ldqkv; j++) qkv[i * ldqkv + j] += L.bqkv[j];
     if (tape) tape.qkvRaw.set(qkv.subarray(0, R * ldqkv));
-    const rowK = rowCache.map((c) => c.k[l]), rowV = rowCache.map((c) => c.v[l]);
+    // every row of a pass uses paged bfloat16 caches (serving long contexts) or none does
+    const paged = rowCache[0] instanceof PagedKvCache;
+    const rowK = paged ? [] : rowCache.map((c) => arenaKv(c).k[l]), rowV = paged ? [] : rowCache.map((c) => arenaKv(c).v[l]);
+    const bits = paged ? new Uint32Array(qkv.buffer, qkv.byteOffset, R * ldqkv) : null;
     for (let i = 0; i < R; i++) {
       const o = i * ldqkv;
       if (L.qNorm && L.kNorm) {
@@ -248,10 +253,16 @@ export class Transformer {
       for (let h = 0; h < cfg.numHeads; h++) this.rope.apply(qkv, o + h * hd, rowPos[i]);
       for (let h = 0; h < cfg.numKvHeads; h++) this.rope.apply(qkv, o + qDim + h * hd, rowPos[i]);
       // this row's key and value go to its cache (a recompute writes the same values again)
-      rowK[i].set(qkv.subarray(o + qDim, o + qDim + kvDim), rowPos[i] * kvDim);
-      rowV[i].set(qkv.subarray(o + qDim + kvDim, o + ldqkv), rowPos[i] * kvDim);
+      if (bits) (rowCache[i] as PagedKvCache).store(l, rowPos[i], bits, o + qDim, o + qDim + kvDim);
+      else {
+        rowK[i].set(qkv.subarray(o + qDim, o + qDim + kvDim), rowPos[i] * kvDim);
+        rowV[i].set(qkv.subarray(o + qDim + kvDim, o + ldqkv), rowPos[i] * kvDim);
+      }
     }
-    kernel.attention({ q: qkv, ldq: ldqkv, out: att, rows: R, rowK, rowV, rowPos }, cfg);
+    if (paged) {
+      if (!kernel.attentionPaged) throw new Error(`the ${kernel.name} kernel does not read paged KV caches`);
+      kernel.attentionPaged({ q: qkv, ldq: ldqkv, out: att, rows: R, rowCache: rowCache as PagedKvCache[], rowPos, layer: l }, cfg);
+    } else kernel.attention({ q: qkv, ldq: ldqkv, out: att, rows: R, rowK, rowV, rowPos }, cfg);
     kernel.matmulPacked(ws.x, att, L.wo, R, { accumulate: true }); // residual add for free
     this.lora('o_proj', l, ctx, att, qDim, ws.x, H, ws, tape);
     if (tape) tape.x2.set(ws.x.subarray(0, R * H));

@@ -8,7 +8,8 @@
 //
 // A hit either moves the entry's cache to the new request (when little of it would be cut off:
 // the usual next-turn case, no copy) or copies the matched positions into a fresh cache (another
-// session sharing only the system prompt). Keys are exact token-id prefixes, so the reused keys
+// session sharing only the system prompt, and every scoring pass: background scoring of turn t
+// often runs after turn t + 1, and moving would cut turn t + 1's tail off its entry). Keys are exact token-id prefixes, so the reused keys
 // and values are the very numbers a full recompute would produce: every row of a forward pass is
 // computed in the same order whatever else is in the batch, so log-probs stay bit-identical.
 import type { KvCache } from './kv-cache.ts';
@@ -49,7 +50,6 @@ export class PrefixCache {
   budgetBytes: number;
   private readonly entries: Entry[] = [];
   private clock = 0;
-  private bytes = 0;
   private readonly counters = { lookups: 0, hits: 0, reusedTokens: 0, lookedUpTokens: 0, evictions: 0 };
 
   private readonly newCache: () => KvCache;
@@ -62,13 +62,20 @@ export class PrefixCache {
   }
 
   get enabled(): boolean { return this.budgetBytes > 0; }
-  get usedBytes(): number { return this.bytes; }
+  /** bytes the entries hold (computed: a paged entry's share of pages it shares changes as other caches come and go) */
+  get usedBytes(): number {
+    let b = 0;
+    for (const e of this.entries) b += this.entryBytes(e.cache);
+    return b;
+  }
 
   /**
    * The longest cached prefix of `tokens` (at most `limit` positions) computed under `version`,
    * as a cache the caller owns from now on (null when nothing matches). Counted in the hit rate.
+   * `mayMove` false: always a copy (background scoring must not cut the tail off a conversation's
+   * newer entry, which the conversation's next turn needs).
    */
-  take(version: number, tokens: ArrayLike<number>, limit: number): PrefixHit | null {
+  take(version: number, tokens: ArrayLike<number>, limit: number, mayMove = true): PrefixHit | null {
     this.counters.lookups++;
     this.counters.lookedUpTokens += limit;
     let best: Entry | null = null, bestLen = 0;
@@ -81,7 +88,7 @@ export class PrefixCache {
     if (!best || bestLen === 0) return null;
     this.counters.hits++;
     this.counters.reusedTokens += bestLen;
-    if (best.tokens.length - bestLen <= moveSlack(best.tokens.length)) {
+    if (mayMove && best.tokens.length - bestLen <= moveSlack(best.tokens.length)) {
       this.remove(best);
       best.cache.truncate(bestLen);
       return { cache: best.cache, length: bestLen };
@@ -108,20 +115,19 @@ export class PrefixCache {
       if (commonPrefix(e.tokens, key, e.tokens.length) === e.tokens.length) this.drop(e);
     }
     this.entries.push({ version, tokens: key, cache, lastUsed: ++this.clock });
-    this.bytes += bytes;
     this.shrinkTo(this.budgetBytes);
   }
 
   /** Evict least recently used entries until at most `bytes` are held; returns the bytes freed. */
   shrinkTo(bytes: number): number {
-    const before = this.bytes;
-    while (this.bytes > bytes && this.entries.length > 0) {
+    const before = this.usedBytes;
+    while (this.entries.length > 0 && this.usedBytes > bytes) {
       let lru = this.entries[0];
       for (const e of this.entries) if (e.lastUsed < lru.lastUsed) lru = e;
       this.drop(lru);
       this.counters.evictions++;
     }
-    return before - this.bytes;
+    return before - this.usedBytes;
   }
 
   /** Forget everything computed under `version` (its weights are gone). */
@@ -137,12 +143,11 @@ export class PrefixCache {
   stats(): PrefixCacheStats {
     let cachedTokens = 0;
     for (const e of this.entries) cachedTokens += e.tokens.length;
-    return { budgetBytes: this.budgetBytes, bytes: this.bytes, entries: this.entries.length, cachedTokens, ...this.counters };
+    return { budgetBytes: this.budgetBytes, bytes: this.usedBytes, entries: this.entries.length, cachedTokens, ...this.counters };
   }
 
   private remove(e: Entry): void {
     this.entries.splice(this.entries.indexOf(e), 1);
-    this.bytes -= this.entryBytes(e.cache);
   }
 
   private drop(e: Entry): void {

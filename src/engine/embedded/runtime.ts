@@ -24,7 +24,8 @@ import { TrainingSlot } from './training-slot.ts';
 import { modelTensors, writeHfModel } from './hf-export.ts';
 import { PrefillPacer, type PacerState } from './prefill-pacer.ts';
 import { WeightsVersions } from './versions.ts';
-import { planKvMemory, plannedKvBytes, contextProblem, type KvPlan } from './kv-memory.ts';
+import { planKvMemory, planPagedKvMemory, plannedKvBytes, contextProblem, type KvPlan } from './kv-memory.ts';
+import { KvPagePool, PagedKvCache } from './kv-pages.ts';
 import { newSequence, sampleNext, closeText, tokenTextsOf, type Sequence, type SampleContext } from './sequence.ts';
 import type { LossSpec } from '../../learn/losses.ts';
 import { EngineError, checkTokenIds, type EngineInfo, type SampleParams, type SampleResult, type SampledToken, type ScoreRequest, type ScoreOptions, type TopKScoreRequest, type TopKScore, type AdapterSelector, type Datum, type ForwardBackwardMetrics, type OptimStepMetrics, type AdamParams } from '../types.ts';
@@ -48,9 +49,17 @@ export interface RuntimeOptions extends LoadOptions {
   prefillChunk?: number;
   /** share of idle decode speed kept while prompts are fed beside decoding sequences; default 0.6 */
   decodeShare?: number;
-  /** cap on the memory for KV caches (live requests and the prefix cache) in MiB; default: what fits beside the weights */
+  /** cap on the memory for KV caches (live requests and the prefix cache) in MiB; default: what fits beside the weights (f32), or the model's context plus the prefix cache (bf16) */
   kvMemoryMiB?: number;
+  /**
+   * KV caches for serving: 'f32' in the WebAssembly memory beside the weights, 'bf16' in pages
+   * outside it (kv-pages.ts; needs a kernel that reads them: native or ts); 'auto' (default):
+   * bf16 where the kernel reads it and f32 would not hold the model's full context.
+   */
+  kvDtype?: KvDtype | 'auto';
 }
+
+export type KvDtype = 'f32' | 'bf16';
 
 export interface RuntimeStats {
   prefixCache: PrefixCacheStats;
@@ -65,6 +74,10 @@ export interface RuntimeStats {
   prefillChunk: number;
   /** what the pacer has learnt: a decode step's cost, a prompt row's, and the credit left */
   pacer: PacerState;
+  /** how serving KV caches are stored */
+  kvDtype: KvDtype;
+  /** bytes of KV pages made so far, in use or free (bf16 caches; 0 for f32 caches, which live in the arena) */
+  kvReservedBytes: number;
 }
 
 export class EmbeddedRuntime {
@@ -78,6 +91,8 @@ export class EmbeddedRuntime {
   private nextKey = 1;
   readonly prefixCache: PrefixCache;
   private readonly kv: KvPlan;
+  /** pages of the bf16 caches (null: f32 caches in the arena) */
+  private readonly pages: KvPagePool | null;
   /** open scoring caches (their memory counts as live) */
   private readonly scoring = new Set<KvCache>();
   private readonly pacer: PrefillPacer;
@@ -95,12 +110,25 @@ export class EmbeddedRuntime {
     const maxChunk = Math.max(1, opts.prefillChunk ?? PREFILL_CHUNK);
     this.pacer = new PrefillPacer({ maxChunk, decodeShare: opts.decodeShare ?? DECODE_SHARE });
     const { hiddenSize: H, intermediateSize: I } = cfg;
-    this.kv = planKvMemory({
-      usedBytes: this.model.arena.usedBytes, bytesPerPosition: cfg.numLayers * 2 * this.model.kvDim * 4, modelContext: this.model.maxContext, capMiB: opts.kvMemoryMiB,
+    const arenaInput = {
+      usedBytes: this.model.arena.usedBytes, bytesPerPosition: cfg.numLayers * 2 * this.model.kvDim * 4, modelContext: this.model.maxContext,
       workspaceBytes: 2 ** Math.ceil(Math.log2(Math.max(maxChunk, 4))) * 4 * (3 * H + this.model.ldqkv + this.model.qDim + 3 * I),
-    });
-    const cacheBytes = Math.min(this.kv.budgetBytes, (opts.prefixCacheMiB ?? PREFIX_CACHE_MIB) * 2 ** 20);
-    this.prefixCache = new PrefixCache(cacheBytes, () => this.model.newCache(this.contextLength), (c) => c.bytes);
+    };
+    const arenaPlan = planKvMemory({ ...arenaInput, capMiB: opts.kvMemoryMiB });
+    // whether float32 KV for the model's whole context fits beside the weights at all (whatever the cap)
+    const arenaHoldsContext = planKvMemory(arenaInput).contextLength >= this.model.maxContext;
+    const wantCacheBytes = (opts.prefixCacheMiB ?? PREFIX_CACHE_MIB) * 2 ** 20;
+    const dtype = opts.kvDtype ?? 'auto', readsPages = typeof kernel.attentionPaged === 'function';
+    if (dtype === 'bf16' && !readsPages) throw new Error(`bf16 KV caches need a kernel that reads them (native or ts); the ${kernel.name} kernel reads float32 caches in the WebAssembly memory only`);
+    if (dtype === 'bf16' || (dtype === 'auto' && readsPages && !arenaHoldsContext)) {
+      this.pages = new KvPagePool(cfg.numLayers, cfg.numKvHeads, cfg.headDim, kernel.addressOf ? (v) => kernel.addressOf!(v) : null);
+      this.kv = planPagedKvMemory({ bytesPerPosition: this.pages.bytesPerPosition, pagePositions: this.pages.positions, modelContext: this.model.maxContext, prefixCacheBytes: wantCacheBytes, capMiB: opts.kvMemoryMiB });
+    } else {
+      this.pages = null;
+      this.kv = arenaPlan;
+    }
+    const cacheBytes = Math.min(this.kv.budgetBytes, wantCacheBytes);
+    this.prefixCache = new PrefixCache(cacheBytes, () => this.newKvCache(), (c) => c.bytes);
     this.versions = new WeightsVersions((v, w) => {
       w.adapter?.free();
       if (w.weights) freeWeights(w.weights, this.model.arena);
@@ -118,6 +146,11 @@ export class EmbeddedRuntime {
       weightBytes: weights.bytes,
       sourceDtypes: weights.sourceDtypes,
     };
+  }
+
+  /** An empty serving cache (paged bf16 or f32 in the arena, as chosen at load). */
+  private newKvCache(): KvCache {
+    return this.pages ? new PagedKvCache(this.pages, this.contextLength) : this.model.newCache(this.contextLength);
   }
 
   /** the longest context that fits in memory (≤ the model's) */
@@ -172,7 +205,7 @@ export class EmbeddedRuntime {
       if (!this.makeRoom(planned) && this.running.length > 0) break;
       this.waiting.splice(i, 1);
       const hit = this.prefixCache.enabled ? this.prefixCache.take(s.version, s.promptIds, s.promptIds.length - 1) : null;
-      s.cache = hit?.cache ?? this.model.newCache(this.contextLength);
+      s.cache = hit?.cache ?? this.newKvCache();
       s.plannedBytes = Math.max(planned, s.cache.bytes);
       this.running.push(s);
       if (low) break;
@@ -191,18 +224,23 @@ export class EmbeddedRuntime {
     this.admit();
     if (this.running.length === 0) return out;
 
-    // decode rows for every prefilled sequence, then prompt chunks in arrival order
+    // decode rows for every prefilled sequence, then prompt chunks: normal priority first, each in
+    // arrival order. Only normal-priority decoders are protected by the pacer: a low-priority one
+    // (the judge) never holds back a user's prompt.
     let decoders = 0;
-    for (const s of this.running) if (s.prefilled) decoders++;
+    for (const s of this.running) if (s.prefilled && s.params.priority !== 'low') decoders++;
     let budget = this.pacer.rows(decoders > 0);
     const items: BatchItem[] = [];
     const fed: Sequence[] = [];
     const sampled: boolean[] = [];
     let prefillRows = 0;
-    for (const s of this.running) {
+    // a low-priority prompt (the judge's) gets rows only in steps where no user prompt is being fed
+    const userPrompt = this.running.some((s) => !s.prefilled && s.params.priority !== 'low');
+    const order = [...this.running.filter((s) => s.prefilled || s.params.priority !== 'low'), ...this.running.filter((s) => !s.prefilled && s.params.priority === 'low')];
+    for (const s of order) {
       const cache = s.cache!;
       if (s.prefilled) { items.push({ tokens: [s.ids[s.ids.length - 1]], cache, adapter: s.adapter, weights: s.weights }); fed.push(s); sampled.push(true); continue; }
-      if (budget === 0) continue;
+      if (budget === 0 || (userPrompt && s.params.priority === 'low')) continue;
       const from = cache.length, to = Math.min(s.promptIds.length, from + budget);
       items.push({ tokens: s.promptIds.slice(from, to), cache, adapter: s.adapter, weights: s.weights });
       fed.push(s); sampled.push(to === s.promptIds.length);
@@ -274,13 +312,15 @@ export class EmbeddedRuntime {
   }
 
   /**
-   * `score` in passes, yielding between them (the worker decodes in between). While sequences
-   * decode, a pass takes the rows the pacer allows and its time is paid from the same credit as
-   * prompt rows, so scoring in the background keeps decoders at their share too.
+   * `score` in passes, yielding between them (the worker decodes in between). While user-facing
+   * (normal-priority) requests are in the engine, a pass takes only the rows the pacer's credit
+   * allows (none while they only prefill: the credit is earned by decode steps, and prompt rows
+   * spend it first) and its time is paid from that credit, so background scoring delays neither a
+   * first token nor keeps decoders below their share.
    */
   scoreSteps(requests: ScoreRequest[], opts: ScoreOptions = {}, paced = true): Generator<void, Float32Array[]> {
     const { adapter, weights, caches } = this.scoringSetup(requests, opts);
-    return this.paced(scoreSteps(this.model, requests, adapter, opts.temperature ?? 1, () => this.pacer.rows(paced && this.decoding()), caches, weights), paced);
+    return this.paced(scoreSteps(this.model, requests, adapter, opts.temperature ?? 1, () => this.pacer.rows(paced && this.servingUsers), caches, weights), paced);
   }
 
   /** `scoreSteps` with each position's top-K and the log-probs of the requests' gatherIds (see Engine.scoreTopK). */
@@ -293,10 +333,16 @@ export class EmbeddedRuntime {
       for (const ids of r.gatherIds) checkTokenIds(ids, V, 'gather id');
     }
     const { adapter, weights, caches } = this.scoringSetup(requests, opts);
-    return this.paced(scoreStepsTopK(this.model, requests, adapter, opts.temperature ?? 1, () => this.pacer.rows(paced && this.decoding()), k, caches, weights), paced);
+    return this.paced(scoreStepsTopK(this.model, requests, adapter, opts.temperature ?? 1, () => this.pacer.rows(paced && this.servingUsers), k, caches, weights), paced);
   }
 
-  private decoding(): boolean { return this.running.some((s) => s.prefilled); }
+  /** whether a normal-priority sequence is decoding (what the pacer protects) */
+  private decoding(): boolean { return this.running.some((s) => s.prefilled && s.params.priority !== 'low'); }
+
+  /** whether a normal-priority (user-facing) request is waiting, prefilling or decoding: background scoring waits for it (worker.ts) */
+  get servingUsers(): boolean {
+    return this.running.some((s) => s.params.priority !== 'low') || this.waiting.some((s) => s.params.priority !== 'low');
+  }
 
   /** Runs scoring passes, paying the time of each from the pacer's credit while sequences decode. */
   private *paced<T>(passes: Generator<void, T>, paced: boolean): Generator<void, T> {
@@ -325,8 +371,8 @@ export class EmbeddedRuntime {
     const version = sel === 'current' ? null : sel === 'base' ? 0 : sel === 'published' ? this.published : sel;
     const caches: CacheSource = {
       open: (tokens, limit) => {
-        const hit = version !== null && this.prefixCache.enabled ? this.prefixCache.take(version, tokens, limit) : null;
-        const c = hit?.cache ?? this.model.newCache(this.contextLength);
+        const hit = version !== null && this.prefixCache.enabled ? this.prefixCache.take(version, tokens, limit, false) : null;
+        const c = hit?.cache ?? this.newKvCache();
         this.scoring.add(c);
         return c;
       },
@@ -354,6 +400,7 @@ export class EmbeddedRuntime {
     return {
       prefixCache: this.prefixCache.stats(), kvBudgetBytes: this.kvBudgetBytes, liveKvBytes: this.liveKvBytes, contextLength: this.contextLength,
       arenaUsedBytes: this.model.arena.usedBytes, arenaReservedBytes: this.model.arena.reservedBytes, prefillChunk: this.pacer.typicalRows(), pacer: this.pacer.state(),
+      kvDtype: this.pages ? 'bf16' : 'f32', kvReservedBytes: this.pages?.reservedBytes ?? 0,
     };
   }
 

@@ -2,11 +2,16 @@
 // (the HTTP server) never waits on compute. Sampling runs step by step; every other request
 // (scoring, training, versions, files) is a job. Training jobs advance one packed micro-batch per
 // turn, alternating with sampling steps, so a long forward/backward never stalls the streams.
+// Scoring jobs (judge and OPD-teacher passes, PPO re-scoring: background work) wait while
+// user-facing requests are in the engine, so they delay neither a turn's first token nor its
+// decode; a scoring job held back for SCORING_MAX_WAIT_MS runs one (paced) pass, so it still
+// progresses under constant traffic.
 // Messages in: sample, abort, job, close. Out: ready | step | result | error | closed.
 import { parentPort, workerData } from 'node:worker_threads';
 import { EmbeddedRuntime, type RuntimeOptions } from './runtime.ts';
 import type { LoraConfig } from './lora.ts';
 import { EngineError, type SampleParams } from '../types.ts';
+import { scoringMayRun } from './job-priority.ts';
 
 export type JobName = 'score' | 'scoreTopK' | 'configureTraining' | 'forwardBackward' | 'optimStep' | 'saveWeights' | 'publish'
   | 'saveAdapter' | 'saveModel' | 'loadAdapter' | 'saveTrainingState' | 'loadTrainingState' | 'versions' | 'stats';
@@ -106,11 +111,17 @@ function jobUnit(): void {
   }
 }
 
+let scoringWaitingSince: number | null = null;
+
 function run(): void {
   scheduled = false;
-  // sampling and jobs take turns: one decode step, then one job unit
+  // sampling and jobs take turns: one decode step, then one job unit (background scoring waits for users)
   if (rt.busy) sampleStep();
-  if (jobs.length > 0) jobUnit();
+  if (jobs.length > 0) {
+    const may = scoringMayRun(jobs[0].name, rt.servingUsers, scoringWaitingSince, performance.now());
+    scoringWaitingSince = may.waitingSince;
+    if (may.run) jobUnit();
+  }
   if (rt.busy || jobs.length > 0) schedule();
 }
 

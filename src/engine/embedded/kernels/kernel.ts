@@ -5,6 +5,7 @@
 // reference). Everything else in the engine is O(n) work in TypeScript.
 import type { AttentionShape } from '../ops/attention.ts';
 import type { PackedMatrix } from './packed.ts';
+import type { PagedKvCache } from '../kv-pages.ts';
 
 export interface MatmulOptions {
   /** row strides in floats (default: the row length of each operand as stored) */
@@ -27,6 +28,17 @@ export interface AttentionBatch {
   rowV: Float32Array[];
   /** position of each row; it attends to cache positions ≤ its own */
   rowPos: Int32Array;
+}
+
+/** One attention call of layer `layer` whose rows read paged bfloat16 caches (kv-pages.ts); the rows' keys and values are already stored. */
+export interface PagedAttentionBatch {
+  q: Float32Array;
+  ldq: number;
+  out: Float32Array;
+  rows: number;
+  rowCache: PagedKvCache[];
+  rowPos: Int32Array;
+  layer: number;
 }
 
 /** The backward of one attention call over training rows (every position of each sequence is a row). */
@@ -57,6 +69,10 @@ export interface Kernel {
   /** causal grouped-query attention (see ops/attention.ts for the exact definition) */
   attention(batch: AttentionBatch, shape: AttentionShape): void;
   attentionBackward(batch: AttentionBackwardBatch, shape: AttentionShape): void;
+  /** `attention` over paged bfloat16 caches; kernels without it serve with float32 caches in the arena */
+  attentionPaged?(batch: PagedAttentionBatch, shape: AttentionShape): void;
+  /** the address of a buffer outside the WebAssembly memory, for kernels that read such buffers (native) */
+  addressOf?(view: ArrayBufferView): number;
   /** out[r, i] = silu(gu[r, i])·gu[r, I + i] (see ops/swiglu.ts) */
   swiglu(out: Float32Array, gu: Float32Array, rows: number, inter: number): void;
   swigluBackward(dgu: Float32Array, dout: Float32Array, gu: Float32Array, rows: number, inter: number): void;

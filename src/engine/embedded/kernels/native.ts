@@ -9,11 +9,12 @@ import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Arena } from '../arena.ts';
-import type { MatmulOptions } from './kernel.ts';
+import type { MatmulOptions, PagedAttentionBatch } from './kernel.ts';
+import type { AttentionShape } from '../ops/attention.ts';
 import type { PackedMatrix } from './packed.ts';
 import { WasmKernel } from './wasm.ts';
 import { isExternal } from '../weight-memory.ts';
-import { OP_NATIVE_NT, OP_NATIVE_NN, OP_NATIVE_TN, OP_NATIVE_PACKED, OP_NATIVE_PACKED_T, OP_NATIVE_PACKED_BF16, OP_NATIVE_PACKED_T_BF16, OP_NATIVE_PACKED_I8, OP_NATIVE_PACKED_T_I8 } from './wasm-pool.ts';
+import { OP_NATIVE_NT, OP_NATIVE_NN, OP_NATIVE_TN, OP_NATIVE_PACKED, OP_NATIVE_PACKED_T, OP_NATIVE_PACKED_BF16, OP_NATIVE_PACKED_T_BF16, OP_NATIVE_PACKED_I8, OP_NATIVE_PACKED_T_I8, OP_NATIVE_ATTENTION_PAGED, floatBits } from './wasm-pool.ts';
 
 const PACKED_OP = { f32: OP_NATIVE_PACKED, bf16: OP_NATIVE_PACKED_BF16, int8: OP_NATIVE_PACKED_I8 } as const;
 const PACKED_T_OP = { f32: OP_NATIVE_PACKED_T, bf16: OP_NATIVE_PACKED_T_BF16, int8: OP_NATIVE_PACKED_T_I8 } as const;
@@ -31,7 +32,11 @@ export interface NativeAddon {
   gemm_nt(a: number, b: number, c: number, M: number, n0: number, n1: number, K: number, lda: number, ldb: number, ldc: number, acc: number): void;
   gemm_nn(a: number, b: number, c: number, M: number, n0: number, n1: number, K: number, lda: number, ldb: number, ldc: number, acc: number): void;
   gemm_tn(a: number, b: number, c: number, i0: number, i1: number, N: number, M: number, lda: number, ldb: number, ldc: number, acc: number): void;
+  attention_paged_bf16(q: number, out: number, tiles: number, pages: number, ldq: number, u0: number, u1: number, nTiles: number, nHeads: number, nKv: number, hd: number, layer: number, P: number, window: number, scale: number): void;
 }
+
+/** Query vectors one attention work unit holds at most (MAX_Q in native/attention-avx2.c). */
+const ATTENTION_MAX_Q = 32;
 
 /** Where the build puts the addon (the same relative place from src/ and from dist/); OPENCLAW_RL_NATIVE_PATH overrides it. */
 export function nativeAddonPath(): string {
@@ -79,6 +84,39 @@ export class NativeKernel extends WasmKernel {
     let address = this.addresses.get(w.data);
     if (address === undefined) this.addresses.set(w.data, (address = this.addon.address(w.data)));
     return [0, address % 2 ** 32, Math.floor(address / 2 ** 32)];
+  }
+
+  addressOf(view: ArrayBufferView): number { return this.addon.address(view); }
+
+  /**
+   * Attention over paged bfloat16 caches (native/attention-avx2.c). Rows of one cache at
+   * consecutive positions (a prefill chunk, or one decode row) are cut into tiles of up to
+   * ATTENTION_MAX_Q / group rows; a work unit is one key/value head of one tile, head-major so
+   * that consecutive units share that head's keys and values in the caches.
+   */
+  attentionPaged(b: PagedAttentionBatch, s: AttentionShape): void {
+    const group = s.numHeads / s.numKvHeads, tileRows = Math.max(1, Math.floor(ATTENTION_MAX_Q / group));
+    const tiles: number[] = [], pageAddresses: number[] = [];
+    const first = new Map<unknown, number>();
+    let maxPos = 0;
+    for (let r = 0; r < b.rows;) {
+      const c = b.rowCache[r];
+      let n = 1;
+      while (r + n < b.rows && n < tileRows && b.rowCache[r + n] === c && b.rowPos[r + n] === b.rowPos[r] + n) n++;
+      let at = first.get(c);
+      if (at === undefined) { first.set(c, (at = pageAddresses.length)); for (const p of c.pages) pageAddresses.push(p.address); }
+      tiles.push(r, n, b.rowPos[r], at);
+      maxPos = Math.max(maxPos, b.rowPos[r] + n);
+      r += n;
+    }
+    const nTiles = tiles.length / 4;
+    const t = this.ints('attention-paged-tiles', tiles.length);
+    t.set(tiles);
+    const pt = this.doubles('attention-paged-pages', pageAddresses.length);
+    pt.set(pageAddresses);
+    const P = b.rowCache[0].pool.positions, units = nTiles * s.numKvHeads;
+    this.dispatch(OP_NATIVE_ATTENTION_PAGED, units, b.rows * s.numHeads * maxPos * s.headDim,
+      [b.q.byteOffset, b.ldq, b.out.byteOffset, t.byteOffset, pt.byteOffset, nTiles, s.numHeads, s.numKvHeads, s.headDim, b.layer, P, s.slidingWindow ?? 0, floatBits(1 / Math.sqrt(s.headDim))]);
   }
 
   override matmulNT(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {

@@ -1,5 +1,5 @@
 // Plain TypeScript kernels: the reference the WASM kernels are tested against, and the fallback.
-import type { Kernel, MatmulOptions, AttentionBatch, AttentionBackwardBatch } from './kernel.ts';
+import type { Kernel, MatmulOptions, AttentionBatch, AttentionBackwardBatch, PagedAttentionBatch } from './kernel.ts';
 import { attentionForward, attentionBackward, type AttentionShape } from '../ops/attention.ts';
 import { logSumExp } from '../ops/logits.ts';
 import { swigluForward, swigluBackward } from '../ops/swiglu.ts';
@@ -97,6 +97,23 @@ export class TsKernel implements Kernel {
   attention(b: AttentionBatch, shape: AttentionShape): void {
     this.ensureScores(b);
     attentionForward(b.out, b.q, 0, b.ldq, b.rows, b.rowK, b.rowV, b.rowPos, shape, this.scores);
+  }
+
+  /** The reference for paged caches: their bfloat16 keys and values widened to float32, then `attention`. */
+  attentionPaged(b: PagedAttentionBatch, shape: AttentionShape): void {
+    const widened = new Map<unknown, [Float32Array, Float32Array]>();
+    const rowK: Float32Array[] = [], rowV: Float32Array[] = [];
+    for (let r = 0; r < b.rows; r++) {
+      const c = b.rowCache[r];
+      let kv = widened.get(c);
+      if (!kv) {
+        let n = 0;
+        for (let i = 0; i < b.rows; i++) if (b.rowCache[i] === c) n = Math.max(n, b.rowPos[i] + 1);
+        widened.set(c, (kv = [c.read(b.layer, 'k', n), c.read(b.layer, 'v', n)]));
+      }
+      rowK.push(kv[0]); rowV.push(kv[1]);
+    }
+    this.attention({ q: b.q, ldq: b.ldq, out: b.out, rows: b.rows, rowK, rowV, rowPos: b.rowPos }, shape);
   }
 
   attentionBackward(b: AttentionBackwardBatch, shape: AttentionShape): void {

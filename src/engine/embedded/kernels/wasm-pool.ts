@@ -15,6 +15,8 @@ export const OP_PACKED_BF16 = 9, OP_PACKED_T_BF16 = 10;
 export const OP_NATIVE_NT = 11, OP_NATIVE_NN = 12, OP_NATIVE_TN = 13, OP_NATIVE_PACKED = 14, OP_NATIVE_PACKED_T = 15, OP_NATIVE_PACKED_BF16 = 16, OP_NATIVE_PACKED_T_BF16 = 17;
 /** the packed products with int8 panels (packed.ts), native and WebAssembly */
 export const OP_NATIVE_PACKED_I8 = 18, OP_NATIVE_PACKED_T_I8 = 19, OP_PACKED_I8 = 20, OP_PACKED_T_I8 = 21;
+/** attention over paged bfloat16 KV caches on the native addon (native.ts attentionPaged; its own parameters, see exec); a number well apart from the products' */
+export const OP_NATIVE_ATTENTION_PAGED = 32;
 
 function isNativeOp(op: number): boolean { return op >= OP_NATIVE_NT && op <= OP_NATIVE_PACKED_T_I8; }
 
@@ -22,7 +24,7 @@ function isNativeOp(op: number): boolean { return op >= OP_NATIVE_NT && op <= OP
 export function opTile(op: number): number {
   switch (op) {
     case OP_NN: return 16;
-    case OP_ATTENTION: case OP_PACKED: case OP_PACKED_BF16: case OP_PACKED_I8: return 1;
+    case OP_ATTENTION: case OP_PACKED: case OP_PACKED_BF16: case OP_PACKED_I8: case OP_NATIVE_ATTENTION_PAGED: return 1;
     case OP_NATIVE_PACKED: case OP_NATIVE_PACKED_BF16: case OP_NATIVE_PACKED_I8: return 6;
     case OP_NATIVE_NN: return 24;
     case OP_NATIVE_TN: return 32;
@@ -41,6 +43,7 @@ export interface NativeBinding {
     gemm_tn(a: number, b: number, c: number, ...n: number[]): void;
     gemm_packed_bf16(a: number, p: number, c: number, ...n: number[]): void; gemm_packed_t_bf16(a: number, p: number, c: number, ...n: number[]): void;
     gemm_packed_i8(a: number, p: number, c: number, ...n: number[]): void; gemm_packed_t_i8(a: number, p: number, c: number, ...n: number[]): void;
+    attention_paged_bf16(q: number, out: number, tiles: number, pages: number, ...n: number[]): void;
   };
   /** address of the shared memory's byte 0 (a shared WebAssembly memory never moves when it grows) */
   base: number;
@@ -78,7 +81,12 @@ function bitsFloat(x: number): number { i32[0] = x; return f32[0]; }
 export function exec(ctrl: Int32Array, k: WasmKernelExports, i0: number, i1: number, thread: number, nat: NativeBinding | null = null): void {
   const p = (i: number) => ctrl[P + i];
   const op = ctrl[OP];
-  if (isNativeOp(op)) {
+  if (op === OP_NATIVE_ATTENTION_PAGED) {
+    if (!nat) throw new Error('a native kernel job reached a thread without the native addon');
+    // q, ldq, out, tiles, pages (offsets in the memory; the pages table holds the pages' absolute addresses), nTiles, nHeads, nKv, hd, layer, page positions, window, scale
+    const b = nat.base;
+    nat.addon.attention_paged_bf16(b + (p(0) >>> 0), b + (p(2) >>> 0), b + (p(3) >>> 0), b + (p(4) >>> 0), p(1), i0, i1, p(5), p(6), p(7), p(8), p(9), p(10), p(11), bitsFloat(p(12)));
+  } else if (isNativeOp(op)) {
     if (!nat) throw new Error('a native kernel job reached a thread without the native addon');
     // b may live outside the memory (weights placed outside it): then p(9), p(10) hold its absolute address
     const outside = p(9) !== 0 || p(10) !== 0;

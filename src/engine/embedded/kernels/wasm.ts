@@ -155,8 +155,14 @@ export class WasmKernel implements Kernel {
     this.dispatch(OP_TN, m, m * n * k, [a.byteOffset, b.byteOffset, c.byteOffset, n, k, lda, ldb, ldc, acc]);
   }
 
+  /** A Float64 view of `n` doubles in the shared memory, reused per slot name. */
+  protected doubles(slot: string, n: number): Float64Array {
+    const f = this.ints(slot, 2 * n);
+    return new Float64Array(f.buffer, f.byteOffset, n);
+  }
+
   /** An Int32 view of `n` ints in the shared memory, reused per slot name. */
-  private ints(slot: string, n: number): Int32Array {
+  protected ints(slot: string, n: number): Int32Array {
     let buf = this.intSlots.get(slot);
     if (!buf || buf.length < n) {
       if (buf) this.arena.free(buf);
