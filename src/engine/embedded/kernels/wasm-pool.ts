@@ -18,7 +18,8 @@ export const OP_NATIVE_NT = 11, OP_NATIVE_NN = 12, OP_NATIVE_TN = 13, OP_NATIVE_
 export function opTile(op: number): number {
   switch (op) {
     case OP_NN: return 16;
-    case OP_ATTENTION: case OP_PACKED: case OP_PACKED_BF16: return 1;
+    // attention backward: a unit is a whole (sequence, key/value head), and a batch has few of them
+    case OP_ATTENTION: case OP_ATTENTION_BACKWARD: case OP_PACKED: case OP_PACKED_BF16: return 1;
     case OP_NATIVE_PACKED: case OP_NATIVE_PACKED_BF16: return 6;
     case OP_NATIVE_NN: return 24;
     case OP_NATIVE_TN: return 32;
