@@ -9,6 +9,8 @@ import { ConversationGenerator, FULL_MIX, KINDS, toJsonl, type Mix } from '../..
 import { cutAtSentence, mentionsTopic, mentionsName, isShort, isHappy, type StoryPool } from '../../src/recipes/chat-model/stories.ts';
 import { addChatVocabulary } from '../../src/recipes/chat-model/vocab.ts';
 import { ChatTokenizer } from '../../src/engine/embedded/tokenizer.ts';
+import { encodeChatExample } from '../../src/trainer/sft.ts';
+import { firstMention, weighTopic } from '../../src/recipes/chat-model/train.ts';
 import { parseBoxed, parseHintVote } from '../../src/learn/votes.ts';
 import { HINT_MARKER } from '../../src/learn/hint-prompt.ts';
 import { STORIES, tempDir } from '../helpers/models.ts';
@@ -183,4 +185,47 @@ test('the extra request wordings only add training phrasings: held-out requests 
   for (const word of ['starring', 'all about', 'in which', 'plays', 'would like', 'tale', 'can i have', '?']) {
     assert.ok(!s.topicRequests.train.some((x) => x.toLowerCase().includes(word)), word);
   }
+});
+
+test('firstMention: the earliest loss-masked run of a spelling that is a whole word, longer spellings first at a start', () => {
+  const whole = () => true;
+  const table: [ids: number[], mask: number[], spellings: number[][], isWhole: (s: number, e: number) => boolean, expected: { start: number; end: number } | null][] = [
+    [[1, 5, 6, 2, 5, 6], [0, 0, 0, 1, 1, 1], [[5, 6]], whole, { start: 4, end: 6 }], // the prompt's mention has no loss
+    [[5, 6, 7], [1, 1, 1], [[5, 6], [5, 6, 7]], whole, { start: 0, end: 3 }], // the plural wins where both match
+    [[5, 6, 9, 5, 6], [1, 1, 1, 1, 1], [[5, 6]], (s) => s > 0, { start: 3, end: 5 }], // the first is part of a longer word
+    [[5, 6], [1, 0], [[5, 6]], whole, null], // half of it outside the loss
+    [[4, 4], [1, 1], [[5]], whole, null],
+  ];
+  for (const [ids, mask, spellings, isWhole, expected] of table) assert.deepEqual(firstMention(ids, mask, spellings, isWhole), expected, JSON.stringify([ids, mask, spellings]));
+});
+
+test('weighTopic weighs the tokens of the answer\'s first mention of the topic (singular or plural), nothing in the prompt, not a longer word', (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  addChatVocabulary(STORIES, join(dir, 'm'), 1);
+  const tok = ChatTokenizer.load(join(dir, 'm'));
+  const weighted = (topic: string, answer: string) => {
+    const ex = encodeChatExample(tok, { messages: [{ role: 'user', content: `A story about a ${topic}.` }, { role: 'assistant', content: answer }] });
+    const w = weighTopic(tok, ex, topic, 5);
+    assert.deepEqual(w.ids, ex.ids);
+    return tok.decode(w.ids.filter((_, i) => w.mask[i] === 5)).trim();
+  };
+  assert.equal(weighted('ball', 'Tom had a balloon. Then a big ball came. The ball was red.'), 'ball');
+  assert.equal(weighted('bunny', 'Tom saw two bunnies and a bunny.'), 'bunnies');
+  assert.equal(weighted('dog', 'A cat sat.'), '');
+});
+
+test('topicWithinWords: topic requests, hints and corrections are answered by stories that name the topic early', () => {
+  const pool = handPool();
+  for (const t of TOPICS) pool.byTopic[t].push(`Once upon a time, there was a girl. She liked to play in the sun with her mom every day. Then she saw a ${t}.`);
+  const early = (c: { messages: { content?: unknown }[]; topic?: string }) => {
+    const answer = String(c.messages.at(-1)!.content);
+    return mentionsTopic(answer.split(/\s+/).slice(0, 8).join(' '), c.topic!);
+  };
+  const mix = { ...Object.fromEntries(KINDS.map((k) => [k, 0])), topic: 60, hint: 60, feedback: 60 } as Mix;
+  const all = new ConversationGenerator(pool, 3).conversations(mix).filter((c) => c.topic);
+  const filtered = new ConversationGenerator(pool, 3, 'train', phrasingSets(), { topicWithinWords: 8 }).conversations(mix).filter((c) => c.topic);
+  assert.ok(all.length > 100 && filtered.length > 100);
+  assert.ok(all.some((c) => !early(c)), 'without the option some answers name the topic late');
+  assert.ok(filtered.every(early), 'with it every answer names the topic within 8 words');
 });
