@@ -61,7 +61,9 @@ export interface ChatModelBenchResult {
   };
   tools: {
     questions: number;
-    withTool: { callsMade: number; validCalls: number; jsonValidRate: number; accuracy: number; directAnswers: number };
+    withTool: { callsMade: number; validCalls: number; jsonValidRate: number; accuracy: number; directAnswers: number;
+      /** first calls whose expression gives the question's result (the numbers were copied right) */
+      rightCalls: number };
     withoutTool: { accuracy: number };
     examples: { question: string; answer: string }[];
   };
@@ -244,7 +246,7 @@ async function toolUse(chat: Engine, questions: number, rng: Rng, log: (l: strin
     const q = randomArithmetic(rng);
     return { ...q, question: fill(phrasings[Math.floor(rng.next() * phrasings.length)], { e: q.expression }), seed: Math.floor(rng.next() * 2 ** 31) };
   });
-  let callsMade = 0, validCalls = 0, correctWith = 0, correctWithout = 0, direct = 0;
+  let callsMade = 0, validCalls = 0, correctWith = 0, correctWithout = 0, direct = 0, rightCalls = 0;
   const examples: { question: string; answer: string }[] = [];
   await Promise.all(qs.map(async (q) => {
     const user: ChatMessage = { role: 'user', content: q.question };
@@ -260,6 +262,7 @@ async function toolUse(chat: Engine, questions: number, rng: Rng, log: (l: strin
     }
     if (call) {
       try { value = String(calculate((JSON.parse(call.arguments) as { expression: string }).expression)); } catch (e) { value = `Error: ${(e as Error).message}`; }
+      if (value === String(q.result)) rightCalls++;
       const id = 'call_1';
       const second = await answer(chat, [user, { role: 'assistant', content: '', tool_calls: [{ id, type: 'function', function: { name: call.name, arguments: call.arguments } }] },
         { role: 'tool', tool_call_id: id, content: value }], { ...SAMPLE, maxTokens: 40, seed: q.seed + 1 }, [CALCULATOR_TOOL]);
@@ -272,7 +275,7 @@ async function toolUse(chat: Engine, questions: number, rng: Rng, log: (l: strin
   }));
   const out = {
     questions,
-    withTool: { callsMade, validCalls, jsonValidRate: round(validCalls / Math.max(1, callsMade)), accuracy: round(correctWith / questions), directAnswers: direct },
+    withTool: { callsMade, validCalls, jsonValidRate: round(validCalls / Math.max(1, callsMade)), accuracy: round(correctWith / questions), directAnswers: direct, rightCalls },
     withoutTool: { accuracy: round(correctWithout / questions) },
     examples,
   };

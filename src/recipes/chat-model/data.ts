@@ -33,8 +33,12 @@ export interface DataOptions {
   topicWithinWords?: number;
 }
 
-/** `topic`: the topic the last answer was chosen to carry (requests, hints and corrections that ask for one). */
-export interface Conversation { kind: Kind; messages: ChatMessage[]; tools?: ToolSpec[]; topic?: string }
+/**
+ * `topic`: the topic the last answer was chosen to carry (requests, hints and corrections that ask for one).
+ * `copies`: text the answers copy from the prompt or a tool result (a tool call's expression, the tool's result),
+ * and whether its first or last place in the answers is the copy.
+ */
+export interface Conversation { kind: Kind; messages: ChatMessage[]; tools?: ToolSpec[]; topic?: string; copies?: { text: string; at: 'first' | 'last' }[] }
 export type Mix = Record<Kind, number>;
 
 /** The full recipe's mix (conversations per kind). */
@@ -232,7 +236,7 @@ export class ConversationGenerator {
     }
     const id = `call_${++this.callId}`;
     return {
-      kind: 'tool', tools: [CALCULATOR_TOOL],
+      kind: 'tool', tools: [CALCULATOR_TOOL], copies: [{ text: q.expression, at: 'first' }, { text: String(q.result), at: 'last' }],
       messages: [
         this.user(question),
         { role: 'assistant', content: '', tool_calls: [{ id, type: 'function', function: { name: 'calculator', arguments: JSON.stringify({ expression: q.expression }) } }] },

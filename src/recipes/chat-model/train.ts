@@ -28,6 +28,8 @@ export interface TrainSettings {
    * takes several tokens ("b" + "all" against "b" + "un" + "n" + "y").
    */
   topicTokenWeight?: number;
+  /** Loss weight of the tokens an answer copies from its prompt or a tool result (Conversation.copies; default 1). */
+  copyTokenWeight?: number;
 }
 
 /**
@@ -50,6 +52,33 @@ export function firstMention(ids: number[], mask: number[], spellings: number[][
   return null;
 }
 
+/** Where the token sequence `sp` occurs among tokens with a loss: the first or the last place, or null. */
+export function findInLoss(ids: number[], mask: number[], sp: number[], at: 'first' | 'last'): { start: number; end: number } | null {
+  if (sp.length === 0) return null;
+  let found: { start: number; end: number } | null = null;
+  for (let s = 0; s + sp.length <= ids.length; s++) {
+    let ok = true;
+    for (let k = 0; k < sp.length && ok; k++) ok = ids[s + k] === sp[k] && mask[s + k] > 0;
+    if (ok) { found = { start: s, end: s + sp.length }; if (at === 'first') return found; }
+  }
+  return found;
+}
+
+/** `ex` with the loss weight of the tokens of each copied text (where the answers copy it) set to `weight`. */
+export function weighCopies(tokenizer: ChatTokenizer, ex: EncodedExample, copies: { text: string; at: 'first' | 'last' }[], weight: number): EncodedExample {
+  let mask = ex.mask;
+  for (const c of copies) {
+    // the text's tokens wherever it stands (after a space or a quote): without the tokenizer's leading-space token
+    let sp = tokenizer.encode(c.text, false);
+    while (sp.length > 1 && tokenizer.decode([sp[0]]).trim() === '') sp = sp.slice(1);
+    const m = findInLoss(ex.ids, mask, sp, c.at);
+    if (!m) continue;
+    if (mask === ex.mask) mask = ex.mask.slice();
+    for (let t = m.start; t < m.end; t++) mask[t] = weight;
+  }
+  return mask === ex.mask ? ex : { ids: ex.ids, mask };
+}
+
 /** `ex` with the loss weight of the tokens of the first mention of `topic` (or its plural) set to `weight`. */
 export function weighTopic(tokenizer: ChatTokenizer, ex: EncodedExample, topic: string, weight: number): EncodedExample {
   const words = [topic, plural(topic)];
@@ -67,14 +96,21 @@ export function weighTopic(tokenizer: ChatTokenizer, ex: EncodedExample, topic: 
 export async function trainOnConversations(initDir: string, outDir: string, conversations: Conversation[], s: TrainSettings & { seed: number; log: (l: string) => void }): Promise<Record<string, unknown>> {
   const engine = await EmbeddedEngine.load(initDir);
   try {
-    const weight = s.topicTokenWeight ?? 1;
-    let weighted = 0;
+    const weight = s.topicTokenWeight ?? 1, copyWeight = s.copyTokenWeight ?? 1;
+    let weighted = 0, copiesWeighted = 0;
     const examples = conversations.map((c) => {
-      const ex = encodeChatExample(engine.tokenizer, { messages: c.messages, tools: c.tools });
-      if (weight === 1 || !c.topic) return ex;
-      const w = weighTopic(engine.tokenizer, ex, c.topic, weight);
-      if (w !== ex) weighted++;
-      return w;
+      let ex = encodeChatExample(engine.tokenizer, { messages: c.messages, tools: c.tools });
+      if (weight !== 1 && c.topic) {
+        const w = weighTopic(engine.tokenizer, ex, c.topic, weight);
+        if (w !== ex) weighted++;
+        ex = w;
+      }
+      if (copyWeight !== 1 && c.copies) {
+        const w = weighCopies(engine.tokenizer, ex, c.copies, copyWeight);
+        if (w !== ex) copiesWeighted++;
+        ex = w;
+      }
+      return ex;
     });
     const tokens = examples.reduce((a, e) => a + e.ids.length, 0);
     const lossTokens = examples.reduce((a, e) => a + e.mask.reduce((x, y) => x + (y > 0 ? 1 : 0), 0), 0);
@@ -91,7 +127,7 @@ export async function trainOnConversations(initDir: string, outDir: string, conv
       },
     });
     await engine.saveModel(outDir, 'current');
-    return { ...result, sequences: examples.length, tokens, lossTokens, ...(weight !== 1 ? { topicTokenWeight: weight, topicMentionsWeighted: weighted } : {}), parameters: s.loraRank === 'full' ? 'full' : `LoRA rank ${s.loraRank}` };
+    return { ...result, sequences: examples.length, tokens, lossTokens, ...(weight !== 1 ? { topicTokenWeight: weight, topicMentionsWeighted: weighted } : {}), ...(copyWeight !== 1 ? { copyTokenWeight: copyWeight, conversationsWithCopiesWeighted: copiesWeighted } : {}), parameters: s.loraRank === 'full' ? 'full' : `LoRA rank ${s.loraRank}` };
   } finally {
     await engine.close();
   }
