@@ -208,6 +208,7 @@ function attention8(qkv: usize, ldq: i32, out: usize, table: usize, p0: i32, p1:
 }
 
 function attention_backward8(dq: usize, lddq: i32, dout: usize, out: usize, q: usize, ldq: i32, table: usize, segs: usize, p0: i32, p1: i32, nHeads: i32, nKv: i32, window: i32, scale: f32, scratch: usize): void {
+  if (nHeads == 2 * nKv) { attention_backward8x2(dq, lddq, dout, out, q, ldq, table, segs, p0, p1, nKv, window, scale, scratch); return; }
   const group = nHeads / nKv;
   const kvDim = nKv * 8;
   const qDim = nHeads * 8;
@@ -281,6 +282,98 @@ function attention_backward8(dq: usize, lddq: i32, dout: usize, out: usize, q: u
         v128.store(dqh, f32x4.mul(dq0, vscale));
         v128.store(dqh, f32x4.mul(dq1, vscale), 16);
       }
+    }
+  }
+}
+
+// Two query heads per key/value head (stories260K: 8 over 4): both heads of a row in one pass over the keys, so each
+// key and value is loaded once and each dK, dV row is read and written once for the pair. Scratch holds both
+// heads' scores (the second list after the first, padded to four).
+@inline function accumulate2(dvb: usize, dkb: usize, pa: v128, pb: v128, sa: v128, sb: v128,
+  ga0: v128, ga1: v128, gb0: v128, gb1: v128, qa0: v128, qa1: v128, qb0: v128, qb1: v128): void {
+  v128.store(dvb, fma(pb, gb0, fma(pa, ga0, v128.load(dvb))));
+  v128.store(dvb, fma(pb, gb1, fma(pa, ga1, v128.load(dvb, 16))), 16);
+  v128.store(dkb, fma(sb, qb0, fma(sa, qa0, v128.load(dkb))));
+  v128.store(dkb, fma(sb, qb1, fma(sa, qa1, v128.load(dkb, 16))), 16);
+}
+
+function attention_backward8x2(dq: usize, lddq: i32, dout: usize, out: usize, q: usize, ldq: i32, table: usize, segs: usize, p0: i32, p1: i32, nKv: i32, window: i32, scale: f32, scratch: usize): void {
+  const nHeads = 2 * nKv;
+  const kvDim = nKv * 8;
+  const qDim = nHeads * 8;
+  const stride = <usize>kvDim << 2;
+  const vscale = f32x4.splat(scale), zero = f32x4.splat(0);
+  for (let p = p0; p < p1; p++) {
+    const seq = p / nKv, kvh = p % nKv;
+    const row0 = load<i32>(segs + (<usize>(seq * 2) << 2)), rows = load<i32>(segs + (<usize>(seq * 2 + 1) << 2));
+    const kvo = kvh * 8;
+    for (let r = row0; r < row0 + rows; r++) {
+      const t = table + (<usize>(r * 5) << 2);
+      const K = <usize>load<u32>(t), V = <usize>load<u32>(t, 4), dK = <usize>load<u32>(t, 8), dV = <usize>load<u32>(t, 12), pos = load<i32>(t, 16);
+      const start = window > 0 ? max(0, pos - window + 1) : 0;
+      const n = pos - start + 1;
+      const first = <usize>(start * kvDim + kvo) << 2;
+      const ha = 2 * kvh;
+      const qha = q + (<usize>(r * ldq + ha * 8) << 2), qhb = qha + 32;
+      const oha = out + (<usize>(r * qDim + ha * 8) << 2), ohb = oha + 32;
+      const doa = dout + (<usize>(r * qDim + ha * 8) << 2), dob = doa + 32;
+      const qa0 = f32x4.mul(v128.load(qha), vscale), qa1 = f32x4.mul(v128.load(qha, 16), vscale);
+      const qb0 = f32x4.mul(v128.load(qhb), vscale), qb1 = f32x4.mul(v128.load(qhb, 16), vscale);
+      const sa = scratch, sb = scratch + (<usize>((n + 3) & ~3) << 2);
+      const inva = f32x4.splat(softmax_scores8(qa0, qa1, K, kvDim, kvo, start, pos, sa));
+      const invb = f32x4.splat(softmax_scores8(qb0, qb1, K, kvDim, kvo, start, pos, sb));
+      const ga0 = v128.load(doa), ga1 = v128.load(doa, 16), gb0 = v128.load(dob), gb1 = v128.load(dob, 16);
+      const Da = f32x4.splat(hsum(fma(v128.load(oha, 16), ga1, f32x4.mul(v128.load(oha), ga0))));
+      const Db = f32x4.splat(hsum(fma(v128.load(ohb, 16), gb1, f32x4.mul(v128.load(ohb), gb0))));
+      let dqa0 = zero, dqa1 = zero, dqb0 = zero, dqb1 = zero;
+      let kb = K + first, vb = V + first, dkb = dK + first, dvb = dV + first;
+      for (let i = 0; i < n; i += 4) {
+        const rem = n - i;
+        const Pa = f32x4.mul(v128.load(sa + (<usize>i << 2)), inva), Pb = f32x4.mul(v128.load(sb + (<usize>i << 2)), invb);
+        // dP of both heads against the (up to) four values, each value loaded once
+        let v0 = v128.load(vb), v1 = v128.load(vb, 16);
+        const a0 = fma(v1, ga1, f32x4.mul(v0, ga0)), b0 = fma(v1, gb1, f32x4.mul(v0, gb0));
+        let a1 = zero, b1 = zero, a2 = zero, b2 = zero, a3 = zero, b3 = zero;
+        if (rem > 1) { v0 = v128.load(vb + stride); v1 = v128.load(vb + stride, 16); a1 = fma(v1, ga1, f32x4.mul(v0, ga0)); b1 = fma(v1, gb1, f32x4.mul(v0, gb0)); }
+        if (rem > 2) { v0 = v128.load(vb + 2 * stride); v1 = v128.load(vb + 2 * stride, 16); a2 = fma(v1, ga1, f32x4.mul(v0, ga0)); b2 = fma(v1, gb1, f32x4.mul(v0, gb0)); }
+        if (rem > 3) { v0 = v128.load(vb + 3 * stride); v1 = v128.load(vb + 3 * stride, 16); a3 = fma(v1, ga1, f32x4.mul(v0, ga0)); b3 = fma(v1, gb1, f32x4.mul(v0, gb0)); }
+        const dSa = f32x4.mul(Pa, f32x4.sub(reduce4(a0, a1, a2, a3), Da));
+        const dSb = f32x4.mul(Pb, f32x4.sub(reduce4(b0, b1, b2, b3), Db));
+        if (rem >= 4) {
+          let xa = lane(dSa, 0), xb = lane(dSb, 0);
+          accumulate2(dvb, dkb, lane(Pa, 0), lane(Pb, 0), xa, xb, ga0, ga1, gb0, gb1, qa0, qa1, qb0, qb1);
+          let k0 = v128.load(kb), k1 = v128.load(kb, 16);
+          dqa0 = fma(xa, k0, dqa0); dqa1 = fma(xa, k1, dqa1); dqb0 = fma(xb, k0, dqb0); dqb1 = fma(xb, k1, dqb1);
+          let o = stride;
+          xa = lane(dSa, 1); xb = lane(dSb, 1);
+          accumulate2(dvb + o, dkb + o, lane(Pa, 1), lane(Pb, 1), xa, xb, ga0, ga1, gb0, gb1, qa0, qa1, qb0, qb1);
+          k0 = v128.load(kb + o); k1 = v128.load(kb + o, 16);
+          dqa0 = fma(xa, k0, dqa0); dqa1 = fma(xa, k1, dqa1); dqb0 = fma(xb, k0, dqb0); dqb1 = fma(xb, k1, dqb1);
+          o = 2 * stride;
+          xa = lane(dSa, 2); xb = lane(dSb, 2);
+          accumulate2(dvb + o, dkb + o, lane(Pa, 2), lane(Pb, 2), xa, xb, ga0, ga1, gb0, gb1, qa0, qa1, qb0, qb1);
+          k0 = v128.load(kb + o); k1 = v128.load(kb + o, 16);
+          dqa0 = fma(xa, k0, dqa0); dqa1 = fma(xa, k1, dqa1); dqb0 = fma(xb, k0, dqb0); dqb1 = fma(xb, k1, dqb1);
+          o = 3 * stride;
+          xa = lane(dSa, 3); xb = lane(dSb, 3);
+          accumulate2(dvb + o, dkb + o, lane(Pa, 3), lane(Pb, 3), xa, xb, ga0, ga1, gb0, gb1, qa0, qa1, qb0, qb1);
+          k0 = v128.load(kb + o); k1 = v128.load(kb + o, 16);
+          dqa0 = fma(xa, k0, dqa0); dqa1 = fma(xa, k1, dqa1); dqb0 = fma(xb, k0, dqb0); dqb1 = fma(xb, k1, dqb1);
+        } else {
+          // the last keys, one at a time, with the same arithmetic
+          for (let l = 0; l < rem; l++) {
+            const o = <usize>l * stride;
+            const xa = lane(dSa, l), xb = lane(dSb, l);
+            accumulate2(dvb + o, dkb + o, lane(Pa, l), lane(Pb, l), xa, xb, ga0, ga1, gb0, gb1, qa0, qa1, qb0, qb1);
+            const k0 = v128.load(kb + o), k1 = v128.load(kb + o, 16);
+            dqa0 = fma(xa, k0, dqa0); dqa1 = fma(xa, k1, dqa1); dqb0 = fma(xb, k0, dqb0); dqb1 = fma(xb, k1, dqb1);
+          }
+        }
+        kb += 4 * stride; vb += 4 * stride; dkb += 4 * stride; dvb += 4 * stride;
+      }
+      const dqa = dq + (<usize>(r * lddq + ha * 8) << 2), dqb = dqa + 32;
+      v128.store(dqa, f32x4.mul(dqa0, vscale)); v128.store(dqa, f32x4.mul(dqa1, vscale), 16);
+      v128.store(dqb, f32x4.mul(dqb0, vscale)); v128.store(dqb, f32x4.mul(dqb1, vscale), 16);
     }
   }
 }

@@ -204,7 +204,8 @@ export class WasmKernel implements Kernel {
     }
     const segs = this.ints('attention-backward-seqs', seqs.length);
     segs.set(seqs);
-    const [scratch, scratchStride] = this.threadScratch(maxPos);
+    // room for two heads' scores, each padded to four (the heads-of-8 kernel does two heads at once)
+    const [scratch, scratchStride] = this.threadScratch(2 * maxPos + 8);
     const units = (seqs.length / 2) * s.numKvHeads;
     const window = s.slidingWindow ?? 0, scale = 1 / Math.sqrt(s.headDim);
     // one unit alone is not worth sharing
