@@ -108,6 +108,27 @@ export function attention_backward(dq: usize, lddq: i32, dout: usize, out: usize
 // of an 8-float accumulator. Here four keys' products are summed across lanes together (reduce4), the
 // output and dq accumulators stay in registers, and the scale is folded into q once per head.
 
+/**
+ * exp4 of common.ts, bit for bit, with the rounding to an integer done by adding 1.5·2^23 (round to nearest even, as
+ * f32x4.nearest) and the integer read from the sum's low bits, instead of nearest + trunc_sat (several instructions
+ * each on x64). Exact for the clamped range (|x·log2 e| < 2^22).
+ */
+// exp4's constants, in memory: read once per loop into registers (as v128.const inside the loop V8 rebuilds each
+// one on every iteration)
+const EXP_C = memory.data<f32>([
+  -87.3365478515625, -87.3365478515625, -87.3365478515625, -87.3365478515625,
+  1.44269504088896341, 1.44269504088896341, 1.44269504088896341, 1.44269504088896341,
+  12582912.0, 12582912.0, 12582912.0, 12582912.0,
+  0.693359375, 0.693359375, 0.693359375, 0.693359375,
+  -2.12194440e-4, -2.12194440e-4, -2.12194440e-4, -2.12194440e-4,
+  1.0 / 720.0, 1.0 / 720.0, 1.0 / 720.0, 1.0 / 720.0,
+  1.0 / 120.0, 1.0 / 120.0, 1.0 / 120.0, 1.0 / 120.0,
+  1.0 / 24.0, 1.0 / 24.0, 1.0 / 24.0, 1.0 / 24.0,
+  1.0 / 6.0, 1.0 / 6.0, 1.0 / 6.0, 1.0 / 6.0,
+  0.5, 0.5, 0.5, 0.5,
+  1.0, 1.0, 1.0, 1.0,
+], 16);
+
 /** [Σ a, Σ b, Σ c, Σ d]: the lane sums of four vectors. */
 @inline function reduce4(a: v128, b: v128, c: v128, d: v128): v128 {
   const ab = f32x4.add(f32x4.shuffle(a, b, 0, 4, 1, 5), f32x4.shuffle(a, b, 2, 6, 3, 7));
@@ -142,24 +163,45 @@ export function attention_backward(dq: usize, lddq: i32, dout: usize, out: usize
   let vmx = f32x4.splat(-Infinity);
   let kb = K + (<usize>(start * kvDim + kvo) << 2);
   const zero = f32x4.splat(0);
-  for (let i = 0; i < n; i += 4) {
-    const rem = n - i;
-    const a = part8(kb, q0, q1);
-    const b = rem > 1 ? part8(kb + stride, q0, q1) : zero;
-    const c = rem > 2 ? part8(kb + 2 * stride, q0, q1) : zero;
-    const d = rem > 3 ? part8(kb + 3 * stride, q0, q1) : zero;
-    let s = reduce4(a, b, c, d);
-    if (rem < 4) s = maskTail(s, rem);
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const s = reduce4(part8(kb, q0, q1), part8(kb + stride, q0, q1), part8(kb + 2 * stride, q0, q1), part8(kb + 3 * stride, q0, q1));
     v128.store(scratch + (<usize>i << 2), s);
     vmx = f32x4.max(vmx, s);
     kb += 4 * stride;
   }
+  if (i < n) {
+    // the last one to three keys, the other lanes −∞
+    const rem = n - i;
+    const b = rem > 1 ? part8(kb + stride, q0, q1) : zero;
+    const c = rem > 2 ? part8(kb + 2 * stride, q0, q1) : zero;
+    const s = maskTail(reduce4(part8(kb, q0, q1), b, c, zero), rem);
+    v128.store(scratch + (<usize>i << 2), s);
+    vmx = f32x4.max(vmx, s);
+  }
   const mx = max(max(f32x4.extract_lane(vmx, 0), f32x4.extract_lane(vmx, 1)), max(f32x4.extract_lane(vmx, 2), f32x4.extract_lane(vmx, 3)));
   const m4 = f32x4.splat(mx);
+  // e^(s − max): exp4 of common.ts, bit for bit for finite inputs (s − max ≤ 0, so only its lower clamp can act; a
+  // relaxed max, one instruction, where f32x4.max takes several), with the rounding to an integer done by adding
+  // 1.5·2^23 and the integer read from the sum's low bits (instead of nearest + trunc_sat)
+  const lo = v128.load(EXP_C), log2e = v128.load(EXP_C, 16), magic = v128.load(EXP_C, 32), ln2hi = v128.load(EXP_C, 48), ln2lo = v128.load(EXP_C, 64);
+  const c6 = v128.load(EXP_C, 80), c5 = v128.load(EXP_C, 96), c4 = v128.load(EXP_C, 112), c3 = v128.load(EXP_C, 128), c2 = v128.load(EXP_C, 144), c1 = v128.load(EXP_C, 160);
+  const bias = i32x4.sub(i32x4.splat(127), magic);
   let acc = zero;
   for (let i = 0; i < n; i += 4) {
     const at = scratch + (<usize>i << 2);
-    const e = exp4(f32x4.sub(v128.load(at), m4));
+    const x = f32x4.relaxed_max(f32x4.sub(v128.load(at), m4), lo);
+    const t = f32x4.add(f32x4.mul(x, log2e), magic);
+    const k = f32x4.sub(t, magic);
+    const r = f32x4.sub(f32x4.sub(x, f32x4.mul(k, ln2hi)), f32x4.mul(k, ln2lo));
+    let p = fma(c6, r, c5);
+    p = fma(p, r, c4);
+    p = fma(p, r, c3);
+    p = fma(p, r, c2);
+    p = fma(p, r, c1);
+    p = fma(p, r, c1);
+    // bits(t) = bits(1.5·2^23) + k, and 2^k = (k + 127) << 23
+    const e = f32x4.mul(p, i32x4.shl(i32x4.add(t, bias), 23));
     v128.store(at, e);
     acc = f32x4.add(acc, e);
   }
@@ -167,6 +209,7 @@ export function attention_backward(dq: usize, lddq: i32, dout: usize, out: usize
 }
 
 function attention8(qkv: usize, ldq: i32, out: usize, table: usize, p0: i32, p1: i32, nHeads: i32, nKv: i32, window: i32, scale: f32, scratch: usize): void {
+  if (nHeads == 2 * nKv) { attention8x2(qkv, ldq, out, table, p0, p1, nKv, window, scale, scratch); return; }
   const group = nHeads / nKv;
   const kvDim = nKv * 8;
   const vscale = f32x4.splat(scale);
@@ -375,5 +418,56 @@ function attention_backward8x2(dq: usize, lddq: i32, dout: usize, out: usize, q:
       v128.store(dqa, f32x4.mul(dqa0, vscale)); v128.store(dqa, f32x4.mul(dqa1, vscale), 16);
       v128.store(dqb, f32x4.mul(dqb0, vscale)); v128.store(dqb, f32x4.mul(dqb1, vscale), 16);
     }
+  }
+}
+
+// The forward with two query heads per key/value head: pair p = (row, head) with an even head computes both heads of
+// its key/value head (each key and value loaded once for the two), and a pair with an odd head nothing, so however
+// a job is cut into chunks every head is computed exactly once.
+function attention8x2(qkv: usize, ldq: i32, out: usize, table: usize, p0: i32, p1: i32, nKv: i32, window: i32, scale: f32, scratch: usize): void {
+  const nHeads = 2 * nKv;
+  const kvDim = nKv * 8;
+  const vscale = f32x4.splat(scale);
+  const stride = <usize>kvDim << 2;
+  for (let p = p0 + (p0 & 1); p < p1; p += 2) {
+    const r = p / nHeads, h = p % nHeads;
+    const t = table + (<usize>(r * 3) << 2);
+    const K = <usize>load<u32>(t), V = <usize>load<u32>(t, 4), pos = load<i32>(t, 8);
+    const start = window > 0 ? max(0, pos - window + 1) : 0;
+    const n = pos - start + 1;
+    const qa = qkv + (<usize>(r * ldq + h * 8) << 2), qb = qa + 32;
+    const kvo = (h >> 1) * 8;
+    const sa = scratch, sb = scratch + (<usize>((n + 3) & ~3) << 2);
+    const inva = softmax_scores8(f32x4.mul(v128.load(qa), vscale), f32x4.mul(v128.load(qa, 16), vscale), K, kvDim, kvo, start, pos, sa);
+    const invb = softmax_scores8(f32x4.mul(v128.load(qb), vscale), f32x4.mul(v128.load(qb, 16), vscale), K, kvDim, kvo, start, pos, sb);
+    let a0 = f32x4.splat(0), a1 = f32x4.splat(0), b0 = f32x4.splat(0), b1 = f32x4.splat(0);
+    let vb = V + (<usize>(start * kvDim + kvo) << 2);
+    let i = 0;
+    for (; i + 4 <= n; i += 4) {
+      const wa = v128.load(sa + (<usize>i << 2)), wb = v128.load(sb + (<usize>i << 2));
+      let v0 = v128.load(vb), v1 = v128.load(vb, 16);
+      let x = lane(wa, 0), y = lane(wb, 0);
+      a0 = fma(x, v0, a0); a1 = fma(x, v1, a1); b0 = fma(y, v0, b0); b1 = fma(y, v1, b1);
+      v0 = v128.load(vb + stride); v1 = v128.load(vb + stride, 16);
+      x = lane(wa, 1); y = lane(wb, 1);
+      a0 = fma(x, v0, a0); a1 = fma(x, v1, a1); b0 = fma(y, v0, b0); b1 = fma(y, v1, b1);
+      v0 = v128.load(vb + 2 * stride); v1 = v128.load(vb + 2 * stride, 16);
+      x = lane(wa, 2); y = lane(wb, 2);
+      a0 = fma(x, v0, a0); a1 = fma(x, v1, a1); b0 = fma(y, v0, b0); b1 = fma(y, v1, b1);
+      v0 = v128.load(vb + 3 * stride); v1 = v128.load(vb + 3 * stride, 16);
+      x = lane(wa, 3); y = lane(wb, 3);
+      a0 = fma(x, v0, a0); a1 = fma(x, v1, a1); b0 = fma(y, v0, b0); b1 = fma(y, v1, b1);
+      vb += 4 * stride;
+    }
+    for (; i < n; i++) {
+      const x = v128.load32_splat(sa + (<usize>i << 2)), y = v128.load32_splat(sb + (<usize>i << 2));
+      const v0 = v128.load(vb), v1 = v128.load(vb, 16);
+      a0 = fma(x, v0, a0); a1 = fma(x, v1, a1); b0 = fma(y, v0, b0); b1 = fma(y, v1, b1);
+      vb += stride;
+    }
+    const o = out + (<usize>(r * nHeads * 8 + h * 8) << 2);
+    const va = f32x4.splat(inva), vbi = f32x4.splat(invb);
+    v128.store(o, f32x4.mul(a0, va)); v128.store(o, f32x4.mul(a1, va), 16);
+    v128.store(o, f32x4.mul(b0, vbi), 32); v128.store(o, f32x4.mul(b1, vbi), 48);
   }
 }
