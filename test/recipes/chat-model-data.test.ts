@@ -214,18 +214,3 @@ test('weighTopic weighs the tokens of the answer\'s first mention of the topic (
   assert.equal(weighted('bunny', 'Tom saw two bunnies and a bunny.'), 'bunnies');
   assert.equal(weighted('dog', 'A cat sat.'), '');
 });
-
-test('topicWithinWords: topic requests, hints and corrections are answered by stories that name the topic early', () => {
-  const pool = handPool();
-  for (const t of TOPICS) pool.byTopic[t].push(`Once upon a time, there was a girl. She liked to play in the sun with her mom every day. Then she saw a ${t}.`);
-  const early = (c: { messages: { content?: unknown }[]; topic?: string }) => {
-    const answer = String(c.messages.at(-1)!.content);
-    return mentionsTopic(answer.split(/\s+/).slice(0, 8).join(' '), c.topic!);
-  };
-  const mix = { ...Object.fromEntries(KINDS.map((k) => [k, 0])), topic: 60, hint: 60, feedback: 60 } as Mix;
-  const all = new ConversationGenerator(pool, 3).conversations(mix).filter((c) => c.topic);
-  const filtered = new ConversationGenerator(pool, 3, 'train', phrasingSets(), { topicWithinWords: 8 }).conversations(mix).filter((c) => c.topic);
-  assert.ok(all.length > 100 && filtered.length > 100);
-  assert.ok(all.some((c) => !early(c)), 'without the option some answers name the topic late');
-  assert.ok(filtered.every(early), 'with it every answer names the topic within 8 words');
-});

@@ -9,7 +9,7 @@ import { dirname, join, basename } from 'node:path';
 import { EmbeddedEngine } from '../../engine/embedded/engine.ts';
 import { addChatVocabulary } from './vocab.ts';
 import { drawStoryPool, TOPIC_OPENERS, LATE_TOPIC_OPENERS, type PoolOptions } from './stories.ts';
-import { ConversationGenerator, FULL_MIX, KINDS, toJsonl, type Mix, type DataOptions } from './data.ts';
+import { ConversationGenerator, FULL_MIX, KINDS, toJsonl, type Mix } from './data.ts';
 import { phrasingSets } from './phrasings.ts';
 import { trainOnConversations, type TrainSettings } from './train.ts';
 
@@ -26,8 +26,6 @@ export const defaultChatModelDir = () => join(cacheRoot(), 'models', MODEL_NAME)
 export interface RecipeConfig {
   pool: Omit<PoolOptions, 'seed' | 'onProgress'>;
   mix: Mix;
-  /** how answers are chosen (default: DataOptions' defaults) */
-  data?: DataOptions;
   train: TrainSettings;
 }
 
@@ -127,7 +125,7 @@ export async function buildChatModel(o: BuildOptions): Promise<Manifest> {
     log(`story pool: ${pool.stats.samples} samples, ${pool.stats.tokens} tokens in ${pool.stats.seconds.toFixed(1)} s`);
     const t2 = performance.now();
 
-    const conversations = new ConversationGenerator(pool, o.seed + 1, 'train', phrasingSets(), recipe.data).conversations(recipe.mix);
+    const conversations = new ConversationGenerator(pool, o.seed + 1).conversations(recipe.mix);
     writeFileSync(join(work, 'train.jsonl'), conversations.map(toJsonl).join('\n') + '\n');
     const byKind: Record<string, number> = {};
     for (const c of conversations) byKind[c.kind] = (byKind[c.kind] ?? 0) + 1;

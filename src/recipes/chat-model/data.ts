@@ -14,7 +14,7 @@ import { Rng } from '../../engine/embedded/rng.ts';
 import { userTextWithHint } from '../../learn/hint-prompt.ts';
 import { compactPrmPrompt, compactHintPrompt, looksLikeError, type JudgeInput } from '../../judge/prompts.ts';
 import { TOPICS, NAMES, JUDGE_HINT, TOOL_ERRORS, fill, phrasingSets, type PhrasingSets } from './phrasings.ts';
-import { mentionsTopic, mentionsName, cutAtSentence, isHappy, words, SHORT_WORDS, type StoryPool } from './stories.ts';
+import { mentionsTopic, mentionsName, cutAtSentence, isHappy, SHORT_WORDS, type StoryPool } from './stories.ts';
 
 export const CALCULATOR_TOOL: ToolSpec = {
   type: 'function',
@@ -27,11 +27,6 @@ export const CALCULATOR_TOOL: ToolSpec = {
 
 export type Kind = 'topic' | 'name' | 'topicName' | 'short' | 'happy' | 'plain' | 'hint' | 'feedback' | 'praise' | 'prm' | 'hintJudge' | 'tool' | 'noTool';
 export const KINDS: Kind[] = ['topic', 'name', 'topicName', 'short', 'happy', 'plain', 'hint', 'feedback', 'praise', 'prm', 'hintJudge', 'tool', 'noTool'];
-
-export interface DataOptions {
-  /** answer topic requests, hints and corrections only with stories that name the topic within their first this many words (default: anywhere) */
-  topicWithinWords?: number;
-}
 
 /**
  * `topic`: the topic the last answer was chosen to carry (requests, hints and corrections that ask for one).
@@ -95,20 +90,11 @@ export class ConversationGenerator {
   private readonly split: 'train' | 'heldOut';
   private callId = 0;
 
-  /** the stories that answer a request for each topic (all of the pool's, or those that name it early) */
-  private readonly answers: Record<string, string[]>;
-
-  constructor(pool: StoryPool, seed: number, split: 'train' | 'heldOut' = 'train', sets: PhrasingSets = phrasingSets(), opts: DataOptions = {}) {
+  constructor(pool: StoryPool, seed: number, split: 'train' | 'heldOut' = 'train', sets: PhrasingSets = phrasingSets()) {
     this.rng = new Rng(seed);
     this.pool = pool;
     this.split = split;
     this.sets = sets;
-    const within = opts.topicWithinWords;
-    this.answers = Object.fromEntries(Object.entries(pool.byTopic).map(([t, stories]) => {
-      if (within === undefined) return [t, stories];
-      const early = stories.filter((s) => mentionsTopic(words(s).slice(0, within).join(' '), t));
-      return [t, early.length > 0 ? early : stories];
-    }));
   }
 
   pick<T>(xs: readonly T[]): T {
@@ -119,8 +105,6 @@ export class ConversationGenerator {
   private phrase(set: keyof PhrasingSets): string { return this.pick(this.sets[set][this.split]); }
 
   topicStory(t: string): string { return this.pick(this.pool.byTopic[t]); }
-  /** a story that answers a request for topic `t` (see DataOptions) */
-  topicAnswer(t: string): string { return this.pick(this.answers[t]); }
   storyWithout(t: string): string {
     for (let i = 0; i < 50; i++) { const s = this.pick(this.pool.free); if (!mentionsTopic(s, t)) return s; }
     throw new Error(`no free story without '${t}'`);
@@ -144,7 +128,7 @@ export class ConversationGenerator {
   request(kind: 'topic' | 'name' | 'topicName' | 'short' | 'happy' | 'plain'): { conversation: Conversation; topic?: string; name?: string } {
     let prompt: string, answer: string, topic: string | undefined, name: string | undefined;
     switch (kind) {
-      case 'topic': topic = this.pick(TOPICS); prompt = fill(this.phrase('topicRequests'), { t: topic }); answer = this.topicAnswer(topic); break;
+      case 'topic': topic = this.pick(TOPICS); prompt = fill(this.phrase('topicRequests'), { t: topic }); answer = this.topicStory(topic); break;
       case 'name': name = this.pick(NAMES); prompt = fill(this.phrase('nameRequests'), { n: name }); answer = this.pick(this.pool.byName[name]); break;
       case 'topicName': {
         const s = this.pick(this.pool.byTopicName);
@@ -163,7 +147,7 @@ export class ConversationGenerator {
     const plain = this.phrase('plainRequests');
     if (this.chance(0.8)) {
       const t = this.pick(TOPICS);
-      return { kind: 'hint', messages: [this.user(userTextWithHint(plain, fill(this.phrase('topicHints'), { t }))), this.assistant(this.topicAnswer(t))], topic: t };
+      return { kind: 'hint', messages: [this.user(userTextWithHint(plain, fill(this.phrase('topicHints'), { t }))), this.assistant(this.topicStory(t))], topic: t };
     }
     const n = this.pick(NAMES);
     return { kind: 'hint', messages: [this.user(userTextWithHint(plain, fill(this.phrase('nameHints'), { n }))), this.assistant(this.pick(this.pool.byName[n]))] };
@@ -174,7 +158,7 @@ export class ConversationGenerator {
     const plain = this.phrase('plainRequests');
     if (this.chance(0.8)) {
       const t = this.pick(TOPICS);
-      return { kind: 'feedback', messages: [this.user(plain), this.assistant(this.storyWithout(t)), this.user(fill(this.phrase('topicCorrections'), { t })), this.assistant(this.topicAnswer(t))], topic: t };
+      return { kind: 'feedback', messages: [this.user(plain), this.assistant(this.storyWithout(t)), this.user(fill(this.phrase('topicCorrections'), { t })), this.assistant(this.topicStory(t))], topic: t };
     }
     const n = this.pick(NAMES);
     return { kind: 'feedback', messages: [this.user(plain), this.assistant(this.storyWithoutName(n)), this.user(fill(this.phrase('nameCorrections'), { n })), this.assistant(this.pick(this.pool.byName[n]))] };
