@@ -64,20 +64,35 @@
 
 // e^x for four lanes: x = n·ln2 + r with |r| ≤ ln2/2, e^r by its degree-6 Taylor polynomial
 // (relative error < 2e-7 on that interval), 2^n built in the exponent bits. Inputs are clamped to
-// the float32 range of e^x.
+// the float32 range of e^x. The constants are read from memory: as v128.const inside a loop V8 rebuilds
+// each one on every iteration, and loads are cheaper (the values, and so the results, are the same).
+const EXP4_C = memory.data<f32>([
+  88.3762626647949, 88.3762626647949, 88.3762626647949, 88.3762626647949,
+  -87.3365478515625, -87.3365478515625, -87.3365478515625, -87.3365478515625,
+  1.44269504088896341, 1.44269504088896341, 1.44269504088896341, 1.44269504088896341,
+  0.693359375, 0.693359375, 0.693359375, 0.693359375,
+  -2.12194440e-4, -2.12194440e-4, -2.12194440e-4, -2.12194440e-4,
+  1.0 / 720.0, 1.0 / 720.0, 1.0 / 720.0, 1.0 / 720.0,
+  1.0 / 120.0, 1.0 / 120.0, 1.0 / 120.0, 1.0 / 120.0,
+  1.0 / 24.0, 1.0 / 24.0, 1.0 / 24.0, 1.0 / 24.0,
+  1.0 / 6.0, 1.0 / 6.0, 1.0 / 6.0, 1.0 / 6.0,
+  0.5, 0.5, 0.5, 0.5,
+  1.0, 1.0, 1.0, 1.0,
+], 16);
+
 @inline export function exp4(x: v128): v128 {
-  x = f32x4.max(f32x4.min(x, f32x4.splat(88.3762626647949)), f32x4.splat(-87.3365478515625));
-  const n = f32x4.nearest(f32x4.mul(x, f32x4.splat(1.44269504088896341)));
-  let r = f32x4.sub(x, f32x4.mul(n, f32x4.splat(0.693359375)));
-  r = f32x4.sub(r, f32x4.mul(n, f32x4.splat(-2.12194440e-4)));
-  let p = f32x4.splat(1.0 / 720.0);
-  p = fma(p, r, f32x4.splat(1.0 / 120.0));
-  p = fma(p, r, f32x4.splat(1.0 / 24.0));
-  p = fma(p, r, f32x4.splat(1.0 / 6.0));
-  p = fma(p, r, f32x4.splat(0.5));
-  p = fma(p, r, f32x4.splat(1.0));
-  p = fma(p, r, f32x4.splat(1.0));
+  const c = EXP4_C;
+  x = f32x4.max(f32x4.min(x, v128.load(c)), v128.load(c, 16));
+  const n = f32x4.nearest(f32x4.mul(x, v128.load(c, 32)));
+  let r = f32x4.sub(x, f32x4.mul(n, v128.load(c, 48)));
+  r = f32x4.sub(r, f32x4.mul(n, v128.load(c, 64)));
+  let p = v128.load(c, 80);
+  p = fma(p, r, v128.load(c, 96));
+  p = fma(p, r, v128.load(c, 112));
+  p = fma(p, r, v128.load(c, 128));
+  p = fma(p, r, v128.load(c, 144));
+  p = fma(p, r, v128.load(c, 160));
+  p = fma(p, r, v128.load(c, 160));
   const pow2n = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23);
   return f32x4.mul(p, pow2n);
 }
-

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const HELP = `Usage: npm run make:chat-model -- [--out DIR] [--seed N] [--quick] [--force] [--base DIR]
 
-Builds the tiny chat model stories260k-chat (about 6 minutes on 2 idle cores, ~700 CPU-seconds; --quick: about a minute,
+Builds the tiny chat model stories260k-chat (under 10 minutes on 2 cores; --quick: about a minute,
 for tests). Weights are never committed: they are built into a cache folder.
 
   --out DIR    where to write the model (default: $OPENCLAW_RL_CACHE/models/stories260k-chat,

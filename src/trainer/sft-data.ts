@@ -12,7 +12,7 @@ import type { ChatMessage, ChatTokenizer, ToolSpec } from '../engine/embedded/to
 
 export interface ChatExample { messages: ChatMessage[]; tools?: ToolSpec[] }
 
-/** Token ids of one training sequence and, per id, 1 where the loss applies (assistant output). */
+/** Token ids of one training sequence and, per id, 1 where the loss applies (assistant output); a recipe may raise some to weigh those tokens more (runSft). */
 export interface EncodedExample { ids: number[]; mask: number[] }
 
 /** One record of a JSONL file: a chat to render, or a served turn whose exact ids are known. */

@@ -92,9 +92,12 @@ export interface SftResult {
   seconds: number;
 }
 
-/** The Datum of an encoded example: prompt = ids before the first loss token (at least one id). */
+/**
+ * The Datum of an encoded example: prompt = ids before the first loss token (at least one id). A mask
+ * value is the token's loss weight (0: no loss; 1: the usual; more: that token counts more).
+ */
 export function exampleToDatum(ex: EncodedExample): Datum {
-  let first = ex.mask.indexOf(1), last = ex.mask.lastIndexOf(1);
+  let first = ex.mask.findIndex((m) => m > 0), last = ex.mask.findLastIndex((m) => m > 0);
   if (last < 1) throw new RangeError('an example needs a loss token after its first id');
   first = Math.max(first, 1);
   return { promptIds: ex.ids.slice(0, first), responseIds: ex.ids.slice(first, last + 1), lossMask: ex.mask.slice(first, last + 1) };
@@ -134,14 +137,14 @@ export function lengthGroupedBatches(lengths: number[], batchTokens: number, see
   return permutation(batches.length, rng).map((k) => batches[k]);
 }
 
-/** Mean loss per loss token of `data` under the weights being trained. */
+/** Mean loss per loss token of `data` under the weights being trained (every loss token counts once, whatever its training weight). */
 export async function evalLoss(engine: TrainingEngine, data: Datum[]): Promise<number> {
   let sum = 0, n = 0;
   const CHUNK = 64;
   for (let i = 0; i < data.length; i += CHUNK) {
     const part = data.slice(i, i + CHUNK);
     const lps = await engine.score(part, { adapter: 'current' });
-    part.forEach((d, k) => lps[k].forEach((lp, t) => { const m = d.lossMask?.[t] ?? 1; sum -= lp * m; n += m; }));
+    part.forEach((d, k) => lps[k].forEach((lp, t) => { const m = (d.lossMask?.[t] ?? 1) > 0 ? 1 : 0; sum -= lp * m; n += m; }));
   }
   return n > 0 ? sum / n : NaN;
 }
@@ -165,7 +168,8 @@ function runIdOf(examples: EncodedExample[], o: SftOptions): string {
   const h = createHash('sha256');
   const schedule = (o.schedule && o.schedule !== 'constant') || o.warmupSteps ? [o.schedule, o.warmupSteps ?? 0, o.minLearningRateRatio] : [];
   h.update(JSON.stringify([o.epochs, o.learningRate, o.batchTokens, o.evalFraction, o.seed, o.adam ?? null, ...schedule]));
-  for (const e of examples) { h.update(Int32Array.from(e.ids)); h.update(Uint8Array.from(e.mask)); h.update('|'); }
+  // 0/1 masks hash as bytes (as before weighted masks existed, so those checkpoints still resume); weights as floats
+  for (const e of examples) { h.update(Int32Array.from(e.ids)); h.update(e.mask.every((m) => m === 0 || m === 1) ? Uint8Array.from(e.mask) : Float64Array.from(e.mask)); h.update('|'); }
   return h.digest('hex').slice(0, 24);
 }
 

@@ -151,7 +151,7 @@ test('WASM attention matches the TypeScript attention: GQA, rows at different po
   const ts = new TsKernel(), w1 = new WasmKernel(arena, 1), w2 = new WasmKernel(arena, 2);
   const rng = new Rng(7);
   try {
-    for (const [numHeads, numKvHeads, headDim, slidingWindow] of [[4, 2, 8, null], [9, 3, 64, null], [6, 6, 10, 5], [16, 8, 128, null]] as const) {
+    for (const [numHeads, numKvHeads, headDim, slidingWindow] of [[4, 2, 8, null], [8, 4, 8, 6], [9, 3, 64, null], [6, 6, 10, 5], [16, 8, 128, null]] as const) {
       const kvDim = numKvHeads * headDim, qDim = numHeads * headDim, ldq = qDim + 7;
       const caches = [40, 300].map((n) => {
         const k = arena.alloc(n * kvDim), v = arena.alloc(n * kvDim);
@@ -182,7 +182,7 @@ test('WASM attention backward matches the TypeScript one: several sequences, GQA
   const rng = new Rng(8);
   const fill = (a: Float32Array, k = 1) => { for (let i = 0; i < a.length; i++) a[i] = (rng.next() * 2 - 1) * k; return a; };
   try {
-    for (const [numHeads, numKvHeads, headDim, slidingWindow] of [[4, 2, 8, null], [9, 3, 64, null], [6, 6, 10, 5]] as const) {
+    for (const [numHeads, numKvHeads, headDim, slidingWindow] of [[4, 2, 8, null], [8, 4, 8, 6], [9, 3, 64, null], [6, 6, 10, 5]] as const) {
       const kvDim = numKvHeads * headDim, qDim = numHeads * headDim, ldq = qDim + 2 * kvDim;
       const lengths = [7, 40, 3];
       const rows = lengths.reduce((a, b) => a + b, 0);

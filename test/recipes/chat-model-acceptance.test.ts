@@ -1,9 +1,9 @@
 // stories260k-chat as built by `npm run make:chat-model` (CI builds it into the cache before the tests;
 // elsewhere the test is skipped until it has been built): the quick version of `bench chat-model` on
-// held-out phrasings. The floors are what the current recipe (v4) reaches, with room for the quick run's
-// noise (measured on it, seeds 11/12/13: topic 75/63/71% vs base 29/17/25%, hint +4.2/+2.7/+4.7 nats per
-// satisfying answer, judge 83/88/83%, tool JSON 100%, accuracy with the tool 75/67/58% vs 0% without). Topic
-// following is held to less than issue 11's 70%, which v4 does not reach on average (docs/benchmarks.md).
+// held-out phrasings. The floors are what the current recipe (v5) reaches, with room for the quick run's
+// noise and for builds whose weights differ (the WebAssembly kernels' arithmetic differs from the native one's).
+// Measured on v5 (seeds 11/12/13): topic 94/88/96% of 48 requests vs base 23/19/33%, hint +5.7/+5.4/+4.1 nats per
+// satisfying answer, judge 88/79/88%, tool JSON 100/92/100%, accuracy with the tool 58/67/58% vs 0% without.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultChatModelDir, isCurrentBuild, readManifest } from '../../src/recipes/chat-model/build.ts';
@@ -13,7 +13,7 @@ import { STORIES } from '../helpers/models.ts';
 const dir = process.env.OPENCLAW_RL_CHAT_MODEL ?? defaultChatModelDir();
 const built = isCurrentBuild(dir) && readManifest(dir)?.quick === false;
 
-test('stories260k-chat on held-out phrasings (quick bench): a judge that reads the next state, tool calls with valid JSON and the question\'s numbers, hints that favour the answers they ask for',
+test('stories260k-chat on held-out phrasings (quick bench): the requested topic, a judge that reads the next state, tool calls with valid JSON and the question\'s numbers, hints that favour the answers they ask for',
   { skip: built ? false : `no full build of stories260k-chat at ${dir}: \`npm run make:chat-model\` builds it (CI does)` }, async () => {
     const r = await benchChatModel({ model: dir, base: STORIES, quick: true, seed: 11 });
     assert.ok(r.judge.prmSignAgreement >= 0.7, `self-judge sign agreement ${r.judge.prmSignAgreement}`);
@@ -22,5 +22,7 @@ test('stories260k-chat on held-out phrasings (quick bench): a judge that reads t
     assert.ok(r.tools.withTool.accuracy >= r.tools.withoutTool.accuracy + 0.25, `accuracy ${r.tools.withTool.accuracy} with the tool vs ${r.tools.withoutTool.accuracy} without`);
     assert.ok(r.hint.satisfying.meanDeltaPerAnswer > 1, `a hint raises the answers that satisfy it: ${r.hint.satisfying.meanDeltaPerAnswer} nats`);
     assert.ok(r.hint.satisfying.meanDeltaPerAnswer > r.hint.violating.meanDeltaPerAnswer, `hint effect ${r.hint.satisfying.meanDeltaPerAnswer} vs ${r.hint.violating.meanDeltaPerAnswer}`);
-    assert.ok(r.topic.chatRate >= r.topic.baseRate + 0.2, `topic following ${r.topic.chatRate} vs base ${r.topic.baseRate}`);
+    // issue 11's target is 70% (on the full bench's 384 requests; v5 reaches 86-88% there)
+    assert.ok(r.topic.chatRate >= 0.7, `topic following ${r.topic.chatRate}`);
+    assert.ok(r.topic.chatRate >= r.topic.baseRate + 0.35, `topic following ${r.topic.chatRate} vs base ${r.topic.baseRate}`);
   });

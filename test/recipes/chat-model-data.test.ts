@@ -9,6 +9,9 @@ import { ConversationGenerator, FULL_MIX, KINDS, toJsonl, type Mix } from '../..
 import { cutAtSentence, mentionsTopic, mentionsName, isShort, isHappy, type StoryPool } from '../../src/recipes/chat-model/stories.ts';
 import { addChatVocabulary } from '../../src/recipes/chat-model/vocab.ts';
 import { ChatTokenizer } from '../../src/engine/embedded/tokenizer.ts';
+import { encodeChatExample } from '../../src/trainer/sft.ts';
+import { firstMention, findInLoss, weighTopic, weighCopies } from '../../src/recipes/chat-model/train.ts';
+import { CALCULATOR_TOOL } from '../../src/recipes/chat-model/data.ts';
 import { parseBoxed, parseHintVote } from '../../src/learn/votes.ts';
 import { HINT_MARKER } from '../../src/learn/hint-prompt.ts';
 import { STORIES, tempDir } from '../helpers/models.ts';
@@ -183,4 +186,56 @@ test('the extra request wordings only add training phrasings: held-out requests 
   for (const word of ['starring', 'all about', 'in which', 'plays', 'would like', 'tale', 'can i have', '?']) {
     assert.ok(!s.topicRequests.train.some((x) => x.toLowerCase().includes(word)), word);
   }
+});
+
+test('firstMention: the earliest loss-masked run of a spelling that is a whole word, longer spellings first at a start', () => {
+  const whole = () => true;
+  const table: [ids: number[], mask: number[], spellings: number[][], isWhole: (s: number, e: number) => boolean, expected: { start: number; end: number } | null][] = [
+    [[1, 5, 6, 2, 5, 6], [0, 0, 0, 1, 1, 1], [[5, 6]], whole, { start: 4, end: 6 }], // the prompt's mention has no loss
+    [[5, 6, 7], [1, 1, 1], [[5, 6], [5, 6, 7]], whole, { start: 0, end: 3 }], // the plural wins where both match
+    [[5, 6, 9, 5, 6], [1, 1, 1, 1, 1], [[5, 6]], (s) => s > 0, { start: 3, end: 5 }], // the first is part of a longer word
+    [[5, 6], [1, 0], [[5, 6]], whole, null], // half of it outside the loss
+    [[4, 4], [1, 1], [[5]], whole, null],
+  ];
+  for (const [ids, mask, spellings, isWhole, expected] of table) assert.deepEqual(firstMention(ids, mask, spellings, isWhole), expected, JSON.stringify([ids, mask, spellings]));
+});
+
+test('weighTopic weighs the tokens of the answer\'s first mention of the topic (singular or plural), nothing in the prompt, not a longer word', (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  addChatVocabulary(STORIES, join(dir, 'm'), 1);
+  const tok = ChatTokenizer.load(join(dir, 'm'));
+  const weighted = (topic: string, answer: string) => {
+    const ex = encodeChatExample(tok, { messages: [{ role: 'user', content: `A story about a ${topic}.` }, { role: 'assistant', content: answer }] });
+    const w = weighTopic(tok, ex, topic, 5);
+    assert.deepEqual(w.ids, ex.ids);
+    return tok.decode(w.ids.filter((_, i) => w.mask[i] === 5)).trim();
+  };
+  assert.equal(weighted('ball', 'Tom had a balloon. Then a big ball came. The ball was red.'), 'ball');
+  assert.equal(weighted('bunny', 'Tom saw two bunnies and a bunny.'), 'bunnies');
+  assert.equal(weighted('dog', 'A cat sat.'), '');
+});
+
+test('findInLoss: the first or last run of a token sequence among loss tokens', () => {
+  const table: [ids: number[], mask: number[], sp: number[], at: 'first' | 'last', expected: { start: number; end: number } | null][] = [
+    [[3, 4, 9, 3, 4, 9, 3, 4], [0, 0, 0, 1, 1, 1, 1, 1], [3, 4], 'first', { start: 3, end: 5 }],
+    [[3, 4, 9, 3, 4, 9, 3, 4], [0, 0, 0, 1, 1, 1, 1, 1], [3, 4], 'last', { start: 6, end: 8 }],
+    [[3, 4], [0, 1], [3, 4], 'first', null],
+    [[3, 4], [1, 1], [], 'first', null],
+  ];
+  for (const [ids, mask, sp, at, expected] of table) assert.deepEqual(findInLoss(ids, mask, sp, at), expected, JSON.stringify([ids, mask, sp, at]));
+});
+
+test('weighCopies weighs the calculator call\'s expression and the result in the final answer, not the question or the tool\'s message', (t) => {
+  const { dir, cleanup } = tempDir();
+  t.after(cleanup);
+  addChatVocabulary(STORIES, join(dir, 'm'), 1);
+  const tok = ChatTokenizer.load(join(dir, 'm'));
+  const ex = encodeChatExample(tok, { tools: [CALCULATOR_TOOL], messages: [{ role: 'user', content: 'What is 37 + 45?' },
+    { role: 'assistant', content: '', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'calculator', arguments: JSON.stringify({ expression: '37 + 45' }) } }] },
+    { role: 'tool', tool_call_id: 'c1', content: '82' }, { role: 'assistant', content: 'The answer is 82.' }] });
+  const w = weighCopies(tok, ex, [{ text: '37 + 45', at: 'first' }, { text: '82', at: 'last' }], 5);
+  const heavy = w.ids.map((id, i) => (w.mask[i] === 5 ? i : -1)).filter((i) => i >= 0);
+  assert.equal(tok.decode(heavy.map((i) => w.ids[i])).replace(/\s+/g, ''), '37+4582');
+  for (const i of heavy) assert.ok(ex.mask[i] === 1, 'only tokens that already had a loss are weighed');
 });

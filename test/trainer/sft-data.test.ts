@@ -154,6 +154,8 @@ test('exampleToDatum: the prompt is everything before the first loss token, the 
   assert.deepEqual(exampleToDatum({ ids: [1, 2, 3, 4, 5, 6], mask: [0, 0, 1, 1, 0, 1] }), { promptIds: [1, 2], responseIds: [3, 4, 5, 6], lossMask: [1, 1, 0, 1] });
   // trailing unmasked ids are dropped; a loss on the very first id is impossible (nothing predicts it)
   assert.deepEqual(exampleToDatum({ ids: [7, 8, 9, 10], mask: [1, 1, 1, 0] }), { promptIds: [7], responseIds: [8, 9], lossMask: [1, 1] });
+  // a mask value is a loss weight: weighed tokens count as loss tokens and keep their weight
+  assert.deepEqual(exampleToDatum({ ids: [1, 2, 3, 4, 5], mask: [0, 5, 1, 0.5, 0] }), { promptIds: [1], responseIds: [2, 3, 4], lossMask: [5, 1, 0.5] });
 });
 
 test('the eval split and the batches are deterministic for a seed, and batches cover every example once within the token budget', () => {

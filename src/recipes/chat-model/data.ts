@@ -28,7 +28,12 @@ export const CALCULATOR_TOOL: ToolSpec = {
 export type Kind = 'topic' | 'name' | 'topicName' | 'short' | 'happy' | 'plain' | 'hint' | 'feedback' | 'praise' | 'prm' | 'hintJudge' | 'tool' | 'noTool';
 export const KINDS: Kind[] = ['topic', 'name', 'topicName', 'short', 'happy', 'plain', 'hint', 'feedback', 'praise', 'prm', 'hintJudge', 'tool', 'noTool'];
 
-export interface Conversation { kind: Kind; messages: ChatMessage[]; tools?: ToolSpec[] }
+/**
+ * `topic`: the topic the last answer was chosen to carry (requests, hints and corrections that ask for one).
+ * `copies`: text the answers copy from the prompt or a tool result (a tool call's expression, the tool's result),
+ * and whether its first or last place in the answers is the copy.
+ */
+export interface Conversation { kind: Kind; messages: ChatMessage[]; tools?: ToolSpec[]; topic?: string; copies?: { text: string; at: 'first' | 'last' }[] }
 export type Mix = Record<Kind, number>;
 
 /** The full recipe's mix (conversations per kind). */
@@ -134,7 +139,7 @@ export class ConversationGenerator {
       case 'happy': prompt = this.phrase('happyRequests'); answer = this.happyStory(); break;
       case 'plain': prompt = this.phrase('plainRequests'); answer = this.pick(this.pool.free); break;
     }
-    return { conversation: { kind, messages: [this.user(prompt), this.assistant(answer)] }, topic, name };
+    return { conversation: { kind, messages: [this.user(prompt), this.assistant(answer)], ...(topic ? { topic } : {}) }, topic, name };
   }
 
   /** A plain request with a hindsight hint (the OPD teacher's prompt), answered as the hint says. */
@@ -142,7 +147,7 @@ export class ConversationGenerator {
     const plain = this.phrase('plainRequests');
     if (this.chance(0.8)) {
       const t = this.pick(TOPICS);
-      return { kind: 'hint', messages: [this.user(userTextWithHint(plain, fill(this.phrase('topicHints'), { t }))), this.assistant(this.topicStory(t))] };
+      return { kind: 'hint', messages: [this.user(userTextWithHint(plain, fill(this.phrase('topicHints'), { t }))), this.assistant(this.topicStory(t))], topic: t };
     }
     const n = this.pick(NAMES);
     return { kind: 'hint', messages: [this.user(userTextWithHint(plain, fill(this.phrase('nameHints'), { n }))), this.assistant(this.pick(this.pool.byName[n]))] };
@@ -153,7 +158,7 @@ export class ConversationGenerator {
     const plain = this.phrase('plainRequests');
     if (this.chance(0.8)) {
       const t = this.pick(TOPICS);
-      return { kind: 'feedback', messages: [this.user(plain), this.assistant(this.storyWithout(t)), this.user(fill(this.phrase('topicCorrections'), { t })), this.assistant(this.topicStory(t))] };
+      return { kind: 'feedback', messages: [this.user(plain), this.assistant(this.storyWithout(t)), this.user(fill(this.phrase('topicCorrections'), { t })), this.assistant(this.topicStory(t))], topic: t };
     }
     const n = this.pick(NAMES);
     return { kind: 'feedback', messages: [this.user(plain), this.assistant(this.storyWithoutName(n)), this.user(fill(this.phrase('nameCorrections'), { n })), this.assistant(this.pick(this.pool.byName[n]))] };
@@ -215,7 +220,7 @@ export class ConversationGenerator {
     }
     const id = `call_${++this.callId}`;
     return {
-      kind: 'tool', tools: [CALCULATOR_TOOL],
+      kind: 'tool', tools: [CALCULATOR_TOOL], copies: [{ text: q.expression, at: 'first' }, { text: String(q.result), at: 'last' }],
       messages: [
         this.user(question),
         { role: 'assistant', content: '', tool_calls: [{ id, type: 'function', function: { name: 'calculator', arguments: JSON.stringify({ expression: q.expression }) } }] },

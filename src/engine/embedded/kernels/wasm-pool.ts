@@ -24,7 +24,8 @@ function isNativeOp(op: number): boolean { return op >= OP_NATIVE_NT && op <= OP
 export function opTile(op: number): number {
   switch (op) {
     case OP_NN: return 16;
-    case OP_ATTENTION: case OP_PACKED: case OP_PACKED_BF16: case OP_PACKED_I8: case OP_NATIVE_ATTENTION_PAGED: return 1;
+    // attention backward: a unit is a whole (sequence, key/value head), and a batch has few of them
+    case OP_ATTENTION: case OP_ATTENTION_BACKWARD: case OP_PACKED: case OP_PACKED_BF16: case OP_PACKED_I8: case OP_NATIVE_ATTENTION_PAGED: return 1;
     case OP_NATIVE_PACKED: case OP_NATIVE_PACKED_BF16: case OP_NATIVE_PACKED_I8: return 6;
     case OP_NATIVE_NN: return 24;
     case OP_NATIVE_TN: return 32;

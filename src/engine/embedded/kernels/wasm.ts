@@ -195,7 +195,8 @@ export class WasmKernel implements Kernel {
     for (let r = 0; r < rows; r++) {
       t[3 * r] = batch.rowK[r].byteOffset; t[3 * r + 1] = batch.rowV[r].byteOffset; t[3 * r + 2] = batch.rowPos[r];
     }
-    const [scratch, scratchStride] = this.threadScratch(maxPos);
+    // room for two heads' scores, each padded to four (the heads-of-8 kernel does two heads at once)
+    const [scratch, scratchStride] = this.threadScratch(2 * maxPos + 8);
     const pairs = rows * s.numHeads;
     const window = s.slidingWindow ?? 0, scale = 1 / Math.sqrt(s.headDim);
     this.dispatch(OP_ATTENTION, pairs, pairs * maxPos * s.headDim, [batch.q.byteOffset, batch.ldq, batch.out.byteOffset, t.byteOffset, s.numHeads, s.numKvHeads, s.headDim, window, floatBits(scale), scratch, scratchStride]);
@@ -213,7 +214,8 @@ export class WasmKernel implements Kernel {
     }
     const segs = this.ints('attention-backward-seqs', seqs.length);
     segs.set(seqs);
-    const [scratch, scratchStride] = this.threadScratch(maxPos);
+    // room for two heads' scores, each padded to four (the heads-of-8 kernel does two heads at once)
+    const [scratch, scratchStride] = this.threadScratch(2 * maxPos + 8);
     const units = (seqs.length / 2) * s.numKvHeads;
     const window = s.slidingWindow ?? 0, scale = 1 / Math.sqrt(s.headDim);
     // one unit alone is not worth sharing
