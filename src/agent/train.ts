@@ -34,6 +34,12 @@ export interface AgentTrainOptions {
   trainer: Partial<TrainerOptions> & { checkpointDir: string };
   /** rollouts wait while more samples than this are queued */
   maxQueuedSamples: number;
+  /**
+   * a wall-clock budget for training (ms from the start of the rollouts): after it no new episode
+   * starts, the episodes in flight finish and the trainer stops after its step in progress (queued
+   * samples are left untrained); without it every episode runs and the trainer takes what is queued
+   */
+  maxMs?: number;
   allocateTimeoutMs: number;
   runId: string;
   seed: number;
@@ -63,6 +69,10 @@ export interface AgentProgress {
 export interface AgentTrainSummary extends AgentProgress {
   samples: number;
   skippedGroups: number;
+  /** why the run ended: every episode ran, or the --max-minutes budget was spent */
+  stoppedBy: 'episodes' | 'time';
+  /** CPU seconds of the whole process (every thread) during training */
+  cpuSeconds: number;
   /** after each group; with a curriculum also the level played and the running success rate at it */
   curve: { episodes: number; accuracy: number; reward: number; version: number; level?: number; levelSuccess?: number }[];
 }
@@ -105,6 +115,8 @@ export async function agentTrain(engine: TrainingEngine, store: Store, pool: Env
   const tally = new Tally();
   const slots = new Slots(o.workers);
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  const deadline = o.maxMs === undefined ? Infinity : t0 + o.maxMs;
   const curve: AgentTrainSummary['curve'] = [];
   let samples = 0, skippedGroups = 0;
   const progress = (): AgentProgress => {
@@ -157,12 +169,15 @@ export async function agentTrain(engine: TrainingEngine, store: Store, pool: Env
 
   const groups = Math.ceil(o.episodes / o.groupSize);
   const pending: Promise<void>[] = [];
+  let stoppedBy: AgentTrainSummary['stoppedBy'] = 'episodes';
   for (let g = 0; g < groups; g++) {
+    if (performance.now() >= deadline) { stoppedBy = 'time'; break; }
     const task = source.next(g);
     const episodes: Promise<EpisodeResult>[] = [];
     for (let k = 0; k < o.groupSize; k++) {
-      // backpressure: do not sample far ahead of what the trainer can take
-      while (trainer.pendingCount() > o.maxQueuedSamples) await new Promise((r) => setTimeout(r, 100));
+      // backpressure: do not sample far ahead of what the trainer can take (past the deadline a
+      // started group is completed without waiting: its samples will not be trained)
+      while (trainer.pendingCount() > o.maxQueuedSamples && performance.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       await slots.take();
       episodes.push(runEpisode(engine, store, pool, task, {
         maxTokensPerTurn: o.maxTokensPerTurn, temperature: o.temperature, topP: o.topP, sessionId: `${o.runId}-g${g}-e${k}`, source: 'agent',
@@ -172,9 +187,12 @@ export async function agentTrain(engine: TrainingEngine, store: Store, pool: Env
     pending.push(Promise.all(episodes).then((eps) => finishGroup(g, task, eps)));
   }
   await Promise.all(pending);
-  // let the trainer take what is left in whole batches, then stop it (it checkpoints)
-  const deadline = Date.now() + 300_000;
-  while (trainer.pendingCount() >= trainer.o.batchSize && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  // without a time budget, let the trainer take what is left in whole batches; then stop it (it
+  // finishes the step in progress and checkpoints)
+  const drainUntil = Math.min(deadline, performance.now() + 300_000);
+  while (trainer.pendingCount() >= trainer.o.batchSize && performance.now() < drainUntil) await new Promise((r) => setTimeout(r, 200));
+  if (performance.now() >= deadline) stoppedBy = 'time';
   await trainer.stop();
-  return { ...progress(), samples, skippedGroups, curve };
+  const cpu = process.cpuUsage(cpu0);
+  return { ...progress(), samples, skippedGroups, curve, stoppedBy, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
 }
