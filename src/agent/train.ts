@@ -108,7 +108,8 @@ class Slots {
 export async function agentTrain(engine: TrainingEngine, store: Store, pool: EnvPool, tasks: Task[] | TaskSource, o: AgentTrainOptions): Promise<AgentTrainSummary> {
   if (Array.isArray(tasks) && tasks.length === 0) throw new Error('no tasks to train on');
   const source: TaskSource = Array.isArray(tasks) ? { next: (g) => tasks[g % tasks.length] } : tasks;
-  const trainer = new TrainerLoop(store, engine, { ...o.trainer, method: 'binary', rewardBaseline: 'none', log: o.log });
+  // an episode's turns are trained as one datum where they share a batch: one pass over the shared context
+  const trainer = new TrainerLoop(store, engine, { mergeTurns: true, ...o.trainer, method: 'binary', rewardBaseline: 'none', log: o.log });
   await trainer.init();
   trainer.start();
   const episodesLog = new JsonlLog(join(store.dir, 'episodes.jsonl'));

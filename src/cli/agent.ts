@@ -279,16 +279,22 @@ export const benchAgentsCommand = defineCommand({
     'max-tokens': count('tokens per policy turn', 32),
     pool: opt.choice(['local', 'http', 'both'] as const, 'which pools to measure', { default: 'both' }),
     repeats: count('measurements per setting (the median is reported)', 3),
+    tasks: opt.string('the tasks to play: a JSONL file or a task-set spec as agent train --tasks (default: builtin:train)', { placeholder: 'SPEC' }),
+    'no-python': opt.flag('toolcall: offer only the calculator tool, not the sandboxed python interpreter'),
     json: jsonOption,
   },
   run: async (o) => {
     const { EmbeddedEngine } = await import('../engine/embedded/engine.ts');
     const { benchAgents } = await import('../bench/agents.ts');
+    if (o.tasks) {
+      const { loadTasks } = await import('../env/tasks.ts');
+      try { loadTasks(o.env, o.tasks); } catch (e) { throw new UsageError(`--tasks: ${(e as Error).message}`); }
+    }
     const engine = await EmbeddedEngine.load(await modelDir(o.model), { kernel: o.kernel, threads: o.threads });
     try {
       const rows = await benchAgents(engine, {
         env: o.env, workers: o.workers, episodes: o.episodes, maxTokens: o['max-tokens'], repeats: o.repeats,
-        pools: o.pool === 'both' ? ['local', 'http'] : [o.pool], log: (l) => process.stderr.write(l + '\n'),
+        pools: o.pool === 'both' ? ['local', 'http'] : [o.pool], log: (l) => process.stderr.write(l + '\n'), tasks: o.tasks, python: !o['no-python'],
       });
       if (o.json) process.stdout.write(JSON.stringify({ model: engine.info.modelId, threads: engine.info.threads, rows }) + '\n');
     } finally { await engine.close(); }

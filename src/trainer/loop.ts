@@ -31,6 +31,7 @@ import { canaryVerdict, learningRateProblem, GUARD_DEFAULTS } from '../learn/wei
 import { correctStaleness, cumulativeBuckets, IMPORTANCE_CAP, STALENESS_BUCKETS } from '../learn/staleness.ts';
 import { windowBaseline, BASELINE_WINDOW } from '../learn/baseline.ts';
 import { RECIPE } from './recipe.ts';
+import { mergeContinuations } from '../learn/continuations.ts';
 
 export interface TrainerOptions {
   method: Method;
@@ -50,6 +51,11 @@ export interface TrainerOptions {
    * importance weight, so no extra pass is needed, and tokens that moved past the clip range get no gradient
    */
   staleCorrection: 'decoupled' | 'behaviour';
+  /**
+   * merge a batch's multi-turn samples whose prompt continues another sample's prompt + response
+   * into one datum (learn/continuations.ts): the same loss, one pass over the shared context
+   */
+  mergeTurns: boolean;
   /**
    * the at-least-one rule: a session's first judged turn is kept as a sample even when neutral, if
    * the session has none yet (advantage 0: it only adds tokens to the batch, and a KL term when β > 0)
@@ -103,7 +109,7 @@ export interface TrainerOptions {
 
 export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
   method: RECIPE.method, batchSize: RECIPE.batchSize, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, keepNeutral: RECIPE.keepNeutral,
-  klCoef: RECIPE.klCoef, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
+  klCoef: RECIPE.klCoef, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
   opdTeacher: 'base', opdMode: 'token', opdClip: OPD_ADVANTAGE_CLIP, topk: { k: TOPK_DEFAULTS.k, maxCandidates: TOPK_DEFAULTS.maxCandidates, selection: TOPK_DEFAULTS.selection },
   weights: { opd: 1, rl: 1 }, overlong: null, checkpointEvery: 1, maxCanaryDrop: GUARD_DEFAULTS.maxCanaryDrop, pollMs: 200, log: () => {},
 };
@@ -356,6 +362,7 @@ export class TrainerLoop {
     }
     const correction = this.o.staleCorrection === 'decoupled' ? await this.correctStale(data, staleness) : { data, weightMean: null, truncatedShare: null };
     data = correction.data;
+    if (this.o.mergeTurns) data = mergeContinuations(data).data;
     const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.o.klCoef });
     const opt = await this.engine.optimStep({ learningRate: this.o.learningRate, gradClipNorm: this.o.gradClipNorm });
     const rewards = fresh.map((r) => r.reward).filter((x): x is number => x !== null);
