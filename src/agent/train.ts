@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import type { TrainingEngine } from '../engine/types.ts';
 import type { Store } from '../store/store.ts';
 import { JsonlLog } from '../store/jsonl.ts';
-import { TrainerLoop, type TrainerOptions } from '../trainer/loop.ts';
+import { TrainerLoop, TRAINER_DEFAULTS, type TrainerOptions } from '../trainer/loop.ts';
+import { linearDecay } from './rewards.ts';
 import type { EnvPool, Task } from '../env/types.ts';
 import type { ChatBackend } from '../judge/backends.ts';
 import { runEpisode, type EpisodeResult } from './episode.ts';
@@ -40,6 +41,11 @@ export interface AgentTrainOptions {
    * samples are left untrained); without it every episode runs and the trainer takes what is queued
    */
   maxMs?: number;
+  /**
+   * 'linear': the learning rate falls linearly from trainer.learningRate to a tenth of it over the
+   * run (the time budget when there is one, else the episodes)
+   */
+  lrDecay?: 'none' | 'linear';
   allocateTimeoutMs: number;
   runId: string;
   seed: number;
@@ -109,13 +115,17 @@ export async function agentTrain(engine: TrainingEngine, store: Store, pool: Env
   if (Array.isArray(tasks) && tasks.length === 0) throw new Error('no tasks to train on');
   const source: TaskSource = Array.isArray(tasks) ? { next: (g) => tasks[g % tasks.length] } : tasks;
   // an episode's turns are trained as one datum where they share a batch: one pass over the shared context
-  const trainer = new TrainerLoop(store, engine, { mergeTurns: true, ...o.trainer, method: 'binary', rewardBaseline: 'none', log: o.log });
+  let t0 = performance.now(), started = 0;
+  const lr0 = o.trainer.learningRate ?? TRAINER_DEFAULTS.learningRate;
+  const progressShare = () => Math.min(1, o.maxMs !== undefined ? (performance.now() - t0) / o.maxMs : started / Math.max(1, o.episodes));
+  const learningRateAt = o.lrDecay === 'linear' ? () => lr0 * linearDecay(progressShare(), 0.1) : undefined;
+  const trainer = new TrainerLoop(store, engine, { mergeTurns: true, ...o.trainer, learningRateAt, method: 'binary', rewardBaseline: 'none', log: o.log });
   await trainer.init();
   trainer.start();
   const episodesLog = new JsonlLog(join(store.dir, 'episodes.jsonl'));
   const tally = new Tally();
   const slots = new Slots(o.workers);
-  const t0 = performance.now();
+  t0 = performance.now();
   const cpu0 = process.cpuUsage();
   const deadline = o.maxMs === undefined ? Infinity : t0 + o.maxMs;
   const curve: AgentTrainSummary['curve'] = [];
@@ -180,6 +190,7 @@ export async function agentTrain(engine: TrainingEngine, store: Store, pool: Env
       // started group is completed without waiting: its samples will not be trained)
       while (trainer.pendingCount() > o.maxQueuedSamples && performance.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       await slots.take();
+      started++;
       episodes.push(runEpisode(engine, store, pool, task, {
         maxTokensPerTurn: o.maxTokensPerTurn, temperature: o.temperature, topP: o.topP, sessionId: `${o.runId}-g${g}-e${k}`, source: 'agent',
         allocateTimeoutMs: o.allocateTimeoutMs, seed: o.seed === undefined ? undefined : o.seed * 1_000_003 + g * 101 + k,

@@ -62,6 +62,8 @@ export interface TrainerOptions {
    */
   keepNeutral: boolean;
   learningRate: number;
+  /** the learning rate of the step about to be taken, when it changes over the run (default: learningRate throughout) */
+  learningRateAt?: (step: number) => number;
   clipLow: number;
   clipHigh: number;
   /**
@@ -369,7 +371,8 @@ export class TrainerLoop {
       data = m.data;
     }
     const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.o.klCoef });
-    const opt = await this.engine.optimStep({ learningRate: this.o.learningRate, gradClipNorm: this.o.gradClipNorm });
+    const learningRate = this.o.learningRateAt?.(this.step + 1) ?? this.o.learningRate;
+    const opt = await this.engine.optimStep({ learningRate, gradClipNorm: this.o.gradClipNorm });
     const rewards = fresh.map((r) => r.reward).filter((x): x is number => x !== null);
     const record: StepRecord = {
       step: null, status: 'rejected', version: null, samples: fresh.length, tokens: fb.tokens, loss: fb.loss, rewardMean: rewards.length ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null,
@@ -411,7 +414,7 @@ export class TrainerLoop {
     this.lastStep = record;
     if (this.step % this.o.checkpointEvery === 0) await this.engine.saveTrainingState(this.checkpoint);
     await this.afterStep(record);
-    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${distillNote}${mergeNote}, ${record.durationMs.toFixed(0)} ms)`);
+    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${distillNote}${mergeNote}${this.o.learningRateAt ? `, lr ${learningRate.toExponential(2)}` : ''}, ${record.durationMs.toFixed(0)} ms)`);
   }
 
   /** The reward term each rewarded sample gets instead of its raw r (see rewardBaseline), by turn id. */
