@@ -18,6 +18,7 @@ import { integratedReward, groupAdvantages } from './rewards.ts';
 import { scoreSteps, STEP_JUDGE_DEFAULTS, type StepJudgeOptions } from './prm.ts';
 import type { TaskSource } from './curriculum.ts';
 import { queueTurnSamples } from './samples.ts';
+import { anchorSample, type AnchorOptions } from './anchors.ts';
 import type { JudgeTrainer } from './judge-training.ts';
 
 export interface AgentTrainOptions {
@@ -46,6 +47,8 @@ export interface AgentTrainOptions {
    * run (the time budget when there is one, else the episodes)
    */
   lrDecay?: 'none' | 'linear';
+  /** replay of the base model's chat answers beside the agent samples (anchors.ts); null/absent: none */
+  anchors?: AnchorOptions | null;
   allocateTimeoutMs: number;
   runId: string;
   seed: number;
@@ -169,6 +172,12 @@ export async function agentTrain(engine: TrainingEngine, store: Store, pool: Env
         tokens: e.sampledTokens, durationMs: Math.round(e.durationMs),
       });
     });
+    if (o.anchors) {
+      const anchors = await Promise.all(Array.from({ length: o.anchors.perGroup }, (_, k) => anchorSample(engine, store, g * o.anchors!.perGroup + k, {
+        ...o.anchors!, sessionId: `${o.runId}-g${g}-anchor${k}`, seed: o.seed * 1_000_003 + g * 101 + 50 + k, version: trainer.version,
+      })));
+      samples += queueTurnSamples(store, anchors.filter((a) => a !== null));
+    }
     tally.groups++;
     const extra = source.onGroup?.(task, ok.map((e) => e.evaluation!.success));
     if (extra) episodesLog.append({ event: 'group', run: o.runId, group: g, task: task.key, ...extra });
