@@ -28,3 +28,9 @@ export function passAtK(n: number, c: number, k: number): number {
   for (let i = n - c + 1; i <= n; i++) fail *= 1 - k / i;
   return 1 - fail;
 }
+
+/** A linear schedule: 1 at the start (share 0), `floor` at the end (share 1), clamped between. */
+export function linearDecay(share: number, floor: number): number {
+  const x = Math.min(1, Math.max(0, share));
+  return 1 - (1 - floor) * x;
+}

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import type { TrainingEngine } from '../engine/types.ts';
 import type { Store } from '../store/store.ts';
 import { JsonlLog } from '../store/jsonl.ts';
-import { TrainerLoop, type TrainerOptions } from '../trainer/loop.ts';
+import { TrainerLoop, TRAINER_DEFAULTS, type TrainerOptions } from '../trainer/loop.ts';
+import { linearDecay } from './rewards.ts';
 import type { EnvPool, Task } from '../env/types.ts';
 import type { ChatBackend } from '../judge/backends.ts';
 import { runEpisode, type EpisodeResult } from './episode.ts';
@@ -17,6 +18,7 @@ import { integratedReward, groupAdvantages } from './rewards.ts';
 import { scoreSteps, STEP_JUDGE_DEFAULTS, type StepJudgeOptions } from './prm.ts';
 import type { TaskSource } from './curriculum.ts';
 import { queueTurnSamples } from './samples.ts';
+import { anchorSample, type AnchorOptions } from './anchors.ts';
 import type { JudgeTrainer } from './judge-training.ts';
 
 export interface AgentTrainOptions {
@@ -34,6 +36,19 @@ export interface AgentTrainOptions {
   trainer: Partial<TrainerOptions> & { checkpointDir: string };
   /** rollouts wait while more samples than this are queued */
   maxQueuedSamples: number;
+  /**
+   * a wall-clock budget for training (ms from the start of the rollouts): after it no new episode
+   * starts, the episodes in flight finish and the trainer stops after its step in progress (queued
+   * samples are left untrained); without it every episode runs and the trainer takes what is queued
+   */
+  maxMs?: number;
+  /**
+   * 'linear': the learning rate falls linearly from trainer.learningRate to a tenth of it over the
+   * run (the time budget when there is one, else the episodes)
+   */
+  lrDecay?: 'none' | 'linear';
+  /** replay of the base model's chat answers beside the agent samples (anchors.ts); null/absent: none */
+  anchors?: AnchorOptions | null;
   allocateTimeoutMs: number;
   runId: string;
   seed: number;
@@ -63,6 +78,10 @@ export interface AgentProgress {
 export interface AgentTrainSummary extends AgentProgress {
   samples: number;
   skippedGroups: number;
+  /** why the run ended: every episode ran, or the --max-minutes budget was spent */
+  stoppedBy: 'episodes' | 'time';
+  /** CPU seconds of the whole process (every thread) during training */
+  cpuSeconds: number;
   /** after each group; with a curriculum also the level played and the running success rate at it */
   curve: { episodes: number; accuracy: number; reward: number; version: number; level?: number; levelSuccess?: number }[];
 }
@@ -98,13 +117,20 @@ class Slots {
 export async function agentTrain(engine: TrainingEngine, store: Store, pool: EnvPool, tasks: Task[] | TaskSource, o: AgentTrainOptions): Promise<AgentTrainSummary> {
   if (Array.isArray(tasks) && tasks.length === 0) throw new Error('no tasks to train on');
   const source: TaskSource = Array.isArray(tasks) ? { next: (g) => tasks[g % tasks.length] } : tasks;
-  const trainer = new TrainerLoop(store, engine, { ...o.trainer, method: 'binary', rewardBaseline: 'none', log: o.log });
+  // an episode's turns are trained as one datum where they share a batch: one pass over the shared context
+  let t0 = performance.now(), started = 0;
+  const lr0 = o.trainer.learningRate ?? TRAINER_DEFAULTS.learningRate;
+  const progressShare = () => Math.min(1, o.maxMs !== undefined ? (performance.now() - t0) / o.maxMs : started / Math.max(1, o.episodes));
+  const learningRateAt = o.lrDecay === 'linear' ? () => lr0 * linearDecay(progressShare(), 0.1) : undefined;
+  const trainer = new TrainerLoop(store, engine, { mergeTurns: true, ...o.trainer, learningRateAt, method: 'binary', rewardBaseline: 'none', log: o.log });
   await trainer.init();
   trainer.start();
   const episodesLog = new JsonlLog(join(store.dir, 'episodes.jsonl'));
   const tally = new Tally();
   const slots = new Slots(o.workers);
-  const t0 = performance.now();
+  t0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  const deadline = o.maxMs === undefined ? Infinity : t0 + o.maxMs;
   const curve: AgentTrainSummary['curve'] = [];
   let samples = 0, skippedGroups = 0;
   const progress = (): AgentProgress => {
@@ -146,6 +172,12 @@ export async function agentTrain(engine: TrainingEngine, store: Store, pool: Env
         tokens: e.sampledTokens, durationMs: Math.round(e.durationMs),
       });
     });
+    if (o.anchors) {
+      const anchors = await Promise.all(Array.from({ length: o.anchors.perGroup }, (_, k) => anchorSample(engine, store, g * o.anchors!.perGroup + k, {
+        ...o.anchors!, sessionId: `${o.runId}-g${g}-anchor${k}`, seed: o.seed * 1_000_003 + g * 101 + 50 + k, version: trainer.version,
+      })));
+      samples += queueTurnSamples(store, anchors.filter((a) => a !== null));
+    }
     tally.groups++;
     const extra = source.onGroup?.(task, ok.map((e) => e.evaluation!.success));
     if (extra) episodesLog.append({ event: 'group', run: o.runId, group: g, task: task.key, ...extra });
@@ -157,13 +189,17 @@ export async function agentTrain(engine: TrainingEngine, store: Store, pool: Env
 
   const groups = Math.ceil(o.episodes / o.groupSize);
   const pending: Promise<void>[] = [];
+  let stoppedBy: AgentTrainSummary['stoppedBy'] = 'episodes';
   for (let g = 0; g < groups; g++) {
+    if (performance.now() >= deadline) { stoppedBy = 'time'; break; }
     const task = source.next(g);
     const episodes: Promise<EpisodeResult>[] = [];
     for (let k = 0; k < o.groupSize; k++) {
-      // backpressure: do not sample far ahead of what the trainer can take
-      while (trainer.pendingCount() > o.maxQueuedSamples) await new Promise((r) => setTimeout(r, 100));
+      // backpressure: do not sample far ahead of what the trainer can take (past the deadline a
+      // started group is completed without waiting: its samples will not be trained)
+      while (trainer.pendingCount() > o.maxQueuedSamples && performance.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       await slots.take();
+      started++;
       episodes.push(runEpisode(engine, store, pool, task, {
         maxTokensPerTurn: o.maxTokensPerTurn, temperature: o.temperature, topP: o.topP, sessionId: `${o.runId}-g${g}-e${k}`, source: 'agent',
         allocateTimeoutMs: o.allocateTimeoutMs, seed: o.seed === undefined ? undefined : o.seed * 1_000_003 + g * 101 + k,
@@ -172,9 +208,12 @@ export async function agentTrain(engine: TrainingEngine, store: Store, pool: Env
     pending.push(Promise.all(episodes).then((eps) => finishGroup(g, task, eps)));
   }
   await Promise.all(pending);
-  // let the trainer take what is left in whole batches, then stop it (it checkpoints)
-  const deadline = Date.now() + 300_000;
-  while (trainer.pendingCount() >= trainer.o.batchSize && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  // without a time budget, let the trainer take what is left in whole batches; then stop it (it
+  // finishes the step in progress and checkpoints)
+  const drainUntil = Math.min(deadline, performance.now() + 300_000);
+  while (trainer.pendingCount() >= trainer.o.batchSize && performance.now() < drainUntil) await new Promise((r) => setTimeout(r, 200));
+  if (performance.now() >= deadline) stoppedBy = 'time';
   await trainer.stop();
-  return { ...progress(), samples, skippedGroups, curve };
+  const cpu = process.cpuUsage(cpu0);
+  return { ...progress(), samples, skippedGroups, curve, stoppedBy, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
 }

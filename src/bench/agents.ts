@@ -6,7 +6,7 @@ import type { EnvPool } from '../env/types.ts';
 import { LocalPool } from '../env/pool.ts';
 import { startEnvServer } from '../env/server.ts';
 import { HttpPool } from '../env/client.ts';
-import { envFactory, builtinTasks } from '../env/tasks.ts';
+import { envFactory, builtinTasks, loadTasks } from '../env/tasks.ts';
 import { agentEval } from '../agent/eval.ts';
 
 export interface AgentBenchOptions {
@@ -17,6 +17,10 @@ export interface AgentBenchOptions {
   maxTokens: number;
   pools: ('local' | 'http')[];
   repeats: number;
+  /** the tasks to play (a task-set spec or JSONL file, as agent train's --tasks; default builtin:train) */
+  tasks?: string;
+  /** toolcall: offer the sandboxed python tool besides the calculator (default true) */
+  python?: boolean;
   log: (line: string) => void;
 }
 
@@ -31,11 +35,13 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.le
 export async function benchAgents(engine: Engine, o: AgentBenchOptions): Promise<AgentBenchRow[]> {
   const rows: AgentBenchRow[] = [];
   const maxWorkers = Math.max(...o.workers);
-  const local = new LocalPool(envFactory(o.env), { capacity: maxWorkers });
-  const served = o.pools.includes('http') ? await startEnvServer(new LocalPool(envFactory(o.env), { capacity: maxWorkers }), { port: 0 }) : null;
+  const factory = () => envFactory(o.env, { python: o.python });
+  const local = new LocalPool(factory(), { capacity: maxWorkers });
+  const served = o.pools.includes('http') ? await startEnvServer(new LocalPool(factory(), { capacity: maxWorkers }), { port: 0 }) : null;
   const pools: Record<'local' | 'http', EnvPool | null> = { local, http: served ? new HttpPool(served.url) : null };
   try {
-    const tasks = builtinTasks(o.env, 'train', o.episodes, 10_000);
+    const set = o.tasks ? loadTasks(o.env, o.tasks) : builtinTasks(o.env, 'train', o.episodes, 10_000);
+    const tasks = Array.from({ length: o.episodes }, (_, i) => set[i % set.length]);
     // warm-up: the engine's kernels and the first sandboxes
     await agentEval(engine, null, local, tasks.slice(0, 4), { workers: 4, samples: 1, ks: [1], maxTokensPerTurn: o.maxTokens, temperature: 1, topP: 1, seed: 0, runId: 'warm', allocateTimeoutMs: 60_000 });
     for (const n of o.workers) {

@@ -78,6 +78,13 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
     'data-dir': opt.path('store, episodes.jsonl, checkpoints and the final adapter', { default: '.openclaw-rl-agent', placeholder: 'DIR' }),
     'batch-size': count('samples (policy turns) per optimizer step', 16),
     'learning-rate': opt.number('optimizer learning rate', { gt: 0, default: TRAINER_DEFAULTS.learningRate }),
+    'kl-coef': opt.number('β of the KL-to-base term in the loss (0 turns it off, and the base forward pass with it)', { min: 0, default: TRAINER_DEFAULTS.klCoef }),
+    'stale-correction': opt.choice(['decoupled', 'behaviour'] as const, 'samples of older versions: decoupled rescores them under the current weights (an extra forward pass) and weights by the truncated importance ratio; behaviour clips the PPO ratio against their sampling log-probs (no extra pass)', { default: 'decoupled' }),
+    'max-minutes': opt.number('stop training after this many minutes of wall clock (rollouts and steps; evaluations not counted): no new episodes, the step in progress finishes', { gt: 0 }),
+    'lr-decay': opt.choice(['none', 'linear'] as const, 'learning-rate schedule: linear falls to a tenth of --learning-rate over the run (--max-minutes when given, else --episodes)', { default: 'none' }),
+    anchors: opt.int('replay: after each group, this many base-model answers to plain chat requests, trained with --anchor-advantage on every token, to keep what the model does outside the tasks (0 = none)', { min: 0, default: 0 }),
+    'anchor-advantage': opt.number('the advantage on each token of a replayed base answer', { gt: 0, default: 1 }),
+    'eval-greedy': opt.flag('also evaluate the held-out tasks greedily (one episode per task), before and after'),
     'max-staleness': opt.int('drop samples this many versions older than the policy (default: none dropped; stale samples are corrected by truncated importance weights)', { min: 0 }),
     'lora-rank': count('LoRA rank', 16),
     'lora-alpha': count('LoRA alpha', 32),
@@ -123,10 +130,20 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
           workers: o.workers, samples: o['eval-samples'], ks: [1, ...(o['eval-samples'] > 1 ? [o['eval-samples']] : [])], maxTokensPerTurn: o['max-tokens'],
           temperature: o['eval-temperature'], topP: o['top-p'], seed: o.seed, runId: `${runId}-${label}`, allocateTimeoutMs: 600_000,
         });
-        log(`agent eval (${label}): accuracy ${pct(r.accuracy)} on ${r.tasks} held-out tasks (${r.failed} failed episodes), tool use ${pct(r.toolUse)}, mean reward ${r.meanReward.toFixed(2)}`);
+        log(`agent eval (${label}): accuracy ${pct(r.accuracy)} on ${r.tasks} held-out tasks at T = ${o['eval-temperature']} (${r.failed} failed episodes), ${Object.entries(r.passAtK).map(([k, v]) => `${k} ${pct(v)}`).join(', ')}, tool use ${pct(r.toolUse)}, mean reward ${r.meanReward.toFixed(2)}, ${(r.durationMs / 1000).toFixed(0)} s`);
+        return r;
+      };
+      // greedy: one episode per task (the same every time)
+      const evaluateGreedy = async (label: string) => {
+        if (!evalTasks || !o['eval-greedy']) return null;
+        const r = await agentEval(engine, null, pool, evalTasks, {
+          workers: o.workers, samples: 1, ks: [1], maxTokensPerTurn: o['max-tokens'], temperature: 0, topP: 1, seed: o.seed, runId: `${runId}-${label}-greedy`, allocateTimeoutMs: 600_000,
+        });
+        log(`agent eval (${label}, greedy): accuracy ${pct(r.accuracy)} on ${r.tasks} held-out tasks, tool use ${pct(r.toolUse)}, ${(r.durationMs / 1000).toFixed(0)} s`);
         return r;
       };
       const before = await evaluate('before');
+      const greedyBefore = await evaluateGreedy('before');
       let prm = null;
       if (o.prm !== 'none') {
         const { LlmBackend, SelfBackend } = await import('../judge/backends.ts');
@@ -159,8 +176,10 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
         workers: o.workers, groupSize: o['group-size'], episodes: o.episodes, maxTokensPerTurn: o['max-tokens'], temperature: o.temperature, topP: o['top-p'], prm,
         trainer: {
           checkpointDir: join(dataDir, 'checkpoints'), batchSize: o['batch-size'], learningRate: o['learning-rate'], maxStaleness: o['max-staleness'],
-          lora: { rank: o['lora-rank'], alpha: o['lora-alpha'] },
+          lora: { rank: o['lora-rank'], alpha: o['lora-alpha'] }, klCoef: o['kl-coef'], staleCorrection: o['stale-correction'],
         },
+        maxMs: o['max-minutes'] !== undefined ? o['max-minutes'] * 60_000 : undefined, lrDecay: o['lr-decay'],
+        anchors: o.anchors > 0 ? { perGroup: o.anchors, advantage: o['anchor-advantage'], maxTokens: 96 } : null,
         maxQueuedSamples: o['batch-size'] * 4, allocateTimeoutMs: 600_000, runId, seed: o.seed, log,
         onProgress: (p) => log(`[agent] ${p.episodes} episodes (${p.failed} failed) · accuracy ${pct(p.recentAccuracy)} recent, ${pct(p.accuracy)} overall${p.level !== undefined ? ` · level ${p.level} (${pct(p.levelSuccess!)} at it)` : ''} · reward ${p.meanReward.toFixed(2)} · version ${p.policyVersion} (step ${p.steps}) · ${p.envStepsPerSecond.toFixed(1)} env steps/s · ${p.tokensPerSecond.toFixed(0)} tok/s · ${(p.elapsedMs / 1000).toFixed(0)} s`),
       });
@@ -174,19 +193,27 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
         judgeResult = { votes: judge.trainer.counts, steps: judge.trainer.trainer.step, version: judge.trainer.trainer.version, agreementBefore: before, agreementAfter: after };
         log(`agent train: judge–outcome agreement on ${after.steps} held-out steps (${after.successSteps} from successful episodes): ${pct(before.rate)} → ${pct(after.rate)}, balanced ${pct(before.balanced)} → ${pct(after.balanced)}; unreadable verdicts ${before.invalid} → ${after.invalid}; ${judge.trainer.trainer.step} judge steps`);
       }
+      log(`agent train: ${summary.stoppedBy === 'time' ? `stopped by --max-minutes after` : 'done in'} ${(summary.elapsedMs / 1000).toFixed(0)} s of wall clock and ${summary.cpuSeconds.toFixed(0)} CPU seconds (evaluations not included)`);
       const after = await evaluate('after');
-      // what the gain cost: KL(policy ‖ base) on the held-out task prompts and on plain story requests
-      const { klToBase, chatPrompts, STORY_PROMPTS } = await import('../agent/drift.ts');
+      const greedyAfter = await evaluateGreedy('after');
+      // what the gain cost: KL(policy ‖ base) on the held-out task prompts and on plain story requests, and story fluency
+      const { klToBase, chatPrompts, storyFluency, STORY_PROMPTS } = await import('../agent/drift.ts');
+      const stories = chatPrompts(engine.tokenizer, STORY_PROMPTS);
       const drift = summary.steps > 0 ? {
-        heldOutTasks: after ? await klToBase(engine, after.firstPrompts.slice(0, 16), { samples: 2, maxTokens: o['max-tokens'], seed: o.seed }) : null,
-        storyPrompts: await klToBase(engine, chatPrompts(engine.tokenizer, STORY_PROMPTS), { samples: 4, maxTokens: o['max-tokens'], seed: o.seed }),
+        heldOutTasks: after ? await klToBase(engine, after.firstPrompts.slice(0, 32), { samples: 2, maxTokens: o['max-tokens'], seed: o.seed }) : null,
+        storyPrompts: await klToBase(engine, stories, { samples: 8, maxTokens: 96, seed: o.seed }),
       } : null;
       if (drift) log(`agent train: KL(policy ‖ base) per token ${drift.heldOutTasks?.toFixed(4) ?? '–'} on held-out task prompts, ${drift.storyPrompts.toFixed(4)} on story requests`);
+      const fluency = summary.steps > 0 && o.env === 'toolcall' ? await storyFluency(engine, stories, { samples: 8, maxTokens: 96, seed: o.seed }) : null;
+      if (fluency) log(`agent train: fluent stories ${pct(fluency.policy)} (base ${pct(fluency.base)}) of ${fluency.samples}; mean log-likelihood under the base ${fluency.policyMeanLL.toFixed(3)} (base's own ${fluency.baseMeanLL.toFixed(3)}); e.g. ${JSON.stringify(fluency.examples[0]?.slice(0, 160))}`);
       const strip = (r: typeof before) => r && (({ firstPrompts: _fp, ...rest }) => rest)(r);
       const curriculum = source && 'log' in source ? { band: o.band, steps: source.log as import('../agent/curriculum.ts').CurriculumStep[] } : null;
-      const out = { env: o.env, runId, ...summary, curriculum, judge: judgeResult, evalBefore: strip(before), evalAfter: strip(after), klToBase: drift, dataDir };
+      const out = {
+        env: o.env, runId, ...summary, curriculum, judge: judgeResult, evalBefore: strip(before), evalAfter: strip(after),
+        evalGreedyBefore: strip(greedyBefore), evalGreedyAfter: strip(greedyAfter), klToBase: drift, storyFluency: fluency, dataDir,
+      };
       if (o.json) process.stdout.write(JSON.stringify(out) + '\n');
-      else process.stdout.write(`trained ${summary.episodes} episodes (${summary.failed} failed), ${summary.samples} samples, ${summary.steps} steps → version ${summary.policyVersion}; training accuracy ${pct(summary.accuracy)}${before && after ? `; held-out accuracy ${pct(before.accuracy)} → ${pct(after.accuracy)}` : ''}\n`);
+      else process.stdout.write(`trained ${summary.episodes} episodes (${summary.failed} failed), ${summary.samples} samples, ${summary.steps} steps → version ${summary.policyVersion} in ${(summary.elapsedMs / 60_000).toFixed(1)} min; training accuracy ${pct(summary.accuracy)}${before && after ? `; held-out accuracy ${pct(before.accuracy)} → ${pct(after.accuracy)}` : ''}${greedyBefore && greedyAfter ? ` (greedy ${pct(greedyBefore.accuracy)} → ${pct(greedyAfter.accuracy)})` : ''}\n`);
     } finally {
       await close();
       await engine.close();
@@ -256,16 +283,22 @@ export const benchAgentsCommand = defineCommand({
     'max-tokens': count('tokens per policy turn', 32),
     pool: opt.choice(['local', 'http', 'both'] as const, 'which pools to measure', { default: 'both' }),
     repeats: count('measurements per setting (the median is reported)', 3),
+    tasks: opt.string('the tasks to play: a JSONL file or a task-set spec as agent train --tasks (default: builtin:train)', { placeholder: 'SPEC' }),
+    'no-python': opt.flag('toolcall: offer only the calculator tool, not the sandboxed python interpreter'),
     json: jsonOption,
   },
   run: async (o) => {
     const { EmbeddedEngine } = await import('../engine/embedded/engine.ts');
     const { benchAgents } = await import('../bench/agents.ts');
+    if (o.tasks) {
+      const { loadTasks } = await import('../env/tasks.ts');
+      try { loadTasks(o.env, o.tasks); } catch (e) { throw new UsageError(`--tasks: ${(e as Error).message}`); }
+    }
     const engine = await EmbeddedEngine.load(await modelDir(o.model), { kernel: o.kernel, threads: o.threads });
     try {
       const rows = await benchAgents(engine, {
         env: o.env, workers: o.workers, episodes: o.episodes, maxTokens: o['max-tokens'], repeats: o.repeats,
-        pools: o.pool === 'both' ? ['local', 'http'] : [o.pool], log: (l) => process.stderr.write(l + '\n'),
+        pools: o.pool === 'both' ? ['local', 'http'] : [o.pool], log: (l) => process.stderr.write(l + '\n'), tasks: o.tasks, python: !o['no-python'],
       });
       if (o.json) process.stdout.write(JSON.stringify({ model: engine.info.modelId, threads: engine.info.threads, rows }) + '\n');
     } finally { await engine.close(); }

@@ -160,3 +160,41 @@ export function makeLeveledTask(split: Split, seed: number, level: number): Arit
   const question = pick(r, EXPRESSION_WORDINGS[split]).replaceAll('{e}', expression);
   return { key, kind: 'arithmetic', split, question, expression, answer: evaluate(a, op, b), difficulty: level } as ArithmeticTask;
 }
+
+/** The parts of the expression-disjoint task sets: training, validation (to choose settings) and held-out (to report). */
+export type ExpressionPart = 'train' | 'val' | 'heldout';
+export const EXPRESSION_PARTS: readonly ExpressionPart[] = ['train', 'val', 'heldout'];
+
+/** FNV-1a over the expression's text: a stable hash, the same on every machine and run. */
+function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193) >>> 0;
+  return h;
+}
+
+/**
+ * Which part an expression belongs to, by a hash of its text: 1 in 8 held out, 1 in 8 for
+ * validation, the rest for training. A fixed partition of the expressions themselves, so the parts
+ * never share one whatever their sizes (`small:train` and `small:heldout` only differ in wording
+ * and seed, and do share expressions).
+ */
+export function expressionPart(expression: string): ExpressionPart {
+  const b = fnv1a(expression) % 8;
+  return b === 0 ? 'heldout' : b === 1 ? 'val' : 'train';
+}
+
+/**
+ * `count` tasks of the small style (two-digit + − ×) whose expressions lie in `part`, skipping the
+ * first `start`: training tasks use the training wordings; validation and held-out tasks the
+ * held-out wordings (so validation stands in for the held-out set, and is never reported as it).
+ */
+export function makeDisjointTasks(part: ExpressionPart, count: number, start = 0): ArithmeticTask[] {
+  const split: Split = part === 'train' ? 'train' : 'heldout';
+  const out: ArithmeticTask[] = [];
+  for (let seed = 0, found = 0; out.length < count; seed++) {
+    const t = makeTask(split, seed, 'small');
+    if (expressionPart(t.expression) !== part) continue;
+    if (found++ >= start) out.push({ ...t, key: `arith-disjoint-${part}-${found - 1}` });
+  }
+  return out;
+}

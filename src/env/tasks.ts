@@ -2,7 +2,7 @@
 // registry (`--env toolcall|terminal|swe|gui`).
 import { readFileSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, resolve, join, relative } from 'node:path';
-import { makeTasks, makeLeveledTask, rng, MAX_LEVEL, type Split, type TaskStyle } from './arithmetic.ts';
+import { makeTasks, makeLeveledTask, makeDisjointTasks, rng, MAX_LEVEL, type ExpressionPart, type Split, type TaskStyle } from './arithmetic.ts';
 import { toolCallFactory } from './toolcall.ts';
 import { terminalFactory, validateTerminalTask, type TerminalTask } from './terminal.ts';
 import { sweFactory, validateSweTask } from './swe.ts';
@@ -88,9 +88,15 @@ export function builtinTasks(env: string, split: Split, count: number, start = 0
  * `builtin:train:200` / `builtin:heldout:50` (split, count, optional first seed), and for the
  * tool-call environment `expressions:train:200` (bare expressions, no word problems),
  * `small:train:200` (two-digit operands, + − ×), `level3:train:200` (one difficulty level, 1–5) and
- * `levels:heldout:50` (the levels in turn).
+ * `levels:heldout:50` (the levels in turn), and `small-disjoint:train|val|heldout:N` (small tasks whose
+ * three parts never share an expression: train on `train`, choose settings on `val`, report `heldout`).
  */
 export function loadTasks(env: string, spec: string): Task[] {
+  const dj = /^small-disjoint:(train|val|heldout)(?::(\d+))?(?::(\d+))?$/.exec(spec);
+  if (dj) {
+    if (env !== 'toolcall') throw new EnvRequestError('small-disjoint:… task sets are for the toolcall environment');
+    return makeDisjointTasks(dj[1] as ExpressionPart, Number(dj[2] ?? 64), Number(dj[3] ?? 0)) as unknown as Task[];
+  }
   const lv = /^(level([1-9])|levels):(train|heldout)(?::(\d+))?(?::(\d+))?$/.exec(spec);
   if (lv) {
     if (env !== 'toolcall') throw new EnvRequestError('levelN:… and levels:… task sets are for the toolcall environment');

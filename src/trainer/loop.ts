@@ -31,6 +31,7 @@ import { canaryVerdict, learningRateProblem, GUARD_DEFAULTS } from '../learn/wei
 import { correctStaleness, cumulativeBuckets, IMPORTANCE_CAP, STALENESS_BUCKETS } from '../learn/staleness.ts';
 import { windowBaseline, BASELINE_WINDOW } from '../learn/baseline.ts';
 import { RECIPE } from './recipe.ts';
+import { mergeContinuations } from '../learn/continuations.ts';
 
 export interface TrainerOptions {
   method: Method;
@@ -43,11 +44,26 @@ export interface TrainerOptions {
   /** cap on the per-token importance weight π_current/π_behaviour of a stale sample */
   importanceCap: number;
   /**
+   * how samples drawn by an older version are trained: 'decoupled' scores them under the current
+   * weights first (an extra forward pass) and takes the clipped ratio against those, weighted by the
+   * truncated importance weight (learn/staleness.ts); 'behaviour' takes the clipped PPO ratio against
+   * the behaviour log-probs themselves — with one optimizer step per batch the ratio is then that
+   * importance weight, so no extra pass is needed, and tokens that moved past the clip range get no gradient
+   */
+  staleCorrection: 'decoupled' | 'behaviour';
+  /**
+   * merge a batch's multi-turn samples whose prompt continues another sample's prompt + response
+   * into one datum (learn/continuations.ts): the same loss, one pass over the shared context
+   */
+  mergeTurns: boolean;
+  /**
    * the at-least-one rule: a session's first judged turn is kept as a sample even when neutral, if
    * the session has none yet (advantage 0: it only adds tokens to the batch, and a KL term when β > 0)
    */
   keepNeutral: boolean;
   learningRate: number;
+  /** the learning rate of the step about to be taken, when it changes over the run (default: learningRate throughout) */
+  learningRateAt?: (step: number) => number;
   clipLow: number;
   clipHigh: number;
   /**
@@ -95,7 +111,7 @@ export interface TrainerOptions {
 
 export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
   method: RECIPE.method, batchSize: RECIPE.batchSize, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, keepNeutral: RECIPE.keepNeutral,
-  klCoef: RECIPE.klCoef, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
+  klCoef: RECIPE.klCoef, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
   opdTeacher: 'base', opdMode: 'token', opdClip: OPD_ADVANTAGE_CLIP, topk: { k: TOPK_DEFAULTS.k, maxCandidates: TOPK_DEFAULTS.maxCandidates, selection: TOPK_DEFAULTS.selection },
   weights: { opd: 1, rl: 1 }, overlong: null, checkpointEvery: 1, maxCanaryDrop: GUARD_DEFAULTS.maxCanaryDrop, pollMs: 200, log: () => {},
 };
@@ -346,16 +362,23 @@ export class TrainerLoop {
       this.o.log(`trainer: ${ids.length} samples without signal set aside; ${why}`);
       return;
     }
-    const correction = await this.correctStale(data, staleness);
+    const correction = this.o.staleCorrection === 'decoupled' ? await this.correctStale(data, staleness) : { data, weightMean: null, truncatedShare: null };
     data = correction.data;
+    let mergeNote = '';
+    if (this.o.mergeTurns) {
+      const m = mergeContinuations(data);
+      if (m.merged) mergeNote = `, ${m.merged} turns merged into their episodes' earlier turns`;
+      data = m.data;
+    }
     const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.o.klCoef });
-    const opt = await this.engine.optimStep({ learningRate: this.o.learningRate, gradClipNorm: this.o.gradClipNorm });
+    const learningRate = this.o.learningRateAt?.(this.step + 1) ?? this.o.learningRate;
+    const opt = await this.engine.optimStep({ learningRate, gradClipNorm: this.o.gradClipNorm });
     const rewards = fresh.map((r) => r.reward).filter((x): x is number => x !== null);
     const record: StepRecord = {
       step: null, status: 'rejected', version: null, samples: fresh.length, tokens: fb.tokens, loss: fb.loss, rewardMean: rewards.length ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null,
       clipFraction: fb.clipFraction, kl: fb.kl, teacherGap: fb.teacherBehaviourGap, gradNorm: opt.gradNorm,
       stalenessMean: staleness.reduce((a, b) => a + b, 0) / Math.max(1, staleness.length), durationMs: 0,
-      stalenessMax: Math.max(0, ...staleness), importanceWeightMean: correction.weightMean, importanceTruncated: correction.truncatedShare,
+      stalenessMax: Math.max(0, ...staleness), importanceWeightMean: correction.weightMean ?? fb.meanRatio, importanceTruncated: correction.truncatedShare,
     };
     if (opt.skipped) {
       // the adapter is unchanged: set the batch aside with the reason and go on from the last good version
@@ -391,7 +414,7 @@ export class TrainerLoop {
     this.lastStep = record;
     if (this.step % this.o.checkpointEvery === 0) await this.engine.saveTrainingState(this.checkpoint);
     await this.afterStep(record);
-    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${distillNote}, ${record.durationMs.toFixed(0)} ms)`);
+    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${distillNote}${mergeNote}${this.o.learningRateAt ? `, lr ${learningRate.toExponential(2)}` : ''}, ${record.durationMs.toFixed(0)} ms)`);
   }
 
   /** The reward term each rewarded sample gets instead of its raw r (see rewardBaseline), by turn id. */

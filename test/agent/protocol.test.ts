@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseToolCall, observationIds, headMessages } from '../../src/agent/protocol.ts';
-import { integratedReward, groupAdvantages, passAtK } from '../../src/agent/rewards.ts';
+import { integratedReward, groupAdvantages, passAtK, linearDecay } from '../../src/agent/rewards.ts';
 import { ChatTokenizer } from '../../src/engine/embedded/tokenizer.ts';
 import { STORIES } from '../helpers/models.ts';
 
@@ -66,4 +66,9 @@ test('pass@k is the unbiased estimator 1 − C(n−c,k)/C(n,k)', () => {
   const table: [number, number, number, number][] = [[10, 0, 1, 0], [10, 10, 5, 1], [10, 3, 1, 0.3], [4, 1, 2, 0.5], [5, 2, 5, 1], [10, 1, 10, 1]];
   for (const [n, c, k, v] of table) assert.ok(Math.abs(passAtK(n, c, k) - v) < 1e-12, `${n} ${c} ${k}`);
   assert.throws(() => passAtK(2, 1, 3), RangeError);
+});
+
+test('linearDecay: 1 at the start, the floor at the end, linear between, clamped outside', () => {
+  const cases: [number, number, number][] = [[0, 0.1, 1], [1, 0.1, 0.1], [0.5, 0.1, 0.55], [0.25, 0, 0.75], [-1, 0.1, 1], [2, 0.1, 0.1]];
+  for (const [share, floor, want] of cases) assert.ok(Math.abs(linearDecay(share, floor) - want) < 1e-12, `linearDecay(${share}, ${floor})`);
 });

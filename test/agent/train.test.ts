@@ -12,7 +12,7 @@ import { runEpisode } from '../../src/agent/episode.ts';
 import { headMessages } from '../../src/agent/protocol.ts';
 import { agentTrain } from '../../src/agent/train.ts';
 import { agentEval } from '../../src/agent/eval.ts';
-import { klToBase, chatPrompts, STORY_PROMPTS } from '../../src/agent/drift.ts';
+import { klToBase, chatPrompts, storyFluency, STORY_PROMPTS } from '../../src/agent/drift.ts';
 import type { EnvFactory, Environment } from '../../src/env/types.ts';
 import { STORIES, tempDir } from '../helpers/models.ts';
 
@@ -130,5 +130,39 @@ test('KL(policy ‖ base) is zero before training and positive once a trained ve
     await engine.publish(await engine.saveWeights());
     const kl = await klToBase(engine, prompts, { samples: 2, maxTokens: 12, seed: 1 });
     assert.ok(kl > 0.001, `KL ${kl}`);
+  } finally { await engine.close(); }
+});
+
+test('agent train --max-minutes: no new episode after the budget, the trainer stops after its step in progress', { timeout: 120_000 }, async () => {
+  const engine = await EmbeddedEngine.load(STORIES);
+  const t = tempDir('ocrl-agent-budget-');
+  const store = new Store(t.dir);
+  const pool = new LocalPool(storyFactory(), { capacity: 4 });
+  try {
+    const tasks = ['Once upon a time', 'One day, a little girl'].map((o, i) => ({ key: `story-${i}`, opening: o }));
+    const summary = await agentTrain(engine, store, pool, tasks, {
+      workers: 4, groupSize: 4, episodes: 100_000, maxTokensPerTurn: 16, temperature: 1, topP: 1, prm: null, maxMs: 3000,
+      trainer: { checkpointDir: `${t.dir}/checkpoints`, batchSize: 4, learningRate: 1e-3, pollMs: 50 },
+      maxQueuedSamples: 16, allocateTimeoutMs: 30_000, runId: 'run', seed: 3, log: () => {},
+    });
+    assert.equal(summary.stoppedBy, 'time');
+    assert.ok(summary.episodes > 0 && summary.episodes < 100_000 && summary.episodes % 4 === 0, `${summary.episodes} episodes, in whole groups`);
+    // the episodes in flight and one step may run past the budget, never a new group
+    assert.ok(summary.elapsedMs >= 3000 && summary.elapsedMs < 3000 + 20_000, `${summary.elapsedMs} ms`);
+    assert.ok(summary.cpuSeconds > 0);
+  } finally { await pool.shutdown(); await engine.close(); store.close(); t.cleanup(); }
+});
+
+test('story fluency: before training the policy is the base (same rate), and the base is mostly fluent on its own band', async () => {
+  const engine = await EmbeddedEngine.load(STORIES);
+  try {
+    const prompts = chatPrompts(engine.tokenizer, STORY_PROMPTS.slice(0, 2));
+    await engine.configureTraining({ rank: 8, alpha: 16 });
+    const f = await storyFluency(engine, prompts, { samples: 4, maxTokens: 16, seed: 1 });
+    assert.equal(f.samples, 8);
+    assert.equal(f.policy, f.base);
+    assert.equal(f.policyMeanLL, f.baseMeanLL);
+    assert.ok(f.base >= 0.5, `base fluent ${f.base}`);
+    assert.equal(f.examples.length, 2);
   } finally { await engine.close(); }
 });

@@ -2,7 +2,7 @@
 // policies standing in for the model (correct, wrong and partial solutions).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { makeTasks, makeTask, extractAnswer, isCorrect, answerReward } from '../../src/env/arithmetic.ts';
+import { makeTasks, makeTask, extractAnswer, isCorrect, answerReward, expressionPart, EXPRESSION_PARTS } from '../../src/env/arithmetic.ts';
 import { ToolCallEnv } from '../../src/env/toolcall.ts';
 import { TerminalEnv, checkReward } from '../../src/env/terminal.ts';
 import { makeTerminalTasks, loadTasks } from '../../src/env/tasks.ts';
@@ -132,4 +132,28 @@ test('task files: JSONL tasks load with clear errors for bad lines; builtin:SPLI
   assert.throws(() => loadTasks('terminal', 'expressions:train:3'), /toolcall/);
   const small = loadTasks('toolcall', 'small:train:50');
   assert.ok(small.every((t) => /^\d{1,2} [-+*] \d{1,2}$/.test(t.expression as string) && (t.answer as number) >= 0));
+});
+
+test('small-disjoint:PART:N: train, validation and held-out tasks never share an expression; held-out wordings off training', () => {
+  const parts = Object.fromEntries(EXPRESSION_PARTS.map((p) => [p, loadTasks('toolcall', `small-disjoint:${p}:400`)]));
+  const exprs = Object.fromEntries(EXPRESSION_PARTS.map((p) => [p, new Set(parts[p].map((t) => t.expression as string))]));
+  for (const [a, b] of [['train', 'val'], ['train', 'heldout'], ['val', 'heldout']] as const) {
+    assert.equal([...exprs[a]].filter((e) => exprs[b].has(e)).length, 0, `${a} and ${b} share no expression`);
+  }
+  for (const p of EXPRESSION_PARTS) {
+    assert.equal(parts[p].length, 400);
+    assert.ok(parts[p].every((t) => expressionPart(t.expression as string) === p && /^\d{1,2} [-+*] \d{1,2}$/.test(t.expression as string)));
+    assert.equal(new Set(parts[p].map((t) => t.key)).size, 400, 'keys are unique');
+  }
+  // a fixed partition: about 1 in 8 expressions held out, 1 in 8 for validation
+  const all = makeTasks('train', 4000, 0, 'small').map((t) => expressionPart(t.expression));
+  const share = (p: string) => all.filter((x) => x === p).length / all.length;
+  assert.ok(Math.abs(share('heldout') - 0.125) < 0.03 && Math.abs(share('val') - 0.125) < 0.03, `shares ${share('heldout')}, ${share('val')}`);
+  // deterministic, and N:START continues the same sequence
+  assert.deepEqual(loadTasks('toolcall', 'small-disjoint:heldout:10:5'), parts.heldout.slice(5, 15));
+  // validation and held-out use the held-out wordings, never the training ones
+  const trainWordings = ['What is', 'Compute', 'Calculate', 'How much is', 'Work out'];
+  assert.ok([...parts.val, ...parts.heldout].every((t) => !trainWordings.some((w) => (t.question as string).startsWith(w))));
+  assert.throws(() => loadTasks('terminal', 'small-disjoint:train:3'), /toolcall/);
+  assert.throws(() => loadTasks('toolcall', 'small-disjoint:test:3'), /not found/);
 });
