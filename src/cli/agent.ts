@@ -178,7 +178,8 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
         const before = await judge.trainer.agreement(heldOutEpisodes, 'base');
         const after = await judge.trainer.agreement(heldOutEpisodes, 'published');
         judgeResult = { votes: judge.trainer.counts, steps: judge.trainer.trainer.step, version: judge.trainer.trainer.version, agreementBefore: before, agreementAfter: after };
-        log(`agent train: judge–outcome agreement on ${after.steps} held-out steps (${after.successSteps} from successful episodes): ${pct(before.rate)} → ${pct(after.rate)}, balanced ${pct(before.balanced)} → ${pct(after.balanced)}; unreadable verdicts ${before.invalid} → ${after.invalid}; ${judge.trainer.trainer.step} judge steps`);
+        const perClass = (g: typeof before) => `+1 on ${g.successAgree}/${g.successSteps} successful, −1 on ${g.failureAgree}/${g.failureSteps} failed`;
+        log(`agent train: judge–outcome agreement on ${after.steps} held-out steps (${after.successSteps} from successful episodes): ${pct(before.rate)} → ${pct(after.rate)}, balanced ${pct(before.balanced)} → ${pct(after.balanced)} (${perClass(before)} → ${perClass(after)}); unreadable verdicts ${before.invalid} → ${after.invalid}; ${judge.trainer.trainer.step} judge steps`);
       }
       const after = await evaluate('after');
       // what the gain cost: KL(policy ‖ base) on the held-out task prompts and on plain story requests
