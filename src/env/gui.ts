@@ -8,8 +8,9 @@
 // file reference. Actions by reference: click, type, select, scroll, done; at most 15 steps. Reward:
 // the task's checker on the page state, +1 passed / −1 not. With a token budget per observation (set
 // from the served model's context and counted with its tokenizer), a page whose full tree does not fit
-// is shown in the compact form of gui-observe.ts, with a short system prompt and tool listing, and
-// later observations send only what changed: so a 512-token model plays several steps.
+// is shown in the compact form of gui-observe.ts (in the system message, the goal alone as the user
+// message, the tools listed without descriptions), and later observations send only what changed: so
+// a 512-token model gets several steps.
 import { readFileSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, normalize, extname } from 'node:path';
@@ -48,7 +49,7 @@ export interface GuiEnvOptions {
   countTokens: (text: string) => number;
   /** compact form: labels and values cut to this many characters */
   maxLabel: number;
-  /** compact form: the system prompt (none by default: the tool listing and the goal say enough, in few tokens) */
+  /** compact form: text before the page in the system message (none by default: every token counts in a small context) */
   compactSystem: string;
 }
 
