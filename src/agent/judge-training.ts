@@ -62,7 +62,11 @@ export function judgedSteps(ep: EpisodeResult): EpisodeTurn[] {
  * Agreement on held-out steps: `rate` over all steps, and `balanced`, the mean of the rates on steps of
  * successful and of failed episodes (a judge that always says −1 scores 100% on a set of failures, 50% here).
  */
-export interface Agreement { steps: number; agree: number; invalid: number; rate: number; successSteps: number; balanced: number }
+export interface Agreement {
+  steps: number; agree: number; invalid: number; rate: number; successSteps: number; balanced: number;
+  /** per class: steps of successful episodes whose verdict is +1, steps of failed episodes whose verdict is −1 */
+  successAgree: number; failureSteps: number; failureAgree: number;
+}
 
 export class JudgeTrainer {
   readonly o: JudgeTrainingOptions;
@@ -159,6 +163,9 @@ export class JudgeTrainer {
       }
     }
     const rates = [byClass.success, byClass.failure].filter(([n]) => n > 0).map(([n, a]) => a / n);
-    return { steps, agree, invalid, rate: steps ? agree / steps : 0, successSteps: byClass.success[0], balanced: rates.length ? rates.reduce((a, b) => a + b, 0) / rates.length : 0 };
+    return {
+      steps, agree, invalid, rate: steps ? agree / steps : 0, successSteps: byClass.success[0], balanced: rates.length ? rates.reduce((a, b) => a + b, 0) / rates.length : 0,
+      successAgree: byClass.success[1], failureSteps: byClass.failure[0], failureAgree: byClass.failure[1],
+    };
   }
 }

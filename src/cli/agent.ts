@@ -7,6 +7,7 @@ import { defineCommand, opt, UsageError } from './command.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, jsonOption } from './args.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
 import type { EnvPool } from '../env/types.ts';
+import type { ModelBudget } from '../env/budget.ts';
 import { ENV_NAMES, SANDBOXED_ENVS } from '../env/names.ts';
 
 const envOption = opt.choice(ENV_NAMES, 'which environment', { default: 'toolcall' });
@@ -29,7 +30,12 @@ const ROLLOUT_OPTIONS = {
   json: jsonOption,
 };
 
-async function openPool(env: string, servers: string[] | undefined, capacity: number, python = true): Promise<{ pool: EnvPool; close: () => Promise<void> }> {
+/** The served model's context and token count, so the gui and swe environments fit their prompts and observations to it. */
+function modelBudget(engine: { info: { contextLength: number }; tokenizer: { encode(text: string, addSpecialTokens?: boolean): number[] } }): ModelBudget {
+  return { contextTokens: engine.info.contextLength, countTokens: (text) => engine.tokenizer.encode(text, false).length };
+}
+
+async function openPool(env: string, servers: string[] | undefined, capacity: number, python = true, model?: ModelBudget): Promise<{ pool: EnvPool; close: () => Promise<void> }> {
   if (servers) {
     const { EnvRouter } = await import('../env/client.ts');
     return { pool: EnvRouter.over(servers), close: async () => {} };
@@ -39,7 +45,7 @@ async function openPool(env: string, servers: string[] | undefined, capacity: nu
   const { sandboxSupport } = await import('../env/sandbox.ts');
   const sb = sandboxSupport();
   if (!sb.ok && SANDBOXED_ENVS.includes(env)) throw new Error(`the ${env} environment needs the sandbox: ${sb.reason}`);
-  const pool = new LocalPool(envFactory(env, { python }), { capacity, log: (l) => process.stderr.write(l + '\n') });
+  const pool = new LocalPool(envFactory(env, { python, model }), { capacity, log: (l) => process.stderr.write(l + '\n') });
   return { pool, close: () => pool.shutdown() };
 }
 
@@ -116,7 +122,7 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
     const dataDir = resolve(o['data-dir']);
     const engine = await EmbeddedEngine.load(await modelDir(o.model), { kernel: o.kernel, threads: o.threads });
     const store = new Store(dataDir);
-    const { pool, close } = await openPool(o.env, o['env-servers'], o.workers, !o['no-python']);
+    const { pool, close } = await openPool(o.env, o['env-servers'], o.workers, !o['no-python'], modelBudget(engine));
     const log = (l: string) => process.stderr.write(l + '\n');
     const runId = `agent-${new Date().toISOString().replace(/[:.]/g, '-')}-${randomUUID().slice(0, 6)}`;
     let judgeEngine: import('../engine/embedded/engine.ts').EmbeddedEngine | null = null;
@@ -191,7 +197,8 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
         const before = await judge.trainer.agreement(heldOutEpisodes, 'base');
         const after = await judge.trainer.agreement(heldOutEpisodes, 'published');
         judgeResult = { votes: judge.trainer.counts, steps: judge.trainer.trainer.step, version: judge.trainer.trainer.version, agreementBefore: before, agreementAfter: after };
-        log(`agent train: judge–outcome agreement on ${after.steps} held-out steps (${after.successSteps} from successful episodes): ${pct(before.rate)} → ${pct(after.rate)}, balanced ${pct(before.balanced)} → ${pct(after.balanced)}; unreadable verdicts ${before.invalid} → ${after.invalid}; ${judge.trainer.trainer.step} judge steps`);
+        const perClass = (g: typeof before) => `+1 on ${g.successAgree}/${g.successSteps} successful, −1 on ${g.failureAgree}/${g.failureSteps} failed`;
+        log(`agent train: judge–outcome agreement on ${after.steps} held-out steps (${after.successSteps} from successful episodes): ${pct(before.rate)} → ${pct(after.rate)}, balanced ${pct(before.balanced)} → ${pct(after.balanced)} (${perClass(before)} → ${perClass(after)}); unreadable verdicts ${before.invalid} → ${after.invalid}; ${judge.trainer.trainer.step} judge steps`);
       }
       log(`agent train: ${summary.stoppedBy === 'time' ? `stopped by --max-minutes after` : 'done in'} ${(summary.elapsedMs / 1000).toFixed(0)} s of wall clock and ${summary.cpuSeconds.toFixed(0)} CPU seconds (evaluations not included)`);
       const after = await evaluate('after');
@@ -250,7 +257,7 @@ unbiased pass@k. --adapter evaluates a trained LoRA adapter (e.g. DATA_DIR/adapt
     const { agentEval } = await import('../agent/eval.ts');
     const tasks = (() => { try { return loadTasks(o.env, o.tasks); } catch (e) { throw new UsageError(`--tasks: ${(e as Error).message}`); } })();
     const engine = await EmbeddedEngine.load(await modelDir(o.model), { kernel: o.kernel, threads: o.threads });
-    const { pool, close } = await openPool(o.env, o['env-servers'], o.workers, !o['no-python']);
+    const { pool, close } = await openPool(o.env, o['env-servers'], o.workers, !o['no-python'], modelBudget(engine));
     try {
       if (o.adapter) await engine.publish(await engine.loadAdapter(o.adapter));
       const r = await agentEval(engine, null, pool, tasks, {

@@ -133,32 +133,44 @@ export function answerReward(correct: boolean, toolCalls: number): number {
   return Math.max(-1, Math.min(-0.6, -1 + ((toolCalls - 2) / 2) * 0.1));
 }
 
-/** Difficulty levels of the tool-call tasks, easiest first (the curriculum moves along these). */
+/**
+ * Difficulty levels of the tool-call tasks, easiest first (the curriculum moves along these). The
+ * axis is operand length: a small model copies the question's numbers into its call, and each longer
+ * number is a place to miscopy; levels 3 and 4 make each operand three-digit with a growing chance, so
+ * the expected difficulty rises in steps, not at one cliff. Measured on stories260k-chat (recipe v4,
+ * T = 1, held-out wordings; docs/benchmarks.md): one- and two-digit tasks ~55–65%, any three-digit
+ * operand ~0%, so the levels give it about 60, 55, 35, 15 and 0%.
+ */
 export const LEVELS = [
-  '1: a + b with one-digit numbers', '2: a + b or a − b with two-digit numbers', '3: two-digit +, −, × (× by at most 12)',
-  '4: two- and three-digit +, −, ×, ÷', '5: word problems with two- and three-digit numbers',
+  '1: one-digit a + b, a − b, a × b', '2: two-digit a + b, a − b, a × b (× by at most 12)',
+  '3: as 2, each operand three-digit with chance 1/4', '4: as 2, each operand three-digit with chance 1/2',
+  '5: three-digit +, −, ×, ÷ and word problems',
 ] as const;
 export const MAX_LEVEL = LEVELS.length;
+
+/** The chance that an operand is three-digit, at levels 2–4. */
+const LONG_OPERAND: Record<number, number> = { 2: 0, 3: 0.25, 4: 0.5 };
 
 /** A task of a given difficulty level (1–5); the split keeps its own wordings at every level. */
 export function makeLeveledTask(split: Split, seed: number, level: number): ArithmeticTask {
   if (!Number.isInteger(level) || level < 1 || level > MAX_LEVEL) throw new RangeError(`difficulty level must be 1–${MAX_LEVEL}, got ${level}`);
   const key = `arith-L${level}-${split}-${seed}`;
-  if (level >= 3) {
-    const style: TaskStyle = level === 3 ? 'small' : level === 4 ? 'expressions' : 'mixed';
-    // level 5 takes the word problems of the mixed style only (seeds whose task is not a bare expression)
+  if (level === 5) {
+    // word problems (mixed style, seeds whose task is not a bare expression) or bare three-digit expressions with ÷
     for (let s = seed * 4; ; s++) {
-      const t = makeTask(split, s, style);
-      if (level < 5 || !t.question.includes(t.expression)) return { ...t, key, difficulty: level } as ArithmeticTask;
+      const t = makeTask(split, s, seed % 2 ? 'mixed' : 'expressions');
+      if (seed % 2 === 0 || !t.question.includes(t.expression)) return { ...t, key, difficulty: level };
     }
   }
   const r = rng(seed * 2 + (split === 'heldout' ? 1 : 0) + 31_337 * level);
-  const op: Op = level === 1 || r() < 0.5 ? '+' : '-';
-  let [a, b] = level === 1 ? [int(r, 1, 9), int(r, 1, 9)] : [int(r, 10, 99), int(r, 10, 99)];
+  const op = pick(r, ['+', '-', '*'] as const);
+  const long = LONG_OPERAND[level] ?? 0;
+  const operand = (max: number) => (level === 1 ? int(r, 1, 9) : r() < long ? int(r, 100, 999) : int(r, 10, max));
+  let [a, b] = op === '*' ? [operand(99), level === 1 ? int(r, 1, 9) : r() < long ? int(r, 100, 999) : int(r, 2, 12)] : [operand(99), operand(99)];
   if (op === '-' && b > a) [a, b] = [b, a];
   const expression = `${a} ${op} ${b}`;
   const question = pick(r, EXPRESSION_WORDINGS[split]).replaceAll('{e}', expression);
-  return { key, kind: 'arithmetic', split, question, expression, answer: evaluate(a, op, b), difficulty: level } as ArithmeticTask;
+  return { key, kind: 'arithmetic', split, question, expression, answer: evaluate(a, op, b), difficulty: level };
 }
 
 /** The parts of the expression-disjoint task sets: training, validation (to choose settings) and held-out (to report). */

@@ -56,11 +56,16 @@ export function checkState(task: GuiTask, state: unknown): { ok: boolean; detail
   return m ? { ok: false, detail: `not done: ${m}` } : { ok: true, detail: 'the page state matches the goal' };
 }
 
-/** The reference of the element with this role and exact accessible name in an aria snapshot, or null. */
+/**
+ * The reference of the element with this role and exact accessible name, or null: in an aria snapshot
+ * (`- button "Sign up" [ref=e13]`) or in the compact form (`e13 button "Sign up"`, also after `+ `).
+ */
 export function findRef(tree: string, role: string, name: string): string | null {
   for (const line of tree.split('\n')) {
-    const m = /^\s*- (\w+) "((?:[^"\\]|\\.)*)".*\[ref=(\w+)\]/.exec(line);
-    if (m && m[1] === role && m[2] === name) return m[3];
+    const full = /^\s*- (\w+) "((?:[^"\\]|\\.)*)".*\[ref=(\w+)\]/.exec(line);
+    if (full && full[1] === role && full[2] === name) return full[3];
+    const compact = /^(?:\+ )?(e\d+) (\w+) "((?:[^"\\]|\\.)*)"/.exec(line);
+    if (compact && compact[2] === role && compact[3] === name) return compact[1];
   }
   return null;
 }

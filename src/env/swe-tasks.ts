@@ -120,6 +120,7 @@ export function taskFromMutant(key: string, s: Snippet, m: Mutant, companions: S
     key, kind: 'swe', language: s.language,
     description: `Bug report: ${s.summary}. The test \`${s.test.command}\` fails. Fix the bug in the source code; do not change the tests. ` +
       `All tests of the repository run with \`sh run_tests.sh\`.`,
+    brief: `${s.summary}. Failing test: ${s.test.command}`,
     files, tests: { failToPass: [s.test], passToPass: companions.map((c) => c.test) },
     protected: ['tests/', 'run_tests.sh'], testFiles, difficulty: DIFFICULTY[m.kind],
     bug: { kind: m.kind, file: m.file, line: m.line }, fix: unifiedDiff(s.source, files[s.source], fixed),

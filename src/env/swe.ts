@@ -6,8 +6,12 @@
 // from the task's own files, the patch is applied with `git apply`, and the task's tests run there.
 // A patch that touches the tests, the test runner or interpreter configuration is unresolved before
 // anything runs. Reward: +1 resolved (every fail-to-pass and pass-to-pass test passes), −1 otherwise.
+// Given the served model's context and tokenizer, an opening prompt that would take more than half
+// the context is written compactly (a short system prompt, the tool without its description, the
+// task's brief), and command output is cut to the observation budget: a 512-token model gets steps.
 import { Sandbox, describeRun, type SandboxLimits } from './sandbox.ts';
 import { patchPaths, isProtected } from './patch.ts';
+import { fitText, roughTokens, observationBudget, type ModelBudget } from './budget.ts';
 import { EnvRequestError, type Environment, type EnvFactory, type ResetResult, type Task, type ToolCallRequest, type Observation, type EvaluateRequest, type Evaluation, type ToolSpec } from './types.ts';
 
 export interface SweTest { name: string; command: string }
@@ -17,6 +21,8 @@ export interface SweTask extends Task {
   language?: string;
   /** the bug report the policy reads */
   description: string;
+  /** a shorter bug report, for models with small contexts (default: the description) */
+  brief?: string;
   /** the repository at its buggy state: relative path → content */
   files: Record<string, string>;
   tests: { failToPass: SweTest[]; passToPass: SweTest[] };
@@ -29,7 +35,15 @@ export interface SweTask extends Task {
   fix?: string;
 }
 
-export interface SweEnvOptions { maxSteps: number; maxObservationChars: number; maxPatchBytes: number; sandbox: Partial<SandboxLimits>; testWallMs: number; system: string }
+export interface SweEnvOptions {
+  maxSteps: number; maxObservationChars: number; maxPatchBytes: number; sandbox: Partial<SandboxLimits>; testWallMs: number; system: string;
+  /** the served model's context in tokens (null: unknown, the full prompt and the character cap only) */
+  contextTokens: number | null;
+  /** the served model's token count of a text */
+  countTokens: (text: string) => number;
+  /** the system prompt of the compact form */
+  compactSystem: string;
+}
 
 export const SWE_DEFAULTS: SweEnvOptions = {
   maxSteps: 30, maxObservationChars: 2000, maxPatchBytes: 256 * 1024, testWallMs: 60_000,
@@ -37,12 +51,16 @@ export const SWE_DEFAULTS: SweEnvOptions = {
   sandbox: { wallMs: 30_000, cpuSeconds: 30, memoryBytes: 3 * 2 ** 30, outputBytes: 512 * 1024 },
   system: 'You fix bugs in the git repository at /work. Each turn, write THOUGHT: your reasoning, then make exactly one ' +
     'bash tool call with one command. Do not change the tests. When the fix is done, run the command `submit`.',
+  contextTokens: null, countTokens: roughTokens,
+  compactSystem: 'Fix the bug. One bash command per turn. Then run submit.',
 };
 
 export const BASH_TOOL: ToolSpec = {
   type: 'function',
   function: { name: 'bash', description: 'run one bash command in /work (30 s limit); `submit` ends the task', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } },
 };
+/** The tool without its description, for small contexts. */
+export const BASH_TOOL_COMPACT: ToolSpec = { type: 'function', function: { name: 'bash', parameters: BASH_TOOL.function.parameters } };
 
 const GIT = 'git -c user.name=openclaw-rl -c user.email=env@openclaw-rl.invalid -c core.hooksPath=/dev/null -c advice.detachedHead=false';
 /** The commands whose effect is "submit": `submit`, or mini-swe-agent's echo marker. */
@@ -130,7 +148,21 @@ export class SweEnv implements Environment {
     this.base = base;
     this.steps = 0;
     this.submitted = null;
-    return { system: this.o.system, user: this.task.description, tools: [BASH_TOOL], maxToolCalls: this.o.maxSteps };
+    const full = { system: this.o.system, user: this.task.description, tools: [BASH_TOOL], maxToolCalls: this.o.maxSteps };
+    const ctx = this.o.contextTokens;
+    const opening = this.o.countTokens(`${full.system}\n${full.user}\n${BASH_TOOL.function.description}`);
+    if (ctx === null || opening <= ctx / 2) return full;
+    return { system: this.o.compactSystem, user: this.task.brief ?? this.task.description, tools: [BASH_TOOL_COMPACT], maxToolCalls: this.o.maxSteps };
+  }
+
+  /** A command's output as the policy reads it: cut to the observation budget, the exit status kept. */
+  private output(r: Awaited<ReturnType<Sandbox['run']>>): string {
+    const text = describeRun(r, this.sandbox!.limits, this.o.maxObservationChars);
+    if (this.o.contextTokens === null) return text;
+    const budget = observationBudget(this.o.contextTokens);
+    const cut = text.lastIndexOf('\n[');
+    const [body, status] = cut >= 0 ? [text.slice(0, cut), text.slice(cut + 1)] : ['', text];
+    return body ? `${fitText(body, budget - this.o.countTokens(status) - 1, this.o.countTokens)}\n${status}` : status;
   }
 
   /** The working tree's changes against the base commit (new files included; the agent's own commits too). */
@@ -154,7 +186,7 @@ export class SweEnv implements Environment {
       return { content: `Submitted a patch of ${lines} lines.`, error: false, done: true };
     }
     const r = await this.sandbox.run(command);
-    return { content: describeRun(r, this.sandbox.limits, this.o.maxObservationChars), error: r.exitCode !== 0, done };
+    return { content: this.output(r), error: r.exitCode !== 0, done };
   }
 
   async evaluate(_req: EvaluateRequest): Promise<Evaluation> {
@@ -168,6 +200,8 @@ export class SweEnv implements Environment {
   async close(): Promise<void> { this.sandbox?.destroy(); this.sandbox = null; }
 }
 
-export function sweFactory(o: Partial<SweEnvOptions> = {}): EnvFactory {
-  return { name: 'swe', create: () => new SweEnv(o) };
+/** The SWE environment; with the served model's budget, prompts and outputs fit its context. */
+export function sweFactory(o: Partial<SweEnvOptions> = {}, model?: ModelBudget): EnvFactory {
+  const sized = model ? { contextTokens: model.contextTokens, countTokens: model.countTokens, ...o } : o;
+  return { name: 'swe', create: () => new SweEnv(sized) };
 }

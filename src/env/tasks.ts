@@ -10,18 +10,24 @@ import { makeSweTasks } from './swe-tasks.ts';
 import { guiFactory } from './gui.ts';
 import { makeGuiTasks, validateGuiTask } from './gui-tasks.ts';
 import { EnvRequestError, type EnvFactory, type Task } from './types.ts';
+import type { ModelBudget } from './budget.ts';
 
 import { ENV_NAMES } from './names.ts';
 
 export { ENV_NAMES, type EnvName } from './names.ts';
 
-export interface EnvFactoryOptions { /** toolcall: offer the sandboxed python tool besides the calculator (default true) */ python?: boolean }
+export interface EnvFactoryOptions {
+  /** toolcall: offer the sandboxed python tool besides the calculator (default true) */
+  python?: boolean;
+  /** gui, swe: the served model's context and tokenizer, so prompts and observations fit */
+  model?: ModelBudget;
+}
 
 export function envFactory(name: string, o: EnvFactoryOptions = {}): EnvFactory {
   if (name === 'toolcall') return toolCallFactory(o.python === false ? { python: false } : {});
   if (name === 'terminal') return terminalFactory();
-  if (name === 'swe') return sweFactory();
-  if (name === 'gui') return guiFactory();
+  if (name === 'swe') return sweFactory({}, o.model);
+  if (name === 'gui') return guiFactory({}, undefined, o.model);
   throw new EnvRequestError(`unknown environment '${name}' (known: ${ENV_NAMES.join(', ')})`);
 }
 

@@ -35,17 +35,26 @@ test('a curriculum source draws tasks at the current level and logs each group',
   assert.equal(src.log[0].move, 'up');
 });
 
-test('leveled tool-call tasks: correct answers, the level in the key, harder levels have bigger numbers or words', () => {
+test('leveled tool-call tasks: correct answers, the level in the key, longer operands with the level', () => {
+  const longShare: number[] = [];
   for (let level = 1; level <= MAX_LEVEL; level++) {
-    for (let seed = 0; seed < 40; seed++) {
+    let long = 0;
+    for (let seed = 0; seed < 200; seed++) {
       const t = makeLeveledTask('heldout', seed, level);
       assert.equal(calculate(t.expression), t.answer, t.key);
       assert.equal(t.difficulty, level);
-      if (level === 1) assert.match(t.expression, /^\d \+ \d$/);
-      if (level === 2) assert.match(t.expression, /^\d\d [-+] \d\d$/);
-      if (level === 5) assert.ok(!t.question.includes(t.expression), t.question);
+      assert.ok(t.answer >= 0, t.expression);
+      if (level === 1) assert.match(t.expression, /^\d [-+*] \d$/);
+      if (level === 2) assert.match(t.expression, /^\d\d (?:[-+] \d\d|\* \d\d?)$/);
+      if (level <= 4) assert.match(t.expression, /^\d{1,3} [-+*] \d{1,3}$/);
+      if (/\d{3}/.test(t.expression) || level === 5) long++;
     }
+    longShare.push(long / 200);
   }
+  // the share of tasks with a three-digit operand: none, none, about 1 − (3/4)², about 1 − (1/2)², all (level 5: three-digit or words)
+  assert.deepEqual(longShare.slice(0, 2), [0, 0]);
+  assert.ok(Math.abs(longShare[2] - 0.44) < 0.1 && Math.abs(longShare[3] - 0.75) < 0.1, JSON.stringify(longShare));
+  assert.equal(longShare[4], 1);
   assert.throws(() => makeLeveledTask('train', 0, 6), /1–5/);
   const mixed = loadTasks('toolcall', 'levels:heldout:10');
   assert.deepEqual(mixed.map((t) => t.difficulty), [1, 2, 3, 4, 5, 1, 2, 3, 4, 5]);

@@ -5,7 +5,8 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { GuiEnv, SharedBrowser, browserSupport } from '../../src/env/gui.ts';
+import { GuiEnv, SharedBrowser, browserSupport, GUI_TOOLS_COMPACT, type GuiEnvOptions } from '../../src/env/gui.ts';
+import { observationBudget } from '../../src/env/budget.ts';
 import { makeGuiTasks, makeGuiTask, mismatch, findRef, findRefOrThrow, checkState, type GuiTask, type GuiStep } from '../../src/env/gui-tasks.ts';
 import { loadTasks } from '../../src/env/tasks.ts';
 import { treeMemory } from '../../src/bench/process-memory.ts';
@@ -15,29 +16,45 @@ const skip = support.ok ? false : support.reason;
 const browser = new SharedBrowser(500);
 after(() => browser.close());
 
-/** Play scripted steps: each resolved to its element reference in the current accessibility tree. */
-async function play(env: GuiEnv, first: string, steps: GuiStep[]): Promise<string> {
-  let tree = first;
+/**
+ * Play scripted steps: each resolved to its element reference in the latest observation that names it
+ * (the compact form sends only what changed, so a reference may sit in an earlier one).
+ */
+async function play(env: GuiEnv, first: string, steps: GuiStep[], seen: string[] = []): Promise<string> {
+  const texts = [first];
   for (const s of steps) {
-    const ref = findRefOrThrow(tree, s.role, s.name);
+    const ref = texts.toReversed().map((t) => findRef(t, s.role, s.name)).find(Boolean) ?? findRefOrThrow(texts.at(-1)!, s.role, s.name);
     const obs = await env.execTool({ name: s.action, arguments: { ref, ...(s.text !== undefined ? { text: s.text } : {}), ...(s.option !== undefined ? { option: s.option } : {}) } });
     assert.equal(obs.error, false, `${s.action} ${s.name}: ${obs.content.slice(0, 200)}`);
-    tree = obs.content;
+    texts.push(obs.content);
+    seen.push(obs.content);
   }
-  return tree;
+  return texts.at(-1)!;
 }
 
 /** Another option of the same drop-down. */
 const OTHER_OPTION: Record<string, string> = { French: 'German', German: 'Spanish', Spanish: 'French', Small: 'Large', Medium: 'Small', Large: 'Medium', Free: 'Pro', Pro: 'Team', Team: 'Free' };
 
-async function episode(task: GuiTask, steps: (first: string) => GuiStep[], screenshots = 'off') {
-  const env = new GuiEnv(browser, { actionTimeoutMs: 20_000, screenshots });
+async function episode(task: GuiTask, steps: (first: string) => GuiStep[], screenshots = 'off', o: Partial<GuiEnvOptions> = {}) {
+  const env = new GuiEnv(browser, { actionTimeoutMs: 20_000, screenshots, ...o });
   try {
     const r = await env.reset(task);
-    await play(env, r.user, steps(r.user));
+    const page = `${r.system}\n${r.user}`;
+    const observations: string[] = [];
+    await play(env, page, steps(page), observations);
     await env.execTool({ name: 'done', arguments: {} });
-    return { evaluation: await env.evaluate({ finalMessage: '', toolCalls: 0 }), state: await env.state(), screenshots: [...env.screenshots], reset: r };
+    return { evaluation: await env.evaluate({ finalMessage: '', toolCalls: 0 }), state: await env.state(), screenshots: [...env.screenshots], reset: r, compact: env.compactForm, observations };
   } finally { await env.close(); }
+}
+
+/** One task of every kind (the list page has three), train and held-out wordings mixed. */
+function oneOfEachKind(): GuiTask[] {
+  const byKind = new Map<string, GuiTask>();
+  for (const t of [...makeGuiTasks('heldout', 10), ...makeGuiTasks('train', 40)]) {
+    const kind = `${t.page.split('?')[0]}:${t.solution!.at(-1)!.name.split(' ')[0]}`;
+    if (!byKind.has(kind)) byKind.set(kind, t);
+  }
+  return [...byKind.values()];
 }
 
 test('checkers match the expected page state as a subset; references are found by role and name', () => {
@@ -90,6 +107,30 @@ test('every task page: the scripted correct sequence passes the checker, a wrong
     }));
     assert.equal(wrong.evaluation.score, -1, `${task.key}: a wrong sequence passed (${JSON.stringify(wrong.state)})`);
   }
+});
+
+test('a 512-token model: the compact form within its budget, and every scripted sequence still passes', { skip, timeout: 300_000 }, async () => {
+  // token count: about 1.5 characters a token, the rate of stories260K's 512-token vocabulary on these pages
+  const countTokens = (s: string) => Math.ceil(s.length / 1.5);
+  const budget = observationBudget(512);
+  for (const task of oneOfEachKind()) {
+    const good = await episode(task, () => task.solution!, 'off', { observationTokens: budget, countTokens });
+    assert.equal(good.compact, true, `${task.key}: the full tree fits ${budget} tokens?`);
+    assert.equal(good.evaluation.score, 1, `${task.key} (${task.goal}): ${good.evaluation.detail}`);
+    assert.equal(good.reset.user, task.goal);
+    assert.deepEqual(good.reset.tools, GUI_TOOLS_COMPACT);
+    assert.doesNotMatch(good.reset.system, /\[ref=|screenshot/);
+    assert.ok(countTokens(good.reset.system) <= budget, `${task.key}: page of ${countTokens(good.reset.system)} tokens`);
+    for (const o of good.observations) assert.ok(countTokens(o) <= budget, `${task.key}: observation of ${countTokens(o)} tokens`);
+    // after the first action only what changed comes back (a text box's new value, not the page)
+    if (task.solution![0].action === 'type') assert.equal(good.observations[0].split('\n').length, 1, good.observations[0]);
+    const short = await episode(task, () => task.solution!.slice(0, -1), 'off', { observationTokens: budget, countTokens });
+    assert.equal(short.evaluation.score, -1, `${task.key} without its last step passed`);
+  }
+  // a large model's budget: the full form, as before
+  const large = await episode(makeGuiTask('train', 0), () => [], 'off', { observationTokens: observationBudget(32_768), countTokens });
+  assert.equal(large.compact, false);
+  assert.match(large.reset.user, /\[ref=\w+\]/);
 });
 
 test('pages have no network; bad actions fail cleanly as observations; the 15th step ends the episode', { skip, timeout: 120_000 }, async () => {

@@ -196,3 +196,24 @@ test('SWE task files: inline files or a repository snapshot folder, with clear e
   writeFileSync(join(dir, 'bad.jsonl'), `${JSON.stringify({ key: 'b', description: 'x', snapshot: 'nope', tests, protected: [] })}\n`);
   assert.throws(() => loadTasks('swe', join(dir, 'bad.jsonl')), /snapshot folder not found/);
 });
+
+test('a 512-token model: a compact opening (short system prompt, the brief, the tool undescribed) and outputs cut to its budget', { skip: noSandbox }, async () => {
+  // token count: about 1.5 characters a token, the rate of stories260K's 512-token vocabulary on code
+  const countTokens = (s: string) => Math.ceil(s.length / 1.5);
+  const [task] = makeSweTasks('train', 1);
+  const small = new SweEnv({ contextTokens: 512, countTokens });
+  const large = new SweEnv({ contextTokens: 32_768, countTokens });
+  try {
+    const r = await small.reset(task);
+    assert.equal(r.user, task.brief);
+    assert.ok(task.brief!.includes(task.tests.failToPass[0].command));
+    assert.equal(r.tools[0].function.description, undefined);
+    assert.ok(countTokens(`${r.system}\n${r.user}`) <= 256, `${r.system}\n${r.user}`);
+    const o = await small.execTool({ name: 'bash', arguments: { command: 'seq 1 2000; exit 3' } });
+    assert.ok(countTokens(o.content) <= 192, `${countTokens(o.content)} tokens`);
+    assert.match(o.content, /^1\n2\n[\s\S]*… \(cut\)\n\[exit code 3\]$/);
+    const full = await large.reset(task);
+    assert.equal(full.user, task.description);
+    assert.ok(full.tools[0].function.description);
+  } finally { await small.close(); await large.close(); }
+});
