@@ -24,6 +24,7 @@ import { LlmBackend, SelfBackend, type ChatBackend } from '../judge/backends.ts'
 import { COMPACT_CONTEXT_LIMIT } from '../judge/prompts.ts';
 import { judgeSatisfaction, SATISFACTION_JUDGE_DEFAULTS } from './judge-satisfaction.ts';
 import { lineChartSvg, svgToPng } from './plot.ts';
+import { judgeAgreement, formatTally, type JudgeAgreement, type JudgedTurn } from './judge-agreement.ts';
 
 export interface CurvePoint {
   conversations: number; rate: number; fluentRate: number; satisfiedAndFluentRate: number; policyVersion: number; klToBase: number;
@@ -43,6 +44,12 @@ export interface PersonalizeResult {
   conversations: number; steps: number; curve: CurvePoint[]; samples: RecordedSample[];
   /** upstream's measure: conversations until satisfied-and-fluent stays ≥ base + stableGain for 3 consecutive evaluations */
   stable: StableEffect & { gain: number };
+  /** judged answers per conversation (the persona's `turns`) */
+  turnsPerConversation: number;
+  /** share of training answers that satisfied the user, by position in the conversation (first answer, second, …) */
+  satisfiedByTurn: number[];
+  /** the judge's scores against the user's own verdicts, over every judged training answer */
+  judge: JudgeAgreement;
 }
 
 export interface PersonalizeOptions {
@@ -72,6 +79,10 @@ export interface PersonalizeOptions {
   opdTeacher?: 'base' | 'policy';
   /** β of the KL-to-base penalty (default: the trainer's) */
   klCoef?: number;
+  /** hindsight answers (trainer/hindsight.ts; default: the recipe's) */
+  hindsight?: boolean;
+  /** scale of negative reward terms (default: the recipe's) */
+  negativeWeight?: number;
   /** also grade every held-out sample with the judge (self or llm): mean of 5 votes on 0–1 */
   judgeSatisfaction?: boolean;
   /** stop once the effect held for 3 consecutive evaluations (--conversations is then the cap) */
@@ -102,7 +113,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const opdMode = o.opdMode ?? 'token', klCoef = o.klCoef ?? TRAINER_DEFAULTS.klCoef;
   const label = o.method === 'binary' ? 'binary' : `${o.method} (${opdMode})`;
   const trainer = new TrainerLoop(store, engine, {
-    method: o.method, opdMode, klCoef, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
+    method: o.method, opdMode, klCoef, hindsight: o.hindsight ?? RECIPE.hindsight, negativeWeight: o.negativeWeight ?? RECIPE.negativeWeight, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
     topk: { ...TRAINER_DEFAULTS.topk, selection: o.hintSelection ?? TRAINER_DEFAULTS.topk.selection, k: o.topkK ?? TRAINER_DEFAULTS.topk.k },
     batchSize: o.batchSize ?? RECIPE.batchSize, learningRate: o.learningRate ?? RECIPE.learningRate, rewardBaseline: o.rewardBaseline ?? RECIPE.rewardBaseline,
     keepNeutral: o.keepNeutral ?? RECIPE.keepNeutral, lora: { rank: o.loraRank ?? RECIPE.lora.rank, alpha: 2 * (o.loraRank ?? RECIPE.lora.rank), seed },
@@ -133,6 +144,8 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
       `${graded ? ` · judge-scored ${point.judgeSatisfaction === null ? '–' : point.judgeSatisfaction.toFixed(2)} (${pct(point.judgeValidVotes!)} valid votes)` : ''} · ${point.seconds.toFixed(1)} s`);
   };
   const stableGain = o.stableGain ?? 0.5;
+  /** every training session's id and the user's verdict on each of its answers */
+  const sessions: { id: string; turns: boolean[] }[] = [];
   const stableNow = () => stableEffect(curve.map((p) => ({ conversations: p.conversations, rate: p.satisfiedAndFluentRate })), stableGain);
   try {
     o.progress?.(`[${o.persona.name} · ${label}] calibrating fluency on the base model's own held-out samples…`);
@@ -142,6 +155,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
     while (done < o.conversations) {
       const round = Math.min(users, o.conversations - done);
       const results = await Promise.all(userList.slice(0, round).map((u, i) => u.converse(done + i)));
+      results.forEach((r, i) => sessions.push({ id: `${userList[i].id}-${done + i}`, turns: r.turns.map((t) => t.satisfied) }));
       done += round;
       satisfiedSeen += results.filter((r) => r.satisfied).length;
       await judgeLoop.tick();
@@ -152,7 +166,20 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
       }
       else o.progress?.(`[${o.persona.name} · ${label}] ${done}/${o.conversations} conversations · version ${trainer.version} · satisfied in conversation ${((satisfiedSeen / done) * 100).toFixed(0)}%`);
     }
+    const turnsPer = o.persona.turns ?? 1;
+    const judged: JudgedTurn[] = sessions.flatMap((sess) => {
+      const main = store.turns(sess.id).filter((t) => t.turn_type === 'main');
+      return sess.turns.map((satisfied, i) => {
+        const j = main[i] ? store.judgement(main[i].id) : undefined;
+        return { satisfied, score: j?.status === 'done' ? j.score : null, hint: j?.status === 'done' ? j.hint : null };
+      });
+    });
+    const agreement = judgeAgreement(judged);
+    const satisfiedByTurn = Array.from({ length: turnsPer }, (_, i) => sessions.filter((x) => x.turns[i]).length / Math.max(1, sessions.length));
+    o.progress?.(`[${o.persona.name} · ${label}] judge vs the user: satisfied answers ${formatTally(agreement.satisfied)}; unsatisfied ${formatTally(agreement.unsatisfied)}; ` +
+      `sign agreement ${agreement.signAgreement === null ? '–' : pct(agreement.signAgreement)}; satisfied by turn ${satisfiedByTurn.map(pct).join(' / ')}`);
     return {
+      turnsPerConversation: turnsPer, satisfiedByTurn, judge: agreement,
       persona: o.persona.name, method: o.method, label, opdMode, klCoef, seed, baseRate: curve[0].rate, finalRate: curve.at(-1)!.rate, wallSeconds: +((performance.now() - t0) / 1000).toFixed(1),
       baseSatisfiedAndFluent: curve[0].satisfiedAndFluentRate, finalSatisfiedAndFluent: curve.at(-1)!.satisfiedAndFluentRate, finalKlToBase: curve.at(-1)!.klToBase,
       fluencyBand: band, conversations: done, steps: trainer.step, curve, samples, stable: { ...stableNow(), gain: stableGain },
