@@ -4,9 +4,18 @@
 // reference text. Held-out evaluation also reports satisfied-AND-fluent: each sample is scored by the
 // base model, and it counts as fluent when its mean per-token log-likelihood is inside the band of the
 // base's own held-out samples (calibrated once, on other seeds) and it does not loop (src/learn/fluency.ts).
+//
+// A persona that states its preference (`preference`, e.g. "The user wants a story about a cat.") gets a
+// second band: the base's own samples for the request with the preference added as a hint, scored on
+// that hinted request. A sample is then fluent when it is inside either band — the base model would
+// plausibly write it for the request, with or without the preference spelled out. Scored only on the
+// plain request, the base's own fluent cat stories fall below the band far more often than its other
+// stories (the topic words are unlikely there), so the plain band alone counts the preference itself
+// as a loss of fluency. Both verdicts are kept: `fluentPlain` is the plain band's alone.
 import type { Engine } from '../engine/types.ts';
 import { collect } from '../engine/types.ts';
 import { check, type Persona } from './persona.ts';
+import { userTextWithHint } from '../learn/hint-prompt.ts';
 import { fluencyBand, isFluent, meanLogLikelihood, repetitionCheck, type FluencyBand } from '../learn/fluency.ts';
 
 export const NEUTRAL_PROMPTS = ['Once upon a time', 'The sun was', 'One day', 'They went home'];
@@ -56,8 +65,18 @@ export async function referenceLogLikelihood(engine: Engine): Promise<number> {
 export interface EvaluatedSample {
   prompt: string; seed: number; text: string; tokens: number; satisfied: boolean; fluent: boolean;
   baseMeanLogLikelihood: number; maxNgramCount: number; longestCharRun: number;
+  /** fluent by the plain band alone; and the base's mean log-likelihood on the request with the preference (when the persona states one) */
+  fluentPlain: boolean; basePreferenceMeanLogLikelihood?: number;
 }
-export interface HeldOutEvaluation { rate: number; fluentRate: number; satisfiedAndFluentRate: number; samples: EvaluatedSample[] }
+export interface HeldOutEvaluation {
+  rate: number; fluentRate: number; satisfiedAndFluentRate: number;
+  /** the same by the plain band alone (equal to the above when the persona states no preference) */
+  plainFluentRate: number; plainSatisfiedAndFluentRate: number;
+  samples: EvaluatedSample[];
+}
+
+/** The plain band, and the preference band when the persona states its preference. */
+export interface FluencyBands { plain: FluencyBand; preference: (FluencyBand & { hint: string }) | null }
 
 const EVAL_SEED = (i: number) => 7919 * i + 17;
 const CALIBRATION_SEED = (i: number) => 6007 * i + 100_003; // never equal to an evaluation seed for the k used here
@@ -69,37 +88,48 @@ async function baseMeanLL(engine: Engine, promptIds: number[], responseIds: numb
 }
 
 /** The fluency band from the base model's own samples on the held-out prompts (seeds disjoint from evaluation). */
-export async function calibrateFluency(engine: Engine, persona: Persona, k: number, p = 0.05): Promise<FluencyBand> {
-  const means: number[] = [];
-  for (const prompt of persona.heldOutPrompts) {
-    const ids = promptIds(engine, prompt);
-    for (let i = 0; i < k; i++) {
-      const r = await collect(engine.sample(ids, { maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, topP: 1, topK: 0, seed: CALIBRATION_SEED(i), weights: 'base' }));
-      means.push(await baseMeanLL(engine, ids, r.ids));
+export async function calibrateFluency(engine: Engine, persona: Persona, k: number, p = 0.05): Promise<FluencyBands> {
+  const calibrate = async (text: (prompt: string) => string) => {
+    const means: number[] = [];
+    for (const prompt of persona.heldOutPrompts) {
+      const ids = promptIds(engine, text(prompt));
+      for (let i = 0; i < k; i++) {
+        const r = await collect(engine.sample(ids, { maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, topP: 1, topK: 0, seed: CALIBRATION_SEED(i), weights: 'base' }));
+        means.push(await baseMeanLL(engine, ids, r.ids));
+      }
     }
-  }
-  return fluencyBand(means, p);
+    return fluencyBand(means, p);
+  };
+  const plain = await calibrate((x) => x);
+  const hint = persona.preference;
+  return { plain, preference: hint ? { ...(await calibrate((x) => userTextWithHint(x, hint))), hint } : null };
 }
 
 /** Held-out satisfaction, fluency and satisfied-and-fluent of the live policy, with every sample's text. */
-export async function evaluateHeldOut(engine: Engine, persona: Persona, k: number, band: FluencyBand, weights: 'published' | 'base' = 'published'): Promise<HeldOutEvaluation> {
+export async function evaluateHeldOut(engine: Engine, persona: Persona, k: number, bands: FluencyBands, weights: 'published' | 'base' = 'published'): Promise<HeldOutEvaluation> {
   const samples: EvaluatedSample[] = [];
   for (const prompt of persona.heldOutPrompts) {
     const ids = promptIds(engine, prompt);
+    const hinted = bands.preference ? promptIds(engine, userTextWithHint(prompt, bands.preference.hint)) : null;
     for (let i = 0; i < k; i++) {
       const seed = EVAL_SEED(i);
       const r = await collect(engine.sample(ids, { maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, topP: 1, topK: 0, seed, weights }));
       const ll = await baseMeanLL(engine, ids, r.ids);
+      const llPref = hinted ? await baseMeanLL(engine, hinted, r.ids) : null;
       const rep = repetitionCheck(r.ids, r.text);
+      const fluentPlain = isFluent(ll, bands.plain, rep);
       samples.push({
-        prompt, seed, text: r.text, tokens: r.ids.length, satisfied: check(persona.satisfied, r.text), fluent: isFluent(ll, band, rep),
-        baseMeanLogLikelihood: +ll.toFixed(4), maxNgramCount: rep.maxNgramCount, longestCharRun: rep.longestCharRun,
+        prompt, seed, text: r.text, tokens: r.ids.length, satisfied: check(persona.satisfied, r.text),
+        fluent: fluentPlain || (llPref !== null && isFluent(llPref, bands.preference!, rep)), fluentPlain,
+        baseMeanLogLikelihood: +ll.toFixed(4), ...(llPref !== null ? { basePreferenceMeanLogLikelihood: +llPref.toFixed(4) } : {}),
+        maxNgramCount: rep.maxNgramCount, longestCharRun: rep.longestCharRun,
       });
     }
   }
   const n = Math.max(1, samples.length);
+  const share = (f: (x: EvaluatedSample) => boolean) => samples.filter(f).length / n;
   return {
-    rate: samples.filter((x) => x.satisfied).length / n, fluentRate: samples.filter((x) => x.fluent).length / n,
-    satisfiedAndFluentRate: samples.filter((x) => x.satisfied && x.fluent).length / n, samples,
+    rate: share((x) => x.satisfied), fluentRate: share((x) => x.fluent), satisfiedAndFluentRate: share((x) => x.satisfied && x.fluent),
+    plainFluentRate: share((x) => x.fluentPlain), plainSatisfiedAndFluentRate: share((x) => x.satisfied && x.fluentPlain), samples,
   };
 }

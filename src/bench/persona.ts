@@ -26,6 +26,11 @@ export interface Persona {
   turns?: number;
   /** optional further user turns after the last feedback (each answered, not judged by the persona) */
   followUps?: string[];
+  /**
+   * the preference in the words of a hint ("The user wants a story about a cat."): only the evaluation
+   * reads it, for the second fluency band (bench/evaluate.ts); the learner never sees it
+   */
+  preference?: string;
   /** sampling settings the simulated user's client sends */
   maxTokens?: number;
   temperature?: number;
@@ -78,6 +83,7 @@ export function validatePersona(v: unknown): Persona {
     satisfied: validateRule(v.satisfied),
     feedback: { satisfied: strings(v.feedback.satisfied, 'feedback.satisfied'), unsatisfied: strings(v.feedback.unsatisfied, 'feedback.unsatisfied') },
   };
+  if (v.preference !== undefined) { if (typeof v.preference !== 'string' || !v.preference.trim()) throw new PersonaError('preference must be a non-empty string'); p.preference = v.preference; }
   if (v.turns !== undefined) { if (!Number.isInteger(v.turns) || (v.turns as number) < 1 || (v.turns as number) > 16) throw new PersonaError('turns must be an integer from 1 to 16'); p.turns = v.turns as number; }
   if (v.followUps !== undefined) p.followUps = strings(v.followUps, 'followUps', 0);
   if (v.maxTokens !== undefined) { if (!Number.isInteger(v.maxTokens) || (v.maxTokens as number) < 1) throw new PersonaError('maxTokens must be a positive integer'); p.maxTokens = v.maxTokens as number; }

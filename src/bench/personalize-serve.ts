@@ -142,7 +142,7 @@ export async function runPersonalizeViaServe(o: ServePersonalizeOptions): Promis
     const afterDrain = { conversations: o.conversations, policyVersion: drain.policyVersion, seconds: drain.seconds, drainSeconds: drain.drainSeconds, ...(await evaluate(drain.policyVersion)) };
     return {
       persona: o.persona.name, seed, conversations: o.conversations, trafficSeconds: +trafficSeconds.toFixed(1), wallSeconds: +((performance.now() - t0) / 1000).toFixed(1),
-      fluencyBand: band, curve, afterDrain, samples, steps,
+      fluencyBand: band.plain, curve, afterDrain, samples, steps,
     };
   } finally {
     await engine.close();

@@ -17,7 +17,7 @@ import type { Method } from '../learn/advantages.ts';
 import type { HintSelection } from '../learn/topk-opd.ts';
 import type { Persona } from './persona.ts';
 import { SimulatedUser } from './user.ts';
-import { evaluateHeldOut, calibrateFluency, klToBase, referenceLogLikelihood, type EvaluatedSample } from './evaluate.ts';
+import { evaluateHeldOut, calibrateFluency, klToBase, referenceLogLikelihood, type EvaluatedSample, type FluencyBands } from './evaluate.ts';
 import type { FluencyBand } from '../learn/fluency.ts';
 import { stableEffect, type StableEffect } from '../learn/effect.ts';
 import { LlmBackend, SelfBackend, type ChatBackend } from '../judge/backends.ts';
@@ -28,6 +28,8 @@ import { judgeAgreement, formatTally, type JudgeAgreement, type JudgedTurn } fro
 
 export interface CurvePoint {
   conversations: number; rate: number; fluentRate: number; satisfiedAndFluentRate: number; policyVersion: number; klToBase: number;
+  /** fluency by the plain band alone (see bench/evaluate.ts) */
+  plainFluentRate: number; plainSatisfiedAndFluentRate: number;
   referenceLogLikelihood: number; seconds: number;
   /** judge-scored satisfaction: mean over samples of the mean of 5 graded votes (null: not asked, or no valid vote) */
   judgeSatisfaction: number | null;
@@ -41,6 +43,8 @@ export interface PersonalizeResult {
   /** the method as the report names it, e.g. "opd (topk)" */
   label: string; opdMode: 'token' | 'topk'; klCoef: number; baseRate: number; finalRate: number; wallSeconds: number;
   baseSatisfiedAndFluent: number; finalSatisfiedAndFluent: number; finalKlToBase: number; fluencyBand: FluencyBand;
+  /** the second band, for personas that state their preference (bench/evaluate.ts) */
+  preferenceBand: FluencyBands['preference'];
   conversations: number; steps: number; curve: CurvePoint[]; samples: RecordedSample[];
   /** upstream's measure: conversations until satisfied-and-fluent stays ≥ base + stableGain for 3 consecutive evaluations */
   stable: StableEffect & { gain: number };
@@ -123,7 +127,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const userList = Array.from({ length: users }, (_, i) => new SimulatedUser({ baseUrl: `${server.url}/v1`, model: 'policy', persona: o.persona, seed: seed * 1000 + i, id: `u${i}` }));
   const curve: CurvePoint[] = [];
   const samples: RecordedSample[] = [];
-  let band: FluencyBand | undefined;
+  let band: FluencyBands | undefined;
   const gradeBackend = o.judgeSatisfaction ? satisfactionBackend(o.judge ?? JUDGE_DEFAULTS, engine) : null;
   const gradeOptions = { ...SATISFACTION_JUDGE_DEFAULTS, temperature: (o.judge ?? JUDGE_DEFAULTS).temperature, ...(engine.info.contextLength <= COMPACT_CONTEXT_LIMIT && o.judge?.kind === 'self' ? { compact: true, maxTokens: 16 } : {}) };
   const evaluate = async (done: number) => {
@@ -133,6 +137,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
     const votes = graded?.flatMap((g) => g.grades) ?? [];
     const point: CurvePoint = {
       conversations: done, rate: held.rate, fluentRate: held.fluentRate, satisfiedAndFluentRate: held.satisfiedAndFluentRate, policyVersion: trainer.version,
+      plainFluentRate: held.plainFluentRate, plainSatisfiedAndFluentRate: held.plainSatisfiedAndFluentRate,
       klToBase: trainer.version === 0 ? 0 : await klToBase(engine), referenceLogLikelihood: await referenceLogLikelihood(engine), seconds: (performance.now() - t0) / 1000,
       judgeSatisfaction: scored.length ? scored.reduce((a, b) => a + b, 0) / scored.length : null,
       judgeValidVotes: graded ? votes.filter((v) => v !== null).length / Math.max(1, votes.length) : null,
@@ -140,7 +145,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
     curve.push(point);
     held.samples.forEach((x, i) => samples.push({ conversations: done, policyVersion: trainer.version, ...x, ...(graded ? { judgeScore: graded[i].score, judgeGrades: graded[i].grades } : {}) }));
     o.progress?.(`[${o.persona.name} · ${label}] ${done}/${o.conversations} conversations · version ${trainer.version} · held-out satisfaction ${pct(point.rate)} · ` +
-      `satisfied-and-fluent ${pct(point.satisfiedAndFluentRate)} (fluent ${pct(point.fluentRate)}) · KL ${point.klToBase.toFixed(3)}` +
+      `satisfied-and-fluent ${pct(point.satisfiedAndFluentRate)} (fluent ${pct(point.fluentRate)}${band!.preference ? `; plain band ${pct(point.plainSatisfiedAndFluentRate)}, fluent ${pct(point.plainFluentRate)}` : ''}) · KL ${point.klToBase.toFixed(3)}` +
       `${graded ? ` · judge-scored ${point.judgeSatisfaction === null ? '–' : point.judgeSatisfaction.toFixed(2)} (${pct(point.judgeValidVotes!)} valid votes)` : ''} · ${point.seconds.toFixed(1)} s`);
   };
   const stableGain = o.stableGain ?? 0.5;
@@ -182,7 +187,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
       turnsPerConversation: turnsPer, satisfiedByTurn, judge: agreement,
       persona: o.persona.name, method: o.method, label, opdMode, klCoef, seed, baseRate: curve[0].rate, finalRate: curve.at(-1)!.rate, wallSeconds: +((performance.now() - t0) / 1000).toFixed(1),
       baseSatisfiedAndFluent: curve[0].satisfiedAndFluentRate, finalSatisfiedAndFluent: curve.at(-1)!.satisfiedAndFluentRate, finalKlToBase: curve.at(-1)!.klToBase,
-      fluencyBand: band, conversations: done, steps: trainer.step, curve, samples, stable: { ...stableNow(), gain: stableGain },
+      fluencyBand: band.plain, preferenceBand: band.preference, conversations: done, steps: trainer.step, curve, samples, stable: { ...stableNow(), gain: stableGain },
     };
   } finally {
     await server.close();
@@ -222,14 +227,18 @@ export async function writeReport(outDir: string, runs: PersonalizeResult[]): Pr
   const lines = [
     `# Personalization: ${runs[0].persona}`, '',
     'Each cell: held-out satisfied / satisfied-and-fluent. Fluent: base-model mean log-likelihood per token ≥ ' +
-      `${band.lower.toFixed(3)} (the ${band.percentile * 100}th percentile of ${band.calibrationSamples} base samples) and no loops.`, '',
+      `${band.lower.toFixed(3)} (the ${band.percentile * 100}th percentile of ${band.calibrationSamples} base samples) and no loops` +
+      (runs[0].preferenceBand ? `, or on the request with the preference as a hint ≥ ${runs[0].preferenceBand.lower.toFixed(3)} (same percentile of the base's samples for that request); ` +
+        `by the plain band alone, final satisfied-and-fluent / fluent: ${runs.map((r) => `${r.label} ${pct(r.curve.at(-1)!.plainSatisfiedAndFluentRate)} / ${pct(r.curve.at(-1)!.plainFluentRate)}`).join(', ')}.` : '.'), '',
     `Stable: conversations until satisfied-and-fluent held ≥ base + ${(runs[0].stable.gain * 100).toFixed(0)} points for 3 consecutive evaluations (– = not within the run). ` +
       'Judge-scored: mean over held-out samples of the mean of 5 judge grades (0–1), with the share of valid votes.', '',
-    '| method | base | after 50 | after 100 | after 200 | final | fluent (final) | stable at | judge-scored (base → final) | conversations | steps | KL to base (final) | wall time |',
+    `Turns: ${runs[0].turnsPerConversation} judged answer(s) per conversation. Judge vs the user (training answers): ` +
+      runs.map((r) => `${r.label}: satisfied ${formatTally(r.judge.satisfied)}, unsatisfied ${formatTally(r.judge.unsatisfied)}, sign agreement ${r.judge.signAgreement === null ? '–' : pct(r.judge.signAgreement)}`).join('; ') + '.', '',
+    '| method | base | after 50 | after 100 | after 200 | final | fluent (final; base) | stable at | judge-scored (base → final) | conversations | steps | KL to base (final) | wall time |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...runs.map((r) => `| ${r.label} | ${pct(r.baseRate)} / ${pct(r.baseSatisfiedAndFluent)} | ${at(r, 50, 'rate')} / ${at(r, 50, 'satisfiedAndFluentRate')} | ` +
       `${at(r, 100, 'rate')} / ${at(r, 100, 'satisfiedAndFluentRate')} | ${at(r, 200, 'rate')} / ${at(r, 200, 'satisfiedAndFluentRate')} | ` +
-      `${pct(r.finalRate)} / ${pct(r.finalSatisfiedAndFluent)} | ${pct(r.curve.at(-1)!.fluentRate)} | ${r.stable.at ?? '–'} | ${judged(r)} | ${r.conversations} | ${r.steps} | ${r.finalKlToBase.toFixed(3)} | ${r.wallSeconds} s |`),
+      `${pct(r.finalRate)} / ${pct(r.finalSatisfiedAndFluent)} | ${pct(r.curve.at(-1)!.fluentRate)}; ${pct(r.curve[0].fluentRate)} | ${r.stable.at ?? '–'} | ${judged(r)} | ${r.conversations} | ${r.steps} | ${r.finalKlToBase.toFixed(3)} | ${r.wallSeconds} s |`),
     '',
   ];
   writeFileSync(files[5], lines.join('\n'));
