@@ -6,12 +6,13 @@
 // base's own held-out samples (calibrated once, on other seeds) and it does not loop (src/learn/fluency.ts).
 //
 // A persona that states its preference (`preference`, e.g. "The user wants a story about a cat.") gets a
-// second band: the base's own samples for the request with the preference added as a hint, scored on
-// that hinted request. A sample is then fluent when it is inside either band — the base model would
-// plausibly write it for the request, with or without the preference spelled out. Scored only on the
-// plain request, the base's own fluent cat stories fall below the band far more often than its other
-// stories (the topic words are unlikely there), so the plain band alone counts the preference itself
-// as a loss of fluency. Both verdicts are kept: `fluentPlain` is the plain band's alone.
+// second band for the samples that satisfy it: the base's own satisfying samples for the request with the
+// preference added as a hint, scored on that hinted request. A satisfying sample is then fluent when the
+// base model finds it as likely as its own satisfying stories written for the preference; any other
+// sample is held to the plain band. Scored only on the plain request, the base's own fluent cat stories
+// fall below the plain band far more often than its other stories (the topic words are unlikely there),
+// so the plain band alone counts the preference itself as a loss of fluency. Both verdicts are kept:
+// `fluentPlain` is the plain band's alone.
 import type { Engine } from '../engine/types.ts';
 import { collect } from '../engine/types.ts';
 import { check, type Persona } from './persona.ts';
@@ -65,7 +66,7 @@ export async function referenceLogLikelihood(engine: Engine): Promise<number> {
 export interface EvaluatedSample {
   prompt: string; seed: number; text: string; tokens: number; satisfied: boolean; fluent: boolean;
   baseMeanLogLikelihood: number; maxNgramCount: number; longestCharRun: number;
-  /** fluent by the plain band alone; and the base's mean log-likelihood on the request with the preference (when the persona states one) */
+  /** fluent by the plain band alone; and a satisfying sample's base mean log-likelihood on the request with the preference (when the persona states one) */
   fluentPlain: boolean; basePreferenceMeanLogLikelihood?: number;
 }
 export interface HeldOutEvaluation {
@@ -87,22 +88,30 @@ async function baseMeanLL(engine: Engine, promptIds: number[], responseIds: numb
   return meanLogLikelihood(lp);
 }
 
-/** The fluency band from the base model's own samples on the held-out prompts (seeds disjoint from evaluation). */
+/** Base samples per held-out prompt for the fluency bands: at least this many, whatever the evaluation's k. */
+export const CALIBRATION_MIN_K = 20;
+
+/**
+ * The fluency band from the base model's own samples on the held-out prompts (seeds disjoint from
+ * evaluation), and for a persona that states its preference, the band of the base's satisfying samples
+ * for the requests with that preference as a hint, scored on the hinted requests.
+ */
 export async function calibrateFluency(engine: Engine, persona: Persona, k: number, p = 0.05): Promise<FluencyBands> {
-  const calibrate = async (text: (prompt: string) => string) => {
+  const n = Math.max(k, CALIBRATION_MIN_K);
+  const calibrate = async (text: (prompt: string) => string, keep: (sample: string) => boolean) => {
     const means: number[] = [];
     for (const prompt of persona.heldOutPrompts) {
       const ids = promptIds(engine, text(prompt));
-      for (let i = 0; i < k; i++) {
+      for (let i = 0; i < n; i++) {
         const r = await collect(engine.sample(ids, { maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, topP: 1, topK: 0, seed: CALIBRATION_SEED(i), weights: 'base' }));
-        means.push(await baseMeanLL(engine, ids, r.ids));
+        if (keep(r.text)) means.push(await baseMeanLL(engine, ids, r.ids));
       }
     }
     return fluencyBand(means, p);
   };
-  const plain = await calibrate((x) => x);
+  const plain = await calibrate((x) => x, () => true);
   const hint = persona.preference;
-  return { plain, preference: hint ? { ...(await calibrate((x) => userTextWithHint(x, hint))), hint } : null };
+  return { plain, preference: hint ? { ...(await calibrate((x) => userTextWithHint(x, hint), (t) => check(persona.satisfied, t))), hint } : null };
 }
 
 /** Held-out satisfaction, fluency and satisfied-and-fluent of the live policy, with every sample's text. */
@@ -115,12 +124,13 @@ export async function evaluateHeldOut(engine: Engine, persona: Persona, k: numbe
       const seed = EVAL_SEED(i);
       const r = await collect(engine.sample(ids, { maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, topP: 1, topK: 0, seed, weights }));
       const ll = await baseMeanLL(engine, ids, r.ids);
-      const llPref = hinted ? await baseMeanLL(engine, hinted, r.ids) : null;
+      const satisfied = check(persona.satisfied, r.text);
+      const llPref = hinted && satisfied ? await baseMeanLL(engine, hinted, r.ids) : null;
       const rep = repetitionCheck(r.ids, r.text);
       const fluentPlain = isFluent(ll, bands.plain, rep);
       samples.push({
-        prompt, seed, text: r.text, tokens: r.ids.length, satisfied: check(persona.satisfied, r.text),
-        fluent: fluentPlain || (llPref !== null && isFluent(llPref, bands.preference!, rep)), fluentPlain,
+        prompt, seed, text: r.text, tokens: r.ids.length, satisfied,
+        fluent: llPref !== null ? isFluent(llPref, bands.preference!, rep) : fluentPlain, fluentPlain,
         baseMeanLogLikelihood: +ll.toFixed(4), ...(llPref !== null ? { basePreferenceMeanLogLikelihood: +llPref.toFixed(4) } : {}),
         maxNgramCount: rep.maxNgramCount, longestCharRun: rep.longestCharRun,
       });

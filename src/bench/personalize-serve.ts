@@ -28,6 +28,8 @@ export interface ServePersonalizeOptions {
   users?: number;
   /** serve flags beyond the defaults (the recipe's own flags when the caller overrides them) */
   serveArgs?: string[];
+  /** the server's judge (default lexical) */
+  judge?: 'lexical' | 'self';
   /** after the last conversation, how long the server may take to judge and train what it has */
   drainSeconds?: number;
   progress?: (line: string) => void;
@@ -53,7 +55,7 @@ const BIN = fileURLToPath(new URL('../../bin/openclaw-rl.js', import.meta.url));
 
 function startServe(o: ServePersonalizeOptions, dataDir: string): Promise<{ proc: ChildProcess; url: string }> {
   const users = o.users ?? 1;
-  const proc = spawn(process.execPath, [BIN, 'serve', '--model', o.model, '--port', '0', '--data-dir', dataDir, '--judge', 'lexical',
+  const proc = spawn(process.execPath, [BIN, 'serve', '--model', o.model, '--port', '0', '--data-dir', dataDir, '--judge', o.judge ?? 'lexical',
     '--served-model-name', 'policy', '--keep-versions', '1000000', '--max-concurrent', String(users * 4 + 4), ...(o.serveArgs ?? [])],
   { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, OPENCLAW_RL_API_KEY: '' } });
   let log = '';

@@ -256,7 +256,7 @@ export const benchPersonalizeCommand = defineCommand({
   },
   check: (o) => {
     checkPersonalize(o);
-    if (o.via !== 'in-process' && (o.compare || o.judge !== 'lexical')) throw new UsageError('--via serve|both runs one method with the lexical judge (no --compare, no --judge)');
+    if (o.via !== 'in-process' && (o.compare || o.judge === 'llm' || o['opd-mode'] === 'both')) throw new UsageError('--via serve|both runs one method and one OPD mode with the lexical or self judge (no --compare, --judge llm or --opd-mode both)');
   },
   run: async (o) => {
     const { writeReport } = await import('../bench/personalize.ts');
@@ -278,10 +278,12 @@ export const benchPersonalizeCommand = defineCommand({
       const { runPersonalizeViaServe } = await import('../bench/personalize-serve.ts');
       const persona = withTurns(await personaFrom(o['persona-file'], o.persona), o.turns);
       const serveArgs = ['--method', o.method, '--learning-rate', String(o['learning-rate']), '--batch-size', String(o['batch-size']),
-        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', o['reward-baseline'], ...(o['keep-neutral'] ? ['--keep-neutral'] : [])];
+        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', o['reward-baseline'], ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
+        '--opd-mode', o['opd-mode'] === 'both' ? 'token' : o['opd-mode'], '--topk-k', String(o['topk-k']), '--hint-selection', o['hint-selection'], '--opd-teacher', o['opd-teacher'],
+        '--negative-weight', String(o['negative-weight']), ...(o['kl-coef'] !== undefined ? ['--kl-coef', String(o['kl-coef'])] : []), ...(o.hindsight ? ['--hindsight'] : [])];
       served = await runPersonalizeViaServe({
         model: await modelDir(o.model), persona, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
-        serveArgs, drainSeconds: o['drain-seconds'], progress,
+        serveArgs, drainSeconds: o['drain-seconds'], progress, judge: o.judge === 'self' ? 'self' : 'lexical',
       });
       if (tty) process.stderr.write('\n');
       const at = served.curve.at(-1)!, d = served.afterDrain, pc = (x: number) => `${(x * 100).toFixed(0)}%`;
