@@ -13,6 +13,10 @@
 // fall below the plain band far more often than its other stories (the topic words are unlikely there),
 // so the plain band alone counts the preference itself as a loss of fluency. Both verdicts are kept:
 // `fluentPlain` is the plain band's alone.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Engine } from '../engine/types.ts';
 import { collect } from '../engine/types.ts';
 import { check, type Persona } from './persona.ts';
@@ -112,6 +116,28 @@ export async function calibrateFluency(engine: Engine, persona: Persona, k: numb
   const plain = await calibrate((x) => x, () => true);
   const hint = persona.preference;
   return { plain, preference: hint ? { ...(await calibrate((x) => userTextWithHint(x, hint), (t) => check(persona.satisfied, t))), hint } : null };
+}
+
+/**
+ * calibrateFluency, remembered on disk: the bands depend only on the base weights, the persona's
+ * held-out requests, rule, preference and sampling settings, and k (fixed seeds), so runs of the same
+ * persona on the same model share them (calibration is 200 base samples, a large part of a short run).
+ * The key covers the model folder's weights files (size and modification time) and all of those inputs.
+ */
+export async function calibrateFluencyCached(engine: Engine, modelDir: string, persona: Persona, k: number, dir = join(tmpdir(), 'openclaw-rl-fluency-bands')): Promise<FluencyBands & { cached: boolean }> {
+  const weights = readdirSync(modelDir).filter((f) => f.endsWith('.safetensors')).sort().map((f) => { const st = statSync(join(modelDir, f)); return [f, st.size, st.mtimeMs]; });
+  const key = createHash('sha256').update(JSON.stringify({
+    v: 1, model: realpathSync(modelDir), weights, prompts: persona.heldOutPrompts, rule: persona.satisfied, preference: persona.preference ?? null,
+    maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, n: Math.max(k, CALIBRATION_MIN_K),
+  })).digest('hex').slice(0, 32);
+  const file = join(dir, `${key}.json`);
+  if (existsSync(file)) {
+    try { return { ...(JSON.parse(readFileSync(file, 'utf8')) as FluencyBands), cached: true }; } catch { /* calibrate again */ }
+  }
+  const bands = await calibrateFluency(engine, persona, k);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(file, JSON.stringify(bands));
+  return { ...bands, cached: false };
 }
 
 /** Held-out satisfaction, fluency and satisfied-and-fluent of the live policy, with every sample's text. */

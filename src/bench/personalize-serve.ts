@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { EmbeddedEngine } from '../engine/embedded/engine.ts';
 import type { Persona } from './persona.ts';
 import { SimulatedUser } from './user.ts';
-import { evaluateHeldOut, calibrateFluency, klToBase } from './evaluate.ts';
+import { evaluateHeldOut, calibrateFluencyCached, klToBase } from './evaluate.ts';
 import type { FluencyBand } from '../learn/fluency.ts';
 
 export interface ServePersonalizeOptions {
@@ -128,7 +128,7 @@ export async function runPersonalizeViaServe(o: ServePersonalizeOptions): Promis
   const engine = await EmbeddedEngine.load(o.model);
   try {
     o.progress?.(`${label} calibrating fluency on the base model's own held-out samples…`);
-    const band = await calibrateFluency(engine, o.persona, evalK);
+    const band = await calibrateFluencyCached(engine, o.model, o.persona, evalK);
     const evaluated = new Map<number, Omit<ServePoint, 'conversations' | 'seconds' | 'policyVersion'>>();
     const evaluate = async (version: number) => {
       if (evaluated.has(version)) return evaluated.get(version)!;

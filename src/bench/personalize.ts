@@ -17,7 +17,7 @@ import type { Method } from '../learn/advantages.ts';
 import type { HintSelection } from '../learn/topk-opd.ts';
 import type { Persona } from './persona.ts';
 import { SimulatedUser } from './user.ts';
-import { evaluateHeldOut, calibrateFluency, klToBase, referenceLogLikelihood, type EvaluatedSample, type FluencyBands } from './evaluate.ts';
+import { evaluateHeldOut, calibrateFluencyCached, klToBase, referenceLogLikelihood, type EvaluatedSample, type FluencyBands } from './evaluate.ts';
 import type { FluencyBand } from '../learn/fluency.ts';
 import { stableEffect, type StableEffect } from '../learn/effect.ts';
 import { LlmBackend, SelfBackend, type ChatBackend } from '../judge/backends.ts';
@@ -154,7 +154,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const stableNow = () => stableEffect(curve.map((p) => ({ conversations: p.conversations, rate: p.satisfiedAndFluentRate })), stableGain);
   try {
     o.progress?.(`[${o.persona.name} · ${label}] calibrating fluency on the base model's own held-out samples…`);
-    band = await calibrateFluency(engine, o.persona, evalK);
+    band = await calibrateFluencyCached(engine, o.model, o.persona, evalK);
     await evaluate(0);
     let done = 0, satisfiedSeen = 0;
     while (done < o.conversations) {
