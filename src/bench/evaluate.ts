@@ -4,9 +4,23 @@
 // reference text. Held-out evaluation also reports satisfied-AND-fluent: each sample is scored by the
 // base model, and it counts as fluent when its mean per-token log-likelihood is inside the band of the
 // base's own held-out samples (calibrated once, on other seeds) and it does not loop (src/learn/fluency.ts).
+//
+// A persona that states its preference (`preference`, e.g. "The user wants a story about a cat.") gets a
+// second band for the samples that satisfy it: the base's own satisfying samples for the request with the
+// preference added as a hint, scored on that hinted request. A satisfying sample is then fluent when the
+// base model finds it as likely as its own satisfying stories written for the preference; any other
+// sample is held to the plain band. Scored only on the plain request, the base's own fluent cat stories
+// fall below the plain band far more often than its other stories (the topic words are unlikely there),
+// so the plain band alone counts the preference itself as a loss of fluency. Both verdicts are kept:
+// `fluentPlain` is the plain band's alone.
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Engine } from '../engine/types.ts';
 import { collect } from '../engine/types.ts';
 import { check, type Persona } from './persona.ts';
+import { userTextWithHint } from '../learn/hint-prompt.ts';
 import { fluencyBand, isFluent, meanLogLikelihood, repetitionCheck, type FluencyBand } from '../learn/fluency.ts';
 
 export const NEUTRAL_PROMPTS = ['Once upon a time', 'The sun was', 'One day', 'They went home'];
@@ -56,8 +70,18 @@ export async function referenceLogLikelihood(engine: Engine): Promise<number> {
 export interface EvaluatedSample {
   prompt: string; seed: number; text: string; tokens: number; satisfied: boolean; fluent: boolean;
   baseMeanLogLikelihood: number; maxNgramCount: number; longestCharRun: number;
+  /** fluent by the plain band alone; and a satisfying sample's base mean log-likelihood on the request with the preference (when the persona states one) */
+  fluentPlain: boolean; basePreferenceMeanLogLikelihood?: number;
 }
-export interface HeldOutEvaluation { rate: number; fluentRate: number; satisfiedAndFluentRate: number; samples: EvaluatedSample[] }
+export interface HeldOutEvaluation {
+  rate: number; fluentRate: number; satisfiedAndFluentRate: number;
+  /** the same by the plain band alone (equal to the above when the persona states no preference) */
+  plainFluentRate: number; plainSatisfiedAndFluentRate: number;
+  samples: EvaluatedSample[];
+}
+
+/** The plain band, and the preference band when the persona states its preference. */
+export interface FluencyBands { plain: FluencyBand; preference: (FluencyBand & { hint: string }) | null }
 
 const EVAL_SEED = (i: number) => 7919 * i + 17;
 const CALIBRATION_SEED = (i: number) => 6007 * i + 100_003; // never equal to an evaluation seed for the k used here
@@ -68,38 +92,80 @@ async function baseMeanLL(engine: Engine, promptIds: number[], responseIds: numb
   return meanLogLikelihood(lp);
 }
 
-/** The fluency band from the base model's own samples on the held-out prompts (seeds disjoint from evaluation). */
-export async function calibrateFluency(engine: Engine, persona: Persona, k: number, p = 0.05): Promise<FluencyBand> {
-  const means: number[] = [];
-  for (const prompt of persona.heldOutPrompts) {
-    const ids = promptIds(engine, prompt);
-    for (let i = 0; i < k; i++) {
-      const r = await collect(engine.sample(ids, { maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, topP: 1, topK: 0, seed: CALIBRATION_SEED(i), weights: 'base' }));
-      means.push(await baseMeanLL(engine, ids, r.ids));
+/** Base samples per held-out prompt for the fluency bands: at least this many, whatever the evaluation's k. */
+export const CALIBRATION_MIN_K = 20;
+
+/**
+ * The fluency band from the base model's own samples on the held-out prompts (seeds disjoint from
+ * evaluation), and for a persona that states its preference, the band of the base's satisfying samples
+ * for the requests with that preference as a hint, scored on the hinted requests.
+ */
+export async function calibrateFluency(engine: Engine, persona: Persona, k: number, p = 0.05): Promise<FluencyBands> {
+  const n = Math.max(k, CALIBRATION_MIN_K);
+  const calibrate = async (text: (prompt: string) => string, keep: (sample: string) => boolean) => {
+    const means: number[] = [];
+    for (const prompt of persona.heldOutPrompts) {
+      const ids = promptIds(engine, text(prompt));
+      for (let i = 0; i < n; i++) {
+        const r = await collect(engine.sample(ids, { maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, topP: 1, topK: 0, seed: CALIBRATION_SEED(i), weights: 'base' }));
+        if (keep(r.text)) means.push(await baseMeanLL(engine, ids, r.ids));
+      }
     }
+    return fluencyBand(means, p);
+  };
+  const plain = await calibrate((x) => x, () => true);
+  const hint = persona.preference;
+  return { plain, preference: hint ? { ...(await calibrate((x) => userTextWithHint(x, hint), (t) => check(persona.satisfied, t))), hint } : null };
+}
+
+/**
+ * calibrateFluency, remembered on disk: the bands depend only on the base weights, the persona's
+ * held-out requests, rule, preference and sampling settings, and k (fixed seeds), so runs of the same
+ * persona on the same model share them (calibration is 200 base samples, a large part of a short run).
+ * The key covers the model folder's weights files (size and modification time) and all of those inputs.
+ */
+export async function calibrateFluencyCached(engine: Engine, modelDir: string, persona: Persona, k: number, dir = join(tmpdir(), 'openclaw-rl-fluency-bands')): Promise<FluencyBands & { cached: boolean }> {
+  const weights = readdirSync(modelDir).filter((f) => f.endsWith('.safetensors')).sort().map((f) => { const st = statSync(join(modelDir, f)); return [f, st.size, st.mtimeMs]; });
+  const key = createHash('sha256').update(JSON.stringify({
+    v: 1, model: realpathSync(modelDir), weights, prompts: persona.heldOutPrompts, rule: persona.satisfied, preference: persona.preference ?? null,
+    maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, n: Math.max(k, CALIBRATION_MIN_K),
+  })).digest('hex').slice(0, 32);
+  const file = join(dir, `${key}.json`);
+  if (existsSync(file)) {
+    try { return { ...(JSON.parse(readFileSync(file, 'utf8')) as FluencyBands), cached: true }; } catch { /* calibrate again */ }
   }
-  return fluencyBand(means, p);
+  const bands = await calibrateFluency(engine, persona, k);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(file, JSON.stringify(bands));
+  return { ...bands, cached: false };
 }
 
 /** Held-out satisfaction, fluency and satisfied-and-fluent of the live policy, with every sample's text. */
-export async function evaluateHeldOut(engine: Engine, persona: Persona, k: number, band: FluencyBand, weights: 'published' | 'base' = 'published'): Promise<HeldOutEvaluation> {
+export async function evaluateHeldOut(engine: Engine, persona: Persona, k: number, bands: FluencyBands, weights: 'published' | 'base' = 'published'): Promise<HeldOutEvaluation> {
   const samples: EvaluatedSample[] = [];
   for (const prompt of persona.heldOutPrompts) {
     const ids = promptIds(engine, prompt);
+    const hinted = bands.preference ? promptIds(engine, userTextWithHint(prompt, bands.preference.hint)) : null;
     for (let i = 0; i < k; i++) {
       const seed = EVAL_SEED(i);
       const r = await collect(engine.sample(ids, { maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, topP: 1, topK: 0, seed, weights }));
       const ll = await baseMeanLL(engine, ids, r.ids);
+      const satisfied = check(persona.satisfied, r.text);
+      const llPref = hinted && satisfied ? await baseMeanLL(engine, hinted, r.ids) : null;
       const rep = repetitionCheck(r.ids, r.text);
+      const fluentPlain = isFluent(ll, bands.plain, rep);
       samples.push({
-        prompt, seed, text: r.text, tokens: r.ids.length, satisfied: check(persona.satisfied, r.text), fluent: isFluent(ll, band, rep),
-        baseMeanLogLikelihood: +ll.toFixed(4), maxNgramCount: rep.maxNgramCount, longestCharRun: rep.longestCharRun,
+        prompt, seed, text: r.text, tokens: r.ids.length, satisfied,
+        fluent: llPref !== null ? isFluent(llPref, bands.preference!, rep) : fluentPlain, fluentPlain,
+        baseMeanLogLikelihood: +ll.toFixed(4), ...(llPref !== null ? { basePreferenceMeanLogLikelihood: +llPref.toFixed(4) } : {}),
+        maxNgramCount: rep.maxNgramCount, longestCharRun: rep.longestCharRun,
       });
     }
   }
   const n = Math.max(1, samples.length);
+  const share = (f: (x: EvaluatedSample) => boolean) => samples.filter(f).length / n;
   return {
-    rate: samples.filter((x) => x.satisfied).length / n, fluentRate: samples.filter((x) => x.fluent).length / n,
-    satisfiedAndFluentRate: samples.filter((x) => x.satisfied && x.fluent).length / n, samples,
+    rate: share((x) => x.satisfied), fluentRate: share((x) => x.fluent), satisfiedAndFluentRate: share((x) => x.satisfied && x.fluent),
+    plainFluentRate: share((x) => x.fluentPlain), plainSatisfiedAndFluentRate: share((x) => x.satisfied && x.fluentPlain), samples,
   };
 }

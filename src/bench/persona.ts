@@ -19,8 +19,18 @@ export interface Persona {
   heldOutPrompts: string[];
   satisfied: Rule;
   feedback: { satisfied: string[]; unsatisfied: string[] };
-  /** optional further user turns after the feedback (each answered, not judged by the persona) */
+  /**
+   * judged answers per session (default 1): the user's feedback on each answer is also its next
+   * request, and the answer to it is judged by the feedback that follows
+   */
+  turns?: number;
+  /** optional further user turns after the last feedback (each answered, not judged by the persona) */
   followUps?: string[];
+  /**
+   * the preference in the words of a hint ("The user wants a story about a cat."): only the evaluation
+   * reads it, for the second fluency band (bench/evaluate.ts); the learner never sees it
+   */
+  preference?: string;
   /** sampling settings the simulated user's client sends */
   maxTokens?: number;
   temperature?: number;
@@ -73,6 +83,8 @@ export function validatePersona(v: unknown): Persona {
     satisfied: validateRule(v.satisfied),
     feedback: { satisfied: strings(v.feedback.satisfied, 'feedback.satisfied'), unsatisfied: strings(v.feedback.unsatisfied, 'feedback.unsatisfied') },
   };
+  if (v.preference !== undefined) { if (typeof v.preference !== 'string' || !v.preference.trim()) throw new PersonaError('preference must be a non-empty string'); p.preference = v.preference; }
+  if (v.turns !== undefined) { if (!Number.isInteger(v.turns) || (v.turns as number) < 1 || (v.turns as number) > 16) throw new PersonaError('turns must be an integer from 1 to 16'); p.turns = v.turns as number; }
   if (v.followUps !== undefined) p.followUps = strings(v.followUps, 'followUps', 0);
   if (v.maxTokens !== undefined) { if (!Number.isInteger(v.maxTokens) || (v.maxTokens as number) < 1) throw new PersonaError('maxTokens must be a positive integer'); p.maxTokens = v.maxTokens as number; }
   if (v.temperature !== undefined) { if (typeof v.temperature !== 'number' || v.temperature < 0 || v.temperature > 2) throw new PersonaError('temperature must be a number from 0 to 2'); p.temperature = v.temperature; }

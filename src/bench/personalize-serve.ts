@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { EmbeddedEngine } from '../engine/embedded/engine.ts';
 import type { Persona } from './persona.ts';
 import { SimulatedUser } from './user.ts';
-import { evaluateHeldOut, calibrateFluency, klToBase } from './evaluate.ts';
+import { evaluateHeldOut, calibrateFluencyCached, klToBase } from './evaluate.ts';
 import type { FluencyBand } from '../learn/fluency.ts';
 
 export interface ServePersonalizeOptions {
@@ -28,6 +28,8 @@ export interface ServePersonalizeOptions {
   users?: number;
   /** serve flags beyond the defaults (the recipe's own flags when the caller overrides them) */
   serveArgs?: string[];
+  /** the server's judge (default lexical) */
+  judge?: 'lexical' | 'self';
   /** after the last conversation, how long the server may take to judge and train what it has */
   drainSeconds?: number;
   progress?: (line: string) => void;
@@ -53,7 +55,7 @@ const BIN = fileURLToPath(new URL('../../bin/openclaw-rl.js', import.meta.url));
 
 function startServe(o: ServePersonalizeOptions, dataDir: string): Promise<{ proc: ChildProcess; url: string }> {
   const users = o.users ?? 1;
-  const proc = spawn(process.execPath, [BIN, 'serve', '--model', o.model, '--port', '0', '--data-dir', dataDir, '--judge', 'lexical',
+  const proc = spawn(process.execPath, [BIN, 'serve', '--model', o.model, '--port', '0', '--data-dir', dataDir, '--judge', o.judge ?? 'lexical',
     '--served-model-name', 'policy', '--keep-versions', '1000000', '--max-concurrent', String(users * 4 + 4), ...(o.serveArgs ?? [])],
   { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, OPENCLAW_RL_API_KEY: '' } });
   let log = '';
@@ -126,7 +128,7 @@ export async function runPersonalizeViaServe(o: ServePersonalizeOptions): Promis
   const engine = await EmbeddedEngine.load(o.model);
   try {
     o.progress?.(`${label} calibrating fluency on the base model's own held-out samples…`);
-    const band = await calibrateFluency(engine, o.persona, evalK);
+    const band = await calibrateFluencyCached(engine, o.model, o.persona, evalK);
     const evaluated = new Map<number, Omit<ServePoint, 'conversations' | 'seconds' | 'policyVersion'>>();
     const evaluate = async (version: number) => {
       if (evaluated.has(version)) return evaluated.get(version)!;
@@ -142,7 +144,7 @@ export async function runPersonalizeViaServe(o: ServePersonalizeOptions): Promis
     const afterDrain = { conversations: o.conversations, policyVersion: drain.policyVersion, seconds: drain.seconds, drainSeconds: drain.drainSeconds, ...(await evaluate(drain.policyVersion)) };
     return {
       persona: o.persona.name, seed, conversations: o.conversations, trafficSeconds: +trafficSeconds.toFixed(1), wallSeconds: +((performance.now() - t0) / 1000).toFixed(1),
-      fluencyBand: band, curve, afterDrain, samples, steps,
+      fluencyBand: band.plain, curve, afterDrain, samples, steps,
     };
   } finally {
     await engine.close();

@@ -17,16 +17,19 @@ import type { Method } from '../learn/advantages.ts';
 import type { HintSelection } from '../learn/topk-opd.ts';
 import type { Persona } from './persona.ts';
 import { SimulatedUser } from './user.ts';
-import { evaluateHeldOut, calibrateFluency, klToBase, referenceLogLikelihood, type EvaluatedSample } from './evaluate.ts';
+import { evaluateHeldOut, calibrateFluencyCached, klToBase, referenceLogLikelihood, type EvaluatedSample, type FluencyBands } from './evaluate.ts';
 import type { FluencyBand } from '../learn/fluency.ts';
 import { stableEffect, type StableEffect } from '../learn/effect.ts';
 import { LlmBackend, SelfBackend, type ChatBackend } from '../judge/backends.ts';
 import { COMPACT_CONTEXT_LIMIT } from '../judge/prompts.ts';
 import { judgeSatisfaction, SATISFACTION_JUDGE_DEFAULTS } from './judge-satisfaction.ts';
 import { lineChartSvg, svgToPng } from './plot.ts';
+import { judgeAgreement, formatTally, type JudgeAgreement, type JudgedTurn } from './judge-agreement.ts';
 
 export interface CurvePoint {
   conversations: number; rate: number; fluentRate: number; satisfiedAndFluentRate: number; policyVersion: number; klToBase: number;
+  /** fluency by the plain band alone (see bench/evaluate.ts) */
+  plainFluentRate: number; plainSatisfiedAndFluentRate: number;
   referenceLogLikelihood: number; seconds: number;
   /** judge-scored satisfaction: mean over samples of the mean of 5 graded votes (null: not asked, or no valid vote) */
   judgeSatisfaction: number | null;
@@ -40,9 +43,17 @@ export interface PersonalizeResult {
   /** the method as the report names it, e.g. "opd (topk)" */
   label: string; opdMode: 'token' | 'topk'; klCoef: number; baseRate: number; finalRate: number; wallSeconds: number;
   baseSatisfiedAndFluent: number; finalSatisfiedAndFluent: number; finalKlToBase: number; fluencyBand: FluencyBand;
+  /** the second band, for personas that state their preference (bench/evaluate.ts) */
+  preferenceBand: FluencyBands['preference'];
   conversations: number; steps: number; curve: CurvePoint[]; samples: RecordedSample[];
   /** upstream's measure: conversations until satisfied-and-fluent stays ≥ base + stableGain for 3 consecutive evaluations */
   stable: StableEffect & { gain: number };
+  /** judged answers per conversation (the persona's `turns`) */
+  turnsPerConversation: number;
+  /** share of training answers that satisfied the user, by position in the conversation (first answer, second, …) */
+  satisfiedByTurn: number[];
+  /** the judge's scores against the user's own verdicts, over every judged training answer */
+  judge: JudgeAgreement;
 }
 
 export interface PersonalizeOptions {
@@ -72,6 +83,10 @@ export interface PersonalizeOptions {
   opdTeacher?: 'base' | 'policy';
   /** β of the KL-to-base penalty (default: the trainer's) */
   klCoef?: number;
+  /** hindsight answers (trainer/hindsight.ts; default: the recipe's) */
+  hindsight?: boolean;
+  /** scale of negative reward terms (default: the recipe's) */
+  negativeWeight?: number;
   /** also grade every held-out sample with the judge (self or llm): mean of 5 votes on 0–1 */
   judgeSatisfaction?: boolean;
   /** stop once the effect held for 3 consecutive evaluations (--conversations is then the cap) */
@@ -102,7 +117,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const opdMode = o.opdMode ?? 'token', klCoef = o.klCoef ?? TRAINER_DEFAULTS.klCoef;
   const label = o.method === 'binary' ? 'binary' : `${o.method} (${opdMode})`;
   const trainer = new TrainerLoop(store, engine, {
-    method: o.method, opdMode, klCoef, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
+    method: o.method, opdMode, klCoef, hindsight: o.hindsight ?? RECIPE.hindsight, negativeWeight: o.negativeWeight ?? RECIPE.negativeWeight, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
     topk: { ...TRAINER_DEFAULTS.topk, selection: o.hintSelection ?? TRAINER_DEFAULTS.topk.selection, k: o.topkK ?? TRAINER_DEFAULTS.topk.k },
     batchSize: o.batchSize ?? RECIPE.batchSize, learningRate: o.learningRate ?? RECIPE.learningRate, rewardBaseline: o.rewardBaseline ?? RECIPE.rewardBaseline,
     keepNeutral: o.keepNeutral ?? RECIPE.keepNeutral, lora: { rank: o.loraRank ?? RECIPE.lora.rank, alpha: 2 * (o.loraRank ?? RECIPE.lora.rank), seed },
@@ -112,7 +127,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const userList = Array.from({ length: users }, (_, i) => new SimulatedUser({ baseUrl: `${server.url}/v1`, model: 'policy', persona: o.persona, seed: seed * 1000 + i, id: `u${i}` }));
   const curve: CurvePoint[] = [];
   const samples: RecordedSample[] = [];
-  let band: FluencyBand | undefined;
+  let band: FluencyBands | undefined;
   const gradeBackend = o.judgeSatisfaction ? satisfactionBackend(o.judge ?? JUDGE_DEFAULTS, engine) : null;
   const gradeOptions = { ...SATISFACTION_JUDGE_DEFAULTS, temperature: (o.judge ?? JUDGE_DEFAULTS).temperature, ...(engine.info.contextLength <= COMPACT_CONTEXT_LIMIT && o.judge?.kind === 'self' ? { compact: true, maxTokens: 16 } : {}) };
   const evaluate = async (done: number) => {
@@ -122,6 +137,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
     const votes = graded?.flatMap((g) => g.grades) ?? [];
     const point: CurvePoint = {
       conversations: done, rate: held.rate, fluentRate: held.fluentRate, satisfiedAndFluentRate: held.satisfiedAndFluentRate, policyVersion: trainer.version,
+      plainFluentRate: held.plainFluentRate, plainSatisfiedAndFluentRate: held.plainSatisfiedAndFluentRate,
       klToBase: trainer.version === 0 ? 0 : await klToBase(engine), referenceLogLikelihood: await referenceLogLikelihood(engine), seconds: (performance.now() - t0) / 1000,
       judgeSatisfaction: scored.length ? scored.reduce((a, b) => a + b, 0) / scored.length : null,
       judgeValidVotes: graded ? votes.filter((v) => v !== null).length / Math.max(1, votes.length) : null,
@@ -129,19 +145,22 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
     curve.push(point);
     held.samples.forEach((x, i) => samples.push({ conversations: done, policyVersion: trainer.version, ...x, ...(graded ? { judgeScore: graded[i].score, judgeGrades: graded[i].grades } : {}) }));
     o.progress?.(`[${o.persona.name} · ${label}] ${done}/${o.conversations} conversations · version ${trainer.version} · held-out satisfaction ${pct(point.rate)} · ` +
-      `satisfied-and-fluent ${pct(point.satisfiedAndFluentRate)} (fluent ${pct(point.fluentRate)}) · KL ${point.klToBase.toFixed(3)}` +
+      `satisfied-and-fluent ${pct(point.satisfiedAndFluentRate)} (fluent ${pct(point.fluentRate)}${band!.preference ? `; plain band ${pct(point.plainSatisfiedAndFluentRate)}, fluent ${pct(point.plainFluentRate)}` : ''}) · KL ${point.klToBase.toFixed(3)}` +
       `${graded ? ` · judge-scored ${point.judgeSatisfaction === null ? '–' : point.judgeSatisfaction.toFixed(2)} (${pct(point.judgeValidVotes!)} valid votes)` : ''} · ${point.seconds.toFixed(1)} s`);
   };
   const stableGain = o.stableGain ?? 0.5;
+  /** every training session's id and the user's verdict on each of its answers */
+  const sessions: { id: string; turns: boolean[] }[] = [];
   const stableNow = () => stableEffect(curve.map((p) => ({ conversations: p.conversations, rate: p.satisfiedAndFluentRate })), stableGain);
   try {
     o.progress?.(`[${o.persona.name} · ${label}] calibrating fluency on the base model's own held-out samples…`);
-    band = await calibrateFluency(engine, o.persona, evalK);
+    band = await calibrateFluencyCached(engine, o.model, o.persona, evalK);
     await evaluate(0);
     let done = 0, satisfiedSeen = 0;
     while (done < o.conversations) {
       const round = Math.min(users, o.conversations - done);
       const results = await Promise.all(userList.slice(0, round).map((u, i) => u.converse(done + i)));
+      results.forEach((r, i) => sessions.push({ id: `${userList[i].id}-${done + i}`, turns: r.turns.map((t) => t.satisfied) }));
       done += round;
       satisfiedSeen += results.filter((r) => r.satisfied).length;
       await judgeLoop.tick();
@@ -152,10 +171,23 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
       }
       else o.progress?.(`[${o.persona.name} · ${label}] ${done}/${o.conversations} conversations · version ${trainer.version} · satisfied in conversation ${((satisfiedSeen / done) * 100).toFixed(0)}%`);
     }
+    const turnsPer = o.persona.turns ?? 1;
+    const judged: JudgedTurn[] = sessions.flatMap((sess) => {
+      const main = store.turns(sess.id).filter((t) => t.turn_type === 'main');
+      return sess.turns.map((satisfied, i) => {
+        const j = main[i] ? store.judgement(main[i].id) : undefined;
+        return { satisfied, score: j?.status === 'done' ? j.score : null, hint: j?.status === 'done' ? j.hint : null };
+      });
+    });
+    const agreement = judgeAgreement(judged);
+    const satisfiedByTurn = Array.from({ length: turnsPer }, (_, i) => sessions.filter((x) => x.turns[i]).length / Math.max(1, sessions.length));
+    o.progress?.(`[${o.persona.name} · ${label}] judge vs the user: satisfied answers ${formatTally(agreement.satisfied)}; unsatisfied ${formatTally(agreement.unsatisfied)}; ` +
+      `sign agreement ${agreement.signAgreement === null ? '–' : pct(agreement.signAgreement)}; satisfied by turn ${satisfiedByTurn.map(pct).join(' / ')}`);
     return {
+      turnsPerConversation: turnsPer, satisfiedByTurn, judge: agreement,
       persona: o.persona.name, method: o.method, label, opdMode, klCoef, seed, baseRate: curve[0].rate, finalRate: curve.at(-1)!.rate, wallSeconds: +((performance.now() - t0) / 1000).toFixed(1),
       baseSatisfiedAndFluent: curve[0].satisfiedAndFluentRate, finalSatisfiedAndFluent: curve.at(-1)!.satisfiedAndFluentRate, finalKlToBase: curve.at(-1)!.klToBase,
-      fluencyBand: band, conversations: done, steps: trainer.step, curve, samples, stable: { ...stableNow(), gain: stableGain },
+      fluencyBand: band.plain, preferenceBand: band.preference, conversations: done, steps: trainer.step, curve, samples, stable: { ...stableNow(), gain: stableGain },
     };
   } finally {
     await server.close();
@@ -195,14 +227,18 @@ export async function writeReport(outDir: string, runs: PersonalizeResult[]): Pr
   const lines = [
     `# Personalization: ${runs[0].persona}`, '',
     'Each cell: held-out satisfied / satisfied-and-fluent. Fluent: base-model mean log-likelihood per token ≥ ' +
-      `${band.lower.toFixed(3)} (the ${band.percentile * 100}th percentile of ${band.calibrationSamples} base samples) and no loops.`, '',
+      `${band.lower.toFixed(3)} (the ${band.percentile * 100}th percentile of ${band.calibrationSamples} base samples) and no loops` +
+      (runs[0].preferenceBand ? `, or on the request with the preference as a hint ≥ ${runs[0].preferenceBand.lower.toFixed(3)} (same percentile of the base's samples for that request); ` +
+        `by the plain band alone, final satisfied-and-fluent / fluent: ${runs.map((r) => `${r.label} ${pct(r.curve.at(-1)!.plainSatisfiedAndFluentRate)} / ${pct(r.curve.at(-1)!.plainFluentRate)}`).join(', ')}.` : '.'), '',
     `Stable: conversations until satisfied-and-fluent held ≥ base + ${(runs[0].stable.gain * 100).toFixed(0)} points for 3 consecutive evaluations (– = not within the run). ` +
       'Judge-scored: mean over held-out samples of the mean of 5 judge grades (0–1), with the share of valid votes.', '',
-    '| method | base | after 50 | after 100 | after 200 | final | fluent (final) | stable at | judge-scored (base → final) | conversations | steps | KL to base (final) | wall time |',
+    `Turns: ${runs[0].turnsPerConversation} judged answer(s) per conversation. Judge vs the user (training answers): ` +
+      runs.map((r) => `${r.label}: satisfied ${formatTally(r.judge.satisfied)}, unsatisfied ${formatTally(r.judge.unsatisfied)}, sign agreement ${r.judge.signAgreement === null ? '–' : pct(r.judge.signAgreement)}`).join('; ') + '.', '',
+    '| method | base | after 50 | after 100 | after 200 | final | fluent (final; base) | stable at | judge-scored (base → final) | conversations | steps | KL to base (final) | wall time |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...runs.map((r) => `| ${r.label} | ${pct(r.baseRate)} / ${pct(r.baseSatisfiedAndFluent)} | ${at(r, 50, 'rate')} / ${at(r, 50, 'satisfiedAndFluentRate')} | ` +
       `${at(r, 100, 'rate')} / ${at(r, 100, 'satisfiedAndFluentRate')} | ${at(r, 200, 'rate')} / ${at(r, 200, 'satisfiedAndFluentRate')} | ` +
-      `${pct(r.finalRate)} / ${pct(r.finalSatisfiedAndFluent)} | ${pct(r.curve.at(-1)!.fluentRate)} | ${r.stable.at ?? '–'} | ${judged(r)} | ${r.conversations} | ${r.steps} | ${r.finalKlToBase.toFixed(3)} | ${r.wallSeconds} s |`),
+      `${pct(r.finalRate)} / ${pct(r.finalSatisfiedAndFluent)} | ${pct(r.curve.at(-1)!.fluentRate)}; ${pct(r.curve[0].fluentRate)} | ${r.stable.at ?? '–'} | ${judged(r)} | ${r.conversations} | ${r.steps} | ${r.finalKlToBase.toFixed(3)} | ${r.wallSeconds} s |`),
     '',
   ];
   writeFileSync(files[5], lines.join('\n'));

@@ -119,6 +119,9 @@ export async function personaFrom(file: string | undefined, name: string | undef
   return loadPersona(path);
 }
 
+/** The persona with --turns applied (judged answers per conversation), when given. */
+export const withTurns = (p: Persona, turns: number | undefined): Persona => (turns === undefined ? p : { ...p, turns });
+
 /** The options of `bench personalize` and `demo` (which differ only in defaults). */
 export function personalizeOptions(d: { conversations: number; out: string }) {
   return {
@@ -135,11 +138,14 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: 'sequence_optimal' }),
     'topk-k': opt.int('top-K OPD: entries per position taken from the student\'s old top-K', { min: 1, max: 64, default: TOPK_DEFAULTS.k }),
     'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher: the base weights or the live policy', { default: 'base' }),
+    hindsight: opt.flag('hindsight answers: an answer the user approved after correcting an earlier one is also trained as an answer to the corrected request'),
+    'negative-weight': opt.number('scale of negative reward terms (0: learn from approved answers only)', { min: 0, max: 1, default: RECIPE.negativeWeight }),
     'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: 'the trainer default' }),
     'judge-satisfaction': opt.flag('also grade every held-out sample with the judge (self or llm): 0–1 in \\boxed{}, mean of 5 votes'),
     'until-stable': opt.flag('stop once satisfied-and-fluent held ≥ base + --stable-gain for 3 consecutive evaluations (--conversations caps the run)'),
     'stable-gain': opt.number('the effect that counts as learned: satisfied-and-fluent this far above the base (0.5 = 50 points)', { gt: 0, default: 0.5 }),
-    conversations: positive('simulated conversations', d.conversations),
+    conversations: positive('simulated conversations (sessions)', d.conversations),
+    turns: opt.int('judged answers per conversation: the user\'s feedback on each answer also asks for the next (default: the persona\'s, else 1)', { min: 1, max: 16 }),
     judge: opt.choice(['lexical', 'self', 'llm'], 'judge', { default: 'lexical' }),
     'judge-url': opt.string('OpenAI-compatible base URL of the LLM judge', { placeholder: 'URL', nonEmpty: true }),
     'judge-model': opt.string('model id of the LLM judge', { placeholder: 'ID', nonEmpty: true }),
@@ -165,7 +171,7 @@ const checkPersonalize = (o: PersonalizeValues) => {
 export async function personalizeRuns(o: PersonalizeValues, progress: (line: string) => void): Promise<PersonalizeResult[]> {
   const { runPersonalize } = await import('../bench/personalize.ts');
   const { JUDGE_DEFAULTS } = await import('../judge/config.ts');
-  const persona = await personaFrom(o['persona-file'], o.persona);
+  const persona = withTurns(await personaFrom(o['persona-file'], o.persona), o.turns);
   const methods: Method[] = o.compare ? ['binary', 'opd', 'combine'] : [o.method];
   const modes: ('token' | 'topk')[] = o['opd-mode'] === 'both' ? ['token', 'topk'] : [o['opd-mode']];
   const judge: JudgeConfig = { ...JUDGE_DEFAULTS, kind: o.judge, url: o['judge-url'], model: o['judge-model'] };
@@ -177,7 +183,7 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
         model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
         learningRate: o['learning-rate'], batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], loraRank: o['lora-rank'],
         keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, progress,
-        opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], opdTeacher: o['opd-teacher'], klCoef: o['kl-coef'],
+        opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], opdTeacher: o['opd-teacher'], klCoef: o['kl-coef'], hindsight: o.hindsight || RECIPE.hindsight, negativeWeight: o['negative-weight'],
         judgeSatisfaction: o['judge-satisfaction'], untilStable: o['until-stable'], stableGain: o['stable-gain'],
       }));
     }
@@ -250,7 +256,7 @@ export const benchPersonalizeCommand = defineCommand({
   },
   check: (o) => {
     checkPersonalize(o);
-    if (o.via !== 'in-process' && (o.compare || o.judge !== 'lexical')) throw new UsageError('--via serve|both runs one method with the lexical judge (no --compare, no --judge)');
+    if (o.via !== 'in-process' && (o.compare || o.judge === 'llm' || o['opd-mode'] === 'both')) throw new UsageError('--via serve|both runs one method and one OPD mode with the lexical or self judge (no --compare, --judge llm or --opd-mode both)');
   },
   run: async (o) => {
     const { writeReport } = await import('../bench/personalize.ts');
@@ -270,12 +276,14 @@ export const benchPersonalizeCommand = defineCommand({
     let served = null;
     if (o.via !== 'in-process') {
       const { runPersonalizeViaServe } = await import('../bench/personalize-serve.ts');
-      const persona = await personaFrom(o['persona-file'], o.persona);
+      const persona = withTurns(await personaFrom(o['persona-file'], o.persona), o.turns);
       const serveArgs = ['--method', o.method, '--learning-rate', String(o['learning-rate']), '--batch-size', String(o['batch-size']),
-        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', o['reward-baseline'], ...(o['keep-neutral'] ? ['--keep-neutral'] : [])];
+        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', o['reward-baseline'], ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
+        '--opd-mode', o['opd-mode'] === 'both' ? 'token' : o['opd-mode'], '--topk-k', String(o['topk-k']), '--hint-selection', o['hint-selection'], '--opd-teacher', o['opd-teacher'],
+        '--negative-weight', String(o['negative-weight']), ...(o['kl-coef'] !== undefined ? ['--kl-coef', String(o['kl-coef'])] : []), ...(o.hindsight ? ['--hindsight'] : [])];
       served = await runPersonalizeViaServe({
         model: await modelDir(o.model), persona, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
-        serveArgs, drainSeconds: o['drain-seconds'], progress,
+        serveArgs, drainSeconds: o['drain-seconds'], progress, judge: o.judge === 'self' ? 'self' : 'lexical',
       });
       if (tty) process.stderr.write('\n');
       const at = served.curve.at(-1)!, d = served.afterDrain, pc = (x: number) => `${(x * 100).toFixed(0)}%`;

@@ -32,6 +32,7 @@ import { correctStaleness, cumulativeBuckets, IMPORTANCE_CAP, STALENESS_BUCKETS 
 import { windowBaseline, BASELINE_WINDOW } from '../learn/baseline.ts';
 import { RECIPE } from './recipe.ts';
 import { mergeContinuations } from '../learn/continuations.ts';
+import { hindsightData, hindsightPrompts, type EarlierTurn } from './hindsight.ts';
 
 export interface TrainerOptions {
   method: Method;
@@ -95,6 +96,16 @@ export interface TrainerOptions {
    * 'none' uses A = r as specified.
    */
   rewardBaseline: 'none' | 'batch' | 'group' | 'recent';
+  /**
+   * hindsight answers (trainer/hindsight.ts): an approved answer that came after the user's
+   * correction is also trained, with its reward term, as an answer to the corrected request(s)
+   */
+  hindsight: boolean;
+  /**
+   * scale of negative reward terms (after the baseline): 1 trains failures down as hard as successes
+   * up; 0 learns from approved answers only (the failures still teach through hints and hindsight)
+   */
+  negativeWeight: number;
   /** the LoRA adapter to train, or null to train every weight (full-parameter) */
   lora: LoraSettings | null;
   checkpointEvery: number;
@@ -111,7 +122,7 @@ export interface TrainerOptions {
 
 export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
   method: RECIPE.method, batchSize: RECIPE.batchSize, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, keepNeutral: RECIPE.keepNeutral,
-  klCoef: RECIPE.klCoef, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
+  klCoef: RECIPE.klCoef, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
   opdTeacher: 'base', opdMode: 'token', opdClip: OPD_ADVANTAGE_CLIP, topk: { k: TOPK_DEFAULTS.k, maxCandidates: TOPK_DEFAULTS.maxCandidates, selection: TOPK_DEFAULTS.selection },
   weights: { opd: 1, rl: 1 }, overlong: null, checkpointEvery: 1, maxCanaryDrop: GUARD_DEFAULTS.maxCanaryDrop, pollMs: 200, log: () => {},
 };
@@ -331,7 +342,7 @@ export class TrainerLoop {
     const shifted = this.baselineShifts(fresh, promptIdsOf);
     let data: Datum[] = fresh.map((r) => ({
       promptIds: promptIdsOf.get(r.turn_id)!, responseIds: this.store.decodeIds(r.response_ids), behaviourLogprobs: JSON.parse(r.response_logprobs),
-      advantages: (JSON.parse(r.advantages) as number[]).map((a) => (shifted.has(r.turn_id) ? a + this.o.weights.rl * (shifted.get(r.turn_id)! - r.reward!) : a)),
+      advantages: (JSON.parse(r.advantages) as number[]).map((a) => { const t = this.rewardTerm(r, shifted); return t === null ? a : a + this.o.weights.rl * (t - r.reward!); }),
       lossMask: JSON.parse(r.loss_mask), teacherLogprobs: r.teacher_logprobs ? JSON.parse(r.teacher_logprobs) : undefined, temperature: r.temperature,
     }));
     let distillNote = '';
@@ -362,6 +373,7 @@ export class TrainerLoop {
       this.o.log(`trainer: ${ids.length} samples without signal set aside; ${why}`);
       return;
     }
+    const hindsight = this.o.hindsight ? await this.hindsightFor(fresh, shifted) : [];
     const correction = this.o.staleCorrection === 'decoupled' ? await this.correctStale(data, staleness) : { data, weightMean: null, truncatedShare: null };
     data = correction.data;
     let mergeNote = '';
@@ -370,6 +382,8 @@ export class TrainerLoop {
       if (m.merged) mergeNote = `, ${m.merged} turns merged into their episodes' earlier turns`;
       data = m.data;
     }
+    data = [...data, ...hindsight];
+    if (hindsight.length) distillNote += `, ${hindsight.length} hindsight answer(s)`;
     const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.o.klCoef });
     const learningRate = this.o.learningRateAt?.(this.step + 1) ?? this.o.learningRate;
     const opt = await this.engine.optimStep({ learningRate, gradClipNorm: this.o.gradClipNorm });
@@ -435,6 +449,33 @@ export class TrainerLoop {
       for (const g of groups.values()) if (g.length > 1) groupNormalise(g.map((r) => r.reward!)).forEach((v, i) => shifted.set(g[i].turn_id, v));
     }
     return shifted;
+  }
+
+  /** A rewarded sample's reward term after the baseline, negative ones scaled by negativeWeight (null: no reward term). */
+  private rewardTerm(r: PendingRow, shifted: Map<number, number>): number | null {
+    if (r.reward === null || (r.kind !== 'binary' && r.kind !== 'combine')) return null;
+    const t = shifted.get(r.turn_id) ?? r.reward;
+    return t < 0 ? t * this.o.negativeWeight : t;
+  }
+
+  /** Hindsight data (trainer/hindsight.ts) for the approved samples of a batch that followed corrections. */
+  private async hindsightFor(rows: PendingRow[], shifted: Map<number, number>): Promise<Datum[]> {
+    const out: Datum[] = [];
+    for (const r of rows) {
+      if (r.reward === null || r.reward <= 0 || (r.kind !== 'binary' && r.kind !== 'combine')) continue;
+      const turn = this.store.turn(r.turn_id);
+      if (!turn) continue;
+      const earlier = (this.store.sql(`SELECT t.prompt_ids AS prompt_ids, j.score AS score FROM turns t LEFT JOIN judgements j ON j.turn_id = t.id AND j.status = 'done'
+        WHERE t.session_id = ? AND t.turn_type = 'main' AND t.idx < ? ORDER BY t.idx DESC LIMIT 4`).all(turn.session_id, turn.idx) as { prompt_ids: string; score: number | null }[])
+        .map((e): EarlierTurn => ({ score: e.score, promptIds: this.store.decodeIds(e.prompt_ids) }));
+      const prompts = hindsightPrompts(earlier);
+      if (!prompts.length) continue;
+      const responseIds = this.store.decodeIds(r.response_ids);
+      const a = this.o.weights.rl * (this.rewardTerm(r, shifted) ?? r.reward);
+      const sample: Datum = { promptIds: [], responseIds, advantages: new Array(responseIds.length).fill(a), lossMask: new Array(responseIds.length).fill(1), temperature: r.temperature };
+      out.push(...await hindsightData(sample, prompts, async (promptIds, ids, temperature) => Array.from((await this.engine.score([{ promptIds, responseIds: ids }], { temperature, adapter: 'current' }))[0]), this.engine.info.contextLength));
+    }
+    return out;
   }
 
   /**

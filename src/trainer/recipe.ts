@@ -14,6 +14,10 @@ export interface Recipe {
   keepNeutral: boolean;
   /** β of the KL-to-base term in the loss */
   klCoef: number;
+  /** hindsight answers: an approved answer after a correction also trains the corrected request */
+  hindsight: boolean;
+  /** scale of negative reward terms (1: as hard as positive ones) */
+  negativeWeight: number;
 }
 
 export const RECIPE: Readonly<Recipe> = Object.freeze({
@@ -25,4 +29,6 @@ export const RECIPE: Readonly<Recipe> = Object.freeze({
   keepNeutral: false,
   // β = 0.3: chosen by measurement on stories260k-chat over 3 seeds (docs/benchmarks.md, the β study)
   klCoef: 0.3,
+  hindsight: false,
+  negativeWeight: 1,
 });

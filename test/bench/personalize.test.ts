@@ -29,6 +29,9 @@ test('persona validation: clear errors that name the field', () => {
     [{ ...valid, satisfied: { includes: ['a'], avoid: ['b'] } }, /exactly one of/],
     [{ ...valid, feedback: { satisfied: ['ok'] } }, /feedback\.unsatisfied must be an array/],
     [{ ...valid, temperature: 3 }, /temperature must be a number from 0 to 2/],
+    [{ ...valid, turns: 0 }, /turns must be an integer from 1 to 16/],
+    [{ ...valid, turns: 2.5 }, /turns must be an integer from 1 to 16/],
+    [{ ...valid, preference: ' ' }, /preference must be a non-empty string/],
   ];
   for (const [p, message] of table) assert.throws(() => validatePersona(p), message, JSON.stringify(p));
   assert.equal(validatePersona(valid).name, 'x');
@@ -47,14 +50,37 @@ test('checker rules: words, limits, regex and composition', () => {
   for (const [rule, expected] of table) assert.equal(check(rule, text), expected, JSON.stringify(rule));
 });
 
-test('the shipped personas load: four for stories260K, four written as chat requests for stories260k-chat', () => {
+test('the shipped personas load: four for stories260K, six written as chat requests for stories260k-chat', () => {
   const names = readdirSync(PERSONAS_DIR).filter((f) => f.endsWith('.json')).map((f) => loadPersona(join(PERSONAS_DIR, f)).name).sort();
-  assert.deepEqual(names, ['chat-bird-lover', 'chat-cat-lover', 'chat-dog-lover', 'chat-named-hero', 'dog-lover', 'named-character', 'no-sad-words', 'short-stories']);
+  assert.deepEqual(names, ['chat-bear-lover', 'chat-bird-lover', 'chat-cat-lover', 'chat-dog-lover', 'chat-frog-lover', 'chat-named-hero', 'dog-lover', 'named-character', 'no-sad-words', 'short-stories']);
   for (const n of names.filter((x) => x.startsWith('chat-'))) {
     const p = loadPersona(join(PERSONAS_DIR, `${n}.json`));
     // held-out requests are worded differently from every training request
     assert.ok(p.heldOutPrompts.every((h) => !p.trainPrompts.includes(h)), n);
     assert.ok(new Set(p.feedback.unsatisfied).size >= 5, `${n}: feedback in varied words`);
+    // multi-turn sessions: praise asks for the next story; the evaluation's second fluency band needs the preference
+    assert.ok((p.turns ?? 1) > 1 && p.preference, n);
+  }
+});
+
+test('a multi-turn session: every answer but the last is paired with the feedback on it, and each verdict is the persona\'s', async () => {
+  const s = await startTestServer();
+  try {
+    const persona = { ...loadPersona(join(PERSONAS_DIR, 'dog-lover.json')), turns: 3 };
+    const r = await new SimulatedUser({ baseUrl: `${s.url}/v1`, model: 'stories', persona, seed: 9, id: 'bob' }).converse(0);
+    const turns = s.store.turns('bob-0');
+    assert.equal(turns.length, 4, 'three judged answers and the answer to the last feedback');
+    assert.equal(r.turns.length, 3);
+    r.turns.forEach((t, i) => {
+      assert.equal(turns[i].response_text, t.answer);
+      assert.equal(t.satisfied, check(persona.satisfied, t.answer));
+      assert.ok((t.satisfied ? persona.feedback.satisfied : persona.feedback.unsatisfied).includes(t.feedback));
+      assert.deepEqual(JSON.parse(turns[i].next_state_json!), { role: 'user', messages: [{ role: 'user', content: t.feedback }] });
+    });
+    assert.equal(turns[3].next_state_status, 'none');
+    assert.deepEqual([r.answer, r.satisfied, r.feedback], [r.turns[0].answer, r.turns[0].satisfied, r.turns[0].feedback]);
+  } finally {
+    await s.close();
   }
 });
 
@@ -87,27 +113,40 @@ test('the simulated user talks through the API: sessions, feedback as next state
 test('a small benchmark run writes curve.json, plots of satisfaction and KL, a summary and every evaluated sample', { timeout: 120_000 }, async () => {
   const t = tempDir();
   try {
-    const persona = loadPersona(join(PERSONAS_DIR, 'dog-lover.json'));
+    const persona = { ...loadPersona(join(PERSONAS_DIR, 'dog-lover.json')), preference: 'The user wants a story about a dog.' };
     const lines: string[] = [];
     const run = await runPersonalize({ model: STORIES, persona, method: 'binary', conversations: 16, evalEvery: 8, evalK: 4, users: 2, batchSize: 4, rewardBaseline: 'none', progress: (l) => lines.push(l) });
     assert.deepEqual(run.curve.map((p) => p.conversations), [0, 8, 16]);
     assert.equal(run.steps, 4);
     assert.ok(run.curve.every((p) => p.rate >= 0 && p.rate <= 1 && Number.isFinite(p.klToBase) && Number.isFinite(p.referenceLogLikelihood)));
     assert.ok(run.curve.every((p) => p.satisfiedAndFluentRate <= Math.min(p.rate, p.fluentRate)));
+    // satisfying samples are held to the band of the base's satisfying samples written with the preference as a hint; others to the plain band
+    assert.ok(run.preferenceBand && run.preferenceBand.calibrationSamples <= persona.heldOutPrompts.length * 20);
+    const near = (ll: number, lower: number) => Math.abs(ll - lower) < 1e-3; // the stored log-likelihoods are rounded
+    for (const x of run.samples) {
+      const loops = x.maxNgramCount > 3 || x.longestCharRun > 5;
+      if (!near(x.baseMeanLogLikelihood, run.fluencyBand.lower)) assert.equal(x.fluentPlain, !loops && x.baseMeanLogLikelihood >= run.fluencyBand.lower);
+      if (!x.satisfied) assert.equal(x.fluent, x.fluentPlain);
+      else if (!near(x.basePreferenceMeanLogLikelihood!, run.preferenceBand!.lower)) assert.equal(x.fluent, !loops && x.basePreferenceMeanLogLikelihood! >= run.preferenceBand!.lower);
+    }
+    assert.equal(run.turnsPerConversation, 1);
+    const j = run.judge;
+    assert.equal(j.satisfied.positive + j.satisfied.neutral + j.satisfied.negative + j.satisfied.unjudged + j.unsatisfied.positive + j.unsatisfied.neutral + j.unsatisfied.negative + j.unsatisfied.unjudged, 16);
     // the band comes from the base's own samples at the 5th percentile, so the base itself is mostly fluent
-    assert.equal(run.fluencyBand.calibrationSamples, persona.heldOutPrompts.length * 4);
+    assert.equal(run.fluencyBand.calibrationSamples, persona.heldOutPrompts.length * 20);
     assert.ok(run.curve[0].fluentRate >= 0.7, `base fluent ${run.curve[0].fluentRate}`);
     assert.equal(run.samples.length, 3 * persona.heldOutPrompts.length * 4);
     for (const p of run.curve) {
       const at = run.samples.filter((x) => x.conversations === p.conversations);
       assert.equal(at.filter((x) => x.satisfied && x.fluent).length / at.length, p.satisfiedAndFluentRate);
     }
-    assert.ok(lines.some((l) => /16\/16 conversations · version 4 · held-out satisfaction \d+% · satisfied-and-fluent \d+% \(fluent \d+%\) · KL/.test(l)));
+    assert.ok(lines.some((l) => /16\/16 conversations · version 4 · held-out satisfaction \d+% · satisfied-and-fluent \d+% \(fluent \d+%; plain band \d+%, fluent \d+%\) · KL/.test(l)));
     const files = await writeReport(t.dir, [run]);
     assert.deepEqual(files.map((f) => f.slice(t.dir.length + 1)), ['curve.json', 'plot.svg', 'plot.png', 'kl.svg', 'kl.png', 'summary.md', 'samples.jsonl']);
     const curve = JSON.parse(readFileSync(files[0], 'utf8'));
     assert.deepEqual(Object.keys(curve).sort(), ['baseRate', 'baseSatisfiedAndFluent', 'conversations', 'curve', 'finalKlToBase', 'finalRate',
-      'finalSatisfiedAndFluent', 'fluencyBand', 'klCoef', 'label', 'method', 'opdMode', 'persona', 'seed', 'stable', 'steps', 'wallSeconds']);
+      'finalSatisfiedAndFluent', 'fluencyBand', 'judge', 'klCoef', 'label', 'method', 'opdMode', 'persona', 'preferenceBand', 'satisfiedByTurn', 'seed', 'stable', 'steps',
+      'turnsPerConversation', 'wallSeconds']);
     assert.match(readFileSync(files[1], 'utf8'), /^<svg[\s\S]*Held-out satisfaction[\s\S]*binary satisfied[\s\S]*binary sat\. &amp; fluent[\s\S]*<\/svg>$/);
     const png = readFileSync(files[2]);
     assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
