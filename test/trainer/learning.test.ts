@@ -41,7 +41,10 @@ test('the loop learns what the user wants: the held-out dog rate rises well abov
   const s = await startTestServer();
   try {
     const judge = new JudgeLoop(s.store, new LexicalJudge(), { hints: true, concurrency: 8 });
-    const trainer = new TrainerLoop(s.store, s.engine, { method: 'binary', rewardBaseline: 'batch', batchSize: 8, learningRate: 1e-2, lora: { rank: 8, alpha: 16, seed: 1 }, checkpointDir: `${s.dataDir}/ckpt`, maxStaleness: 8 });
+    // The loop's mechanics, not the recipe's quality: β = 0 and lr 5e-3. With the default β = 0.3 (chosen on the chat
+    // model) binary on stories260K's 8 steps lands anywhere from 1% to 42% depending on the LoRA seed and the kernels'
+    // rounding; at β = 0, lr 5e-3 the three LoRA seeds tried reach 90 / 82 / 47% (lr 1e-2: 100 / 15%).
+    const trainer = new TrainerLoop(s.store, s.engine, { method: 'binary', rewardBaseline: 'batch', batchSize: 8, learningRate: 5e-3, klCoef: 0, lora: { rank: 8, alpha: 16, seed: 1 }, checkpointDir: `${s.dataDir}/ckpt`, maxStaleness: 8 });
     await trainer.init();
     const base = await dogRate(s, 'base');
     for (let c = 0; c < 64; c++) {
@@ -58,7 +61,9 @@ test('the loop learns what the user wants: the held-out dog rate rises well abov
     const steps = s.store.db.prepare(`SELECT COUNT(*) AS n FROM training_steps WHERE status = 'published'`).get() as { n: number };
     assert.equal(Number(steps.n), trainer.step);
     const status = trainer.status() as { samples: Record<string, number> };
-    assert.equal(status.samples.trained, 64);
+    // each sample is trained, or set aside as a batch without signal (all of one reward once the policy has learned)
+    assert.equal((status.samples.trained ?? 0) + (status.samples.skipped ?? 0), 64);
+    assert.ok(status.samples.trained >= 6 * 8, `trained ${status.samples.trained}`);
     const v = await s.engine.versions();
     assert.equal(v.published, trainer.version);
   } finally {
