@@ -49,7 +49,19 @@ export interface OpenclawBenchOptions {
   log: (line: string) => void;
 }
 
-export interface TurnTiming { name: string; promptTokens: number; ttftMs: number; decodeTokensPerSec: number }
+export interface TurnTiming {
+  name: string; promptTokens: number; ttftMs: number; decodeTokensPerSec: number;
+  /** prompt tokens past the longest prefix shared with the previous turn's prompt and answer (what a cache hit leaves to prefill) */
+  newTokens?: number;
+}
+
+/** Length of the common start of two token-id lists. */
+export function sharedPrefix(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
 
 export interface ModeResult {
   mode: 'cache' | 'no-cache';
@@ -143,6 +155,7 @@ export async function benchOpenclaw(o: OpenclawBenchOptions, tokenizerDir: strin
       const background: Promise<unknown>[] = [];
       const turns: TurnTiming[] = [], heartbeats: TurnTiming[] = [];
       const history: ChatMessage[] = [{ role: 'system', content: system }];
+      let previous: number[] = [];
       const nTurns = o.interferenceOnly ? 0 : mode === 'cache' ? o.turns : o.baselineTurns;
       for (let t = 0; t < nTurns; t++) {
         const user = t === 0 ? cap.firstUser : `[Sun 2026-11-22 01:4${t} UTC] ${USER_TURNS[(t - 1) % USER_TURNS.length]}`;
@@ -150,8 +163,10 @@ export async function benchOpenclaw(o: OpenclawBenchOptions, tokenizerDir: strin
         // the internal-context block rides at the end of every request and is not kept in history
         const ids = encode([...history, cap.internal], cap.tools);
         const r = await timedSample(engine, `turn ${t + 1}`, ids, params(t + 1));
+        r.timing.newTokens = ids.length - sharedPrefix(previous, ids);
+        previous = [...ids, ...r.ids];
         turns.push(r.timing);
-        o.log(`  ${mode} turn ${t + 1}: prompt ${ids.length} tokens, first token ${(r.timing.ttftMs / 1000).toFixed(2)} s, decode ${r.timing.decodeTokensPerSec.toFixed(1)} tok/s`);
+        o.log(`  ${mode} turn ${t + 1}: prompt ${ids.length} tokens (${r.timing.newTokens} past the previous turn's), first token ${(r.timing.ttftMs / 1000).toFixed(2)} s, decode ${r.timing.decodeTokensPerSec.toFixed(1)} tok/s`);
         const answer = tok.decode(r.ids);
         history.push({ role: 'assistant', content: answer });
         if (mode === 'cache') {
@@ -223,7 +238,7 @@ export function openclawTable(r: OpenclawBenchResult): string {
   const lines = [`${e.kernel} × ${e.threads}, weights ${(e.weightBytes / 2 ** 30).toFixed(2)} GiB, KV ${e.kvDtype}`, '', `| ${r.shape} (system prompt ${r.systemTokens} tokens, context ${r.contextLength}) | cache on: first token s | decode tok/s | cache off: first token s | decode tok/s |`, '|---|---|---|---|---|'];
   for (let i = 0; i < on.turns.length; i++) {
     const a = on.turns[i], b = off.turns[i];
-    lines.push(`| ${a.name} (${a.promptTokens} tokens) | ${s(a.ttftMs)} | ${a.decodeTokensPerSec.toFixed(1)} | ${s(b?.ttftMs)} | ${b ? b.decodeTokensPerSec.toFixed(1) : '—'} |`);
+    lines.push(`| ${a.name} (${a.promptTokens} tokens${a.newTokens !== undefined && a.newTokens < a.promptTokens ? `, ${a.newTokens} new` : ''}) | ${s(a.ttftMs)} | ${a.decodeTokensPerSec.toFixed(1)} | ${s(b?.ttftMs)} | ${b ? b.decodeTokensPerSec.toFixed(1) : '—'} |`);
   }
   const hb = on.heartbeats.map((h) => h.ttftMs);
   lines.push(`| heartbeat side turns (first; median of the rest) | ${s(hb[0])}; ${s(median(hb.slice(1)))} | | (cold, as turn 1) | |`);

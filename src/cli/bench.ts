@@ -318,7 +318,7 @@ export const benchOpenclawCommand = defineCommand({
     turns: positive('turns of the session with the cache on', 5),
     'baseline-turns': positive('turns with the cache off (each re-reads the whole prompt)', 2),
     'answer-tokens': opt.int('tokens per answer', { min: 2, default: 32 }),
-    'prefix-cache-mib': opt.int('prefix-cache budget in MiB', { min: 1, defaultText: '1024' }),
+    'prefix-cache-mib': opt.int('prefix-cache budget in MiB', { min: 1, defaultText: '1024; paged bf16 caches: at least 32K positions (3.5 GiB for 0.6b)' }),
     'interference-seconds': positive('how long to measure a decode while a cold prompt prefills', 120),
     'interference-only': opt.flag('measure only the decode during a cold prefill (no sessions; with the cache on)'),
     'decode-share': opt.number('share of idle decode speed the engine keeps for decoders while prompts prefill', { min: 0.05, max: 0.95, defaultText: '0.6' }),

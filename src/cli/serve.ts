@@ -71,7 +71,7 @@ const SERVE_OPTIONS = {
   'log-level': opt.choice(['debug', 'info', 'warn', 'error'], 'the least severe log lines printed', { default: 'info', env: 'OPENCLAW_RL_LOG_LEVEL' }),
   'log-format': opt.choice(['text', 'json'], 'text lines for people, or JSON lines for log collectors', { default: 'text', env: 'OPENCLAW_RL_LOG_FORMAT' }),
   'context-overflow': opt.choice(['error', 'truncate'], 'a prompt longer than the context', { default: 'error' }),
-  'prefix-cache-mib': opt.int('memory for cached prompt prefixes (KV reused by later turns, sessions and scoring); 0 turns it off', { min: 0, defaultText: '1024' }),
+  'prefix-cache-mib': opt.int('memory for cached prompt prefixes (KV reused by later turns, sessions and scoring); 0 turns it off', { min: 0, defaultText: '1024; paged bf16 caches: at least 32K positions (3.5 GiB for Qwen3-0.6B)' }),
   'prefill-chunk': opt.int('largest number of prompt tokens fed per step (decodes of other requests run between chunks)', { min: 1, defaultText: '256' }),
   'kv-memory-mib': opt.int('cap on memory for KV caches; the context shrinks to what fits', { min: 1, defaultText: 'f32: what fits beside the weights in 4 GiB; bf16: the model\'s context plus the prefix cache' }),
   'kv-dtype': kvDtypeOption,

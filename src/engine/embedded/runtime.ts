@@ -40,10 +40,22 @@ export const PREFILL_CHUNK = 256;
 export const DECODE_SHARE = 0.6;
 /** Default prefix-cache budget. */
 export const PREFIX_CACHE_MIB = 1024;
+/**
+ * Positions the default prefix-cache budget of paged caches holds at least: three OpenClaw-sized
+ * prompts (~10K tokens each). At Qwen3-0.6B's 112 KiB per position, 1,024 MiB held fewer positions
+ * than one such prompt, so nothing was ever cached (an entry larger than the budget is dropped).
+ */
+export const PREFIX_CACHE_MIN_POSITIONS = 32768;
+
+/** The prefix-cache budget when none is asked for: PREFIX_CACHE_MIB, or more for paged caches whose positions are large. */
+export function defaultPrefixCacheBytes(pagedBytesPerPosition: number | null): number {
+  const mib = PREFIX_CACHE_MIB * 2 ** 20;
+  return pagedBytesPerPosition === null ? mib : Math.max(mib, PREFIX_CACHE_MIN_POSITIONS * pagedBytesPerPosition);
+}
 
 export interface RuntimeOptions extends LoadOptions {
   modelId?: string;
-  /** prefix-cache budget in MiB (0 turns the cache off); default 1024, at most what fits */
+  /** prefix-cache budget in MiB (0 turns the cache off); default 1024 (paged caches: at least 32K positions), at most what fits */
   prefixCacheMiB?: number;
   /** largest number of prompt tokens fed in one step; default 256 */
   prefillChunk?: number;
@@ -117,14 +129,15 @@ export class EmbeddedRuntime {
     const arenaPlan = planKvMemory({ ...arenaInput, capMiB: opts.kvMemoryMiB });
     // whether float32 KV for the model's whole context fits beside the weights at all (whatever the cap)
     const arenaHoldsContext = planKvMemory(arenaInput).contextLength >= this.model.maxContext;
-    const wantCacheBytes = (opts.prefixCacheMiB ?? PREFIX_CACHE_MIB) * 2 ** 20;
     const dtype = opts.kvDtype ?? 'auto', readsPages = typeof kernel.attentionPaged === 'function';
     if (dtype === 'bf16' && !readsPages) throw new Error(`bf16 KV caches need a kernel that reads them (native or ts); the ${kernel.name} kernel reads float32 caches in the WebAssembly memory only`);
-    if (dtype === 'bf16' || (dtype === 'auto' && readsPages && !arenaHoldsContext)) {
-      this.pages = new KvPagePool(cfg.numLayers, cfg.numKvHeads, cfg.headDim, kernel.addressOf ? (v) => kernel.addressOf!(v) : null);
+    const paged = dtype === 'bf16' || (dtype === 'auto' && readsPages && !arenaHoldsContext);
+    if (paged) this.pages = new KvPagePool(cfg.numLayers, cfg.numKvHeads, cfg.headDim, kernel.addressOf ? (v) => kernel.addressOf!(v) : null);
+    else this.pages = null;
+    const wantCacheBytes = opts.prefixCacheMiB !== undefined ? opts.prefixCacheMiB * 2 ** 20 : defaultPrefixCacheBytes(this.pages?.bytesPerPosition ?? null);
+    if (this.pages) {
       this.kv = planPagedKvMemory({ bytesPerPosition: this.pages.bytesPerPosition, pagePositions: this.pages.positions, modelContext: this.model.maxContext, prefixCacheBytes: wantCacheBytes, capMiB: opts.kvMemoryMiB });
     } else {
-      this.pages = null;
       this.kv = arenaPlan;
     }
     const cacheBytes = Math.min(this.kv.budgetBytes, wantCacheBytes);
