@@ -323,6 +323,8 @@ export const benchOpenclawCommand = defineCommand({
     'interference-only': opt.flag('measure only the decode during a cold prefill (no sessions; with the cache on)'),
     'decode-share': opt.number('share of idle decode speed the engine keeps for decoders while prompts prefill', { min: 0.05, max: 0.95, defaultText: '0.6' }),
     only: opt.choice(['cache', 'no-cache'], 'make one of the two runs only (default: both, one after the other)'),
+    'memory-sessions': opt.int('instead: N sessions of two turns, each with its own system prompt, reporting the peak prefix-cache bytes, KV pages and RSS against the budgets', { min: 1 }),
+    'memory-system-chars': opt.int('with --memory-sessions: characters of the captured system prompt each session uses', { min: 1, default: 1200 }),
     kernel: kernelOption, 'weights-dtype': weightsDtypeOption, 'kv-dtype': kvDtypeOption,
     'kv-memory-mib': opt.int('cap on memory for KV caches (see serve)', { min: 1 }),
     threads: threadsOption, json: jsonOption,
@@ -331,6 +333,16 @@ export const benchOpenclawCommand = defineCommand({
     const { benchOpenclaw, openclawTable } = await import('../bench/openclaw.ts');
     const here = fileURLToPath(new URL('.', import.meta.url));
     const tokenizerDir = qwen3TokenizerDir('bench openclaw');
+    if (o['memory-sessions'] !== undefined) {
+      const { benchOpenclawSessions, sessionsMemoryTable } = await import('../bench/openclaw-sessions.ts');
+      const m = await benchOpenclawSessions({
+        shape: o.shape, systemTokens: 0, turns: 0, baselineTurns: 0, answerTokens: 8, interferenceMs: 0, sessions: o['memory-sessions'], sessionSystemChars: o['memory-system-chars'],
+        prefixCacheMiB: o['prefix-cache-mib'], threads: o.threads, kernel: o.kernel, weightsDtype: o['weights-dtype'], kvDtype: o['kv-dtype'], kvMemoryMiB: o['kv-memory-mib'],
+        requestsDir: resolve(here, '../bench/openclaw-requests'), log,
+      }, tokenizerDir);
+      process.stdout.write(o.json ? JSON.stringify(m) + '\n' : sessionsMemoryTable(m) + '\n');
+      return;
+    }
     const r = await benchOpenclaw({
       shape: o.shape, systemTokens: o['system-tokens'], turns: o.turns, baselineTurns: o['baseline-turns'], answerTokens: o['answer-tokens'],
       prefixCacheMiB: o['prefix-cache-mib'], threads: o.threads, kernel: o.kernel, weightsDtype: o['weights-dtype'], kvDtype: o['kv-dtype'], kvMemoryMiB: o['kv-memory-mib'], interferenceMs: o['interference-seconds'] * 1000, interferenceOnly: o['interference-only'], decodeShare: o['decode-share'],
