@@ -155,7 +155,7 @@ export async function benchOpenclaw(o: OpenclawBenchOptions, tokenizerDir: strin
       const background: Promise<unknown>[] = [];
       const turns: TurnTiming[] = [], heartbeats: TurnTiming[] = [];
       const history: ChatMessage[] = [{ role: 'system', content: system }];
-      let previous: number[] = [];
+      let previous: number[] = [], firstIds: number[] = [];
       const nTurns = o.interferenceOnly ? 0 : mode === 'cache' ? o.turns : o.baselineTurns;
       for (let t = 0; t < nTurns; t++) {
         const user = t === 0 ? cap.firstUser : `[Sun 2026-11-22 01:4${t} UTC] ${USER_TURNS[(t - 1) % USER_TURNS.length]}`;
@@ -164,6 +164,7 @@ export async function benchOpenclaw(o: OpenclawBenchOptions, tokenizerDir: strin
         const ids = encode([...history, cap.internal], cap.tools);
         const r = await timedSample(engine, `turn ${t + 1}`, ids, params(t + 1));
         r.timing.newTokens = ids.length - sharedPrefix(previous, ids);
+        if (t === 0) firstIds = ids;
         previous = [...ids, ...r.ids];
         turns.push(r.timing);
         o.log(`  ${mode} turn ${t + 1}: prompt ${ids.length} tokens (${r.timing.newTokens} past the previous turn's), first token ${(r.timing.ttftMs / 1000).toFixed(2)} s, decode ${r.timing.decodeTokensPerSec.toFixed(1)} tok/s`);
@@ -188,8 +189,10 @@ export async function benchOpenclaw(o: OpenclawBenchOptions, tokenizerDir: strin
       // without the cache a second session is a cold prefill like turn 1: measured with the cache only
       let second: TurnTiming | null = null;
       if (mode === 'cache' && !o.interferenceOnly) {
-        second = (await timedSample(engine, 'second session', encode([{ role: 'system', content: system }, { role: 'user', content: cap.firstUser.replace('Alice', 'Bob') }, cap.internal], cap.tools), params(77))).timing;
-        o.log(`  ${mode} second session: prompt ${second.promptTokens} tokens, first token ${(second.ttftMs / 1000).toFixed(2)} s`);
+        const secondIds = encode([{ role: 'system', content: system }, { role: 'user', content: cap.firstUser.replace('Alice', 'Bob') }, cap.internal], cap.tools);
+        second = (await timedSample(engine, 'second session', secondIds, params(77))).timing;
+        second.newTokens = secondIds.length - sharedPrefix(firstIds, secondIds);
+        o.log(`  ${mode} second session: prompt ${second.promptTokens} tokens (${second.newTokens} past the first session's), first token ${(second.ttftMs / 1000).toFixed(2)} s (nothing in the background)`);
       }
 
       let interference: ModeResult['interference'] = null;
@@ -242,7 +245,7 @@ export function openclawTable(r: OpenclawBenchResult): string {
   }
   const hb = on.heartbeats.map((h) => h.ttftMs);
   lines.push(`| heartbeat side turns (first; median of the rest) | ${s(hb[0])}; ${s(median(hb.slice(1)))} | | (cold, as turn 1) | |`);
-  if (on.secondSession) lines.push(`| second session, same system prompt (${on.secondSession.promptTokens} tokens) | ${s(on.secondSession.ttftMs)} | ${on.secondSession.decodeTokensPerSec.toFixed(1)} | (cold, as turn 1) | |`);
+  if (on.secondSession) lines.push(`| second session, same system prompt (${on.secondSession.promptTokens} tokens, ${on.secondSession.newTokens} new) | ${s(on.secondSession.ttftMs)} | ${on.secondSession.decodeTokensPerSec.toFixed(1)} | (cold, as turn 1) | |`);
   const pc = on.stats.prefixCache;
   lines.push('', `cache memory ${(pc.bytes / 2 ** 20).toFixed(0)} MiB of a ${(pc.budgetBytes / 2 ** 20).toFixed(0)} MiB budget (KV pages made: ${(on.stats.kvReservedBytes / 2 ** 20).toFixed(0)} MiB) (${pc.entries} entries, ${pc.cachedTokens} positions); ${pc.reusedTokens} of ${pc.lookedUpTokens} looked-up prompt positions reused (${(100 * pc.reusedTokens / Math.max(1, pc.lookedUpTokens)).toFixed(0)}%), ${on.backgroundJobs} background judge/teacher/re-scoring jobs`);
   if (on.interference) {
