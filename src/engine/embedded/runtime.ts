@@ -41,6 +41,12 @@ export const DECODE_SHARE = 0.6;
 /** Default prefix-cache budget. */
 export const PREFIX_CACHE_MIB = 1024;
 /**
+ * Most rows a background step takes: a scoring pass run through the worker, or a low-priority
+ * prompt's share of a step. A user request that arrives meanwhile waits for at most one such step
+ * (~1 s for Qwen3-0.6B at 10K positions on 2 cores), not for a full 256-row chunk.
+ */
+export const BACKGROUND_ROWS = 32;
+/**
  * Positions the default prefix-cache budget of paged caches holds at least: three OpenClaw-sized
  * prompts (~10K tokens each). At Qwen3-0.6B's 112 KiB per position, 1,024 MiB held fewer positions
  * than one such prompt, so nothing was ever cached (an entry larger than the budget is dropped).
@@ -254,7 +260,7 @@ export class EmbeddedRuntime {
       const cache = s.cache!;
       if (s.prefilled) { items.push({ tokens: [s.ids[s.ids.length - 1]], cache, adapter: s.adapter, weights: s.weights }); fed.push(s); sampled.push(true); continue; }
       if (budget === 0 || (userPrompt && s.params.priority === 'low')) continue;
-      const from = cache.length, to = Math.min(s.promptIds.length, from + budget);
+      const from = cache.length, to = Math.min(s.promptIds.length, from + (s.params.priority === 'low' ? Math.min(budget, BACKGROUND_ROWS) : budget));
       items.push({ tokens: s.promptIds.slice(from, to), cache, adapter: s.adapter, weights: s.weights });
       fed.push(s); sampled.push(to === s.promptIds.length);
       budget -= to - from; prefillRows += to - from;
@@ -333,7 +339,7 @@ export class EmbeddedRuntime {
    */
   scoreSteps(requests: ScoreRequest[], opts: ScoreOptions = {}, paced = true): Generator<void, Float32Array[]> {
     const { adapter, weights, caches } = this.scoringSetup(requests, opts);
-    return this.paced(scoreSteps(this.model, requests, adapter, opts.temperature ?? 1, () => this.pacer.rows(paced && this.servingUsers), caches, weights), paced);
+    return this.paced(scoreSteps(this.model, requests, adapter, opts.temperature ?? 1, () => this.scoringRows(paced), caches, weights), paced);
   }
 
   /** `scoreSteps` with each position's top-K and the log-probs of the requests' gatherIds (see Engine.scoreTopK). */
@@ -346,7 +352,13 @@ export class EmbeddedRuntime {
       for (const ids of r.gatherIds) checkTokenIds(ids, V, 'gather id');
     }
     const { adapter, weights, caches } = this.scoringSetup(requests, opts);
-    return this.paced(scoreStepsTopK(this.model, requests, adapter, opts.temperature ?? 1, () => this.pacer.rows(paced && this.servingUsers), k, caches, weights), paced);
+    return this.paced(scoreStepsTopK(this.model, requests, adapter, opts.temperature ?? 1, () => this.scoringRows(paced), k, caches, weights), paced);
+  }
+
+  /** Rows of the next scoring pass: through the worker (paced) at most BACKGROUND_ROWS, and only what the pacer's credit allows while users are in the engine. */
+  private scoringRows(paced: boolean): number {
+    const rows = this.pacer.rows(paced && this.servingUsers);
+    return paced ? Math.min(BACKGROUND_ROWS, rows) : rows;
   }
 
   /** whether a normal-priority sequence is decoding (what the pacer protects) */
