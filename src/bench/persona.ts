@@ -17,6 +17,11 @@ export interface Persona {
   /** opening prompts used for training conversations, and held out for evaluation */
   trainPrompts: string[];
   heldOutPrompts: string[];
+  /**
+   * optional third set of requests, worded unlike both others, for choosing a recipe: `bench personalize`
+   * evaluates them beside the held-out ones, so settings are compared on these and the held-out set stays untuned
+   */
+  validationPrompts?: string[];
   satisfied: Rule;
   feedback: { satisfied: string[]; unsatisfied: string[] };
   /**
@@ -90,6 +95,11 @@ export function validatePersona(v: unknown): Persona {
   if (v.temperature !== undefined) { if (typeof v.temperature !== 'number' || v.temperature < 0 || v.temperature > 2) throw new PersonaError('temperature must be a number from 0 to 2'); p.temperature = v.temperature; }
   const overlap = p.heldOutPrompts.filter((h) => p.trainPrompts.includes(h));
   if (overlap.length) throw new PersonaError(`heldOutPrompts must not repeat trainPrompts (both have ${JSON.stringify(overlap[0])})`);
+  if (v.validationPrompts !== undefined) {
+    p.validationPrompts = strings(v.validationPrompts, 'validationPrompts');
+    const seen = p.validationPrompts.find((x) => p.trainPrompts.includes(x) || p.heldOutPrompts.includes(x));
+    if (seen !== undefined) throw new PersonaError(`validationPrompts must not repeat trainPrompts or heldOutPrompts (${JSON.stringify(seen)})`);
+  }
   return p;
 }
 

@@ -31,6 +31,8 @@ export interface CurvePoint {
   /** fluency by the plain band alone (see bench/evaluate.ts) */
   plainFluentRate: number; plainSatisfiedAndFluentRate: number;
   referenceLogLikelihood: number; seconds: number;
+  /** the same measures on the persona's validation requests (only when it has them): the set recipes are chosen on */
+  validation?: { rate: number; fluentRate: number; satisfiedAndFluentRate: number; plainFluentRate: number; plainSatisfiedAndFluentRate: number };
   /** judge-scored satisfaction: mean over samples of the mean of 5 graded votes (null: not asked, or no valid vote) */
   judgeSatisfaction: number | null;
   /** share of the judge's votes that gave a valid grade */
@@ -54,6 +56,8 @@ export interface PersonalizeResult {
   satisfiedByTurn: number[];
   /** the judge's scores against the user's own verdicts, over every judged training answer */
   judge: JudgeAgreement;
+  /** satisfied-and-fluent on the validation requests at the start and the end (personas with validationPrompts) */
+  validation?: { baseSatisfiedAndFluent: number; finalSatisfiedAndFluent: number; finalFluent: number };
 }
 
 export interface PersonalizeOptions {
@@ -127,11 +131,13 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const userList = Array.from({ length: users }, (_, i) => new SimulatedUser({ baseUrl: `${server.url}/v1`, model: 'policy', persona: o.persona, seed: seed * 1000 + i, id: `u${i}` }));
   const curve: CurvePoint[] = [];
   const samples: RecordedSample[] = [];
-  let band: FluencyBands | undefined;
+  let band: FluencyBands | undefined, valBand: FluencyBands | undefined;
+  const valPersona: Persona | null = o.persona.validationPrompts ? { ...o.persona, heldOutPrompts: o.persona.validationPrompts } : null;
   const gradeBackend = o.judgeSatisfaction ? satisfactionBackend(o.judge ?? JUDGE_DEFAULTS, engine) : null;
   const gradeOptions = { ...SATISFACTION_JUDGE_DEFAULTS, temperature: (o.judge ?? JUDGE_DEFAULTS).temperature, ...(engine.info.contextLength <= COMPACT_CONTEXT_LIMIT && o.judge?.kind === 'self' ? { compact: true, maxTokens: 16 } : {}) };
   const evaluate = async (done: number) => {
     const held = await evaluateHeldOut(engine, o.persona, evalK, band!);
+    const val = valPersona ? await evaluateHeldOut(engine, valPersona, evalK, valBand!) : null;
     const graded = gradeBackend ? await Promise.all(held.samples.map((x) => judgeSatisfaction(gradeBackend, o.persona.description, x.prompt, x.text, gradeOptions))) : null;
     const scored = graded?.map((g) => g.score).filter((x): x is number => x !== null) ?? [];
     const votes = graded?.flatMap((g) => g.grades) ?? [];
@@ -141,11 +147,13 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
       klToBase: trainer.version === 0 ? 0 : await klToBase(engine), referenceLogLikelihood: await referenceLogLikelihood(engine), seconds: (performance.now() - t0) / 1000,
       judgeSatisfaction: scored.length ? scored.reduce((a, b) => a + b, 0) / scored.length : null,
       judgeValidVotes: graded ? votes.filter((v) => v !== null).length / Math.max(1, votes.length) : null,
+      ...(val ? { validation: { rate: val.rate, fluentRate: val.fluentRate, satisfiedAndFluentRate: val.satisfiedAndFluentRate, plainFluentRate: val.plainFluentRate, plainSatisfiedAndFluentRate: val.plainSatisfiedAndFluentRate } } : {}),
     };
     curve.push(point);
     held.samples.forEach((x, i) => samples.push({ conversations: done, policyVersion: trainer.version, ...x, ...(graded ? { judgeScore: graded[i].score, judgeGrades: graded[i].grades } : {}) }));
     o.progress?.(`[${o.persona.name} · ${label}] ${done}/${o.conversations} conversations · version ${trainer.version} · held-out satisfaction ${pct(point.rate)} · ` +
       `satisfied-and-fluent ${pct(point.satisfiedAndFluentRate)} (fluent ${pct(point.fluentRate)}${band!.preference ? `; plain band ${pct(point.plainSatisfiedAndFluentRate)}, fluent ${pct(point.plainFluentRate)}` : ''}) · KL ${point.klToBase.toFixed(3)}` +
+      `${point.validation ? ` · validation satisfied-and-fluent ${pct(point.validation.satisfiedAndFluentRate)} (fluent ${pct(point.validation.fluentRate)})` : ''}` +
       `${graded ? ` · judge-scored ${point.judgeSatisfaction === null ? '–' : point.judgeSatisfaction.toFixed(2)} (${pct(point.judgeValidVotes!)} valid votes)` : ''} · ${point.seconds.toFixed(1)} s`);
   };
   const stableGain = o.stableGain ?? 0.5;
@@ -155,6 +163,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   try {
     o.progress?.(`[${o.persona.name} · ${label}] calibrating fluency on the base model's own held-out samples…`);
     band = await calibrateFluencyCached(engine, o.model, o.persona, evalK);
+    if (valPersona) valBand = await calibrateFluencyCached(engine, o.model, valPersona, evalK);
     await evaluate(0);
     let done = 0, satisfiedSeen = 0;
     while (done < o.conversations) {
@@ -188,6 +197,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
       persona: o.persona.name, method: o.method, label, opdMode, klCoef, seed, baseRate: curve[0].rate, finalRate: curve.at(-1)!.rate, wallSeconds: +((performance.now() - t0) / 1000).toFixed(1),
       baseSatisfiedAndFluent: curve[0].satisfiedAndFluentRate, finalSatisfiedAndFluent: curve.at(-1)!.satisfiedAndFluentRate, finalKlToBase: curve.at(-1)!.klToBase,
       fluencyBand: band.plain, preferenceBand: band.preference, conversations: done, steps: trainer.step, curve, samples, stable: { ...stableNow(), gain: stableGain },
+      ...(curve[0].validation ? { validation: { baseSatisfiedAndFluent: curve[0].validation.satisfiedAndFluentRate, finalSatisfiedAndFluent: curve.at(-1)!.validation!.satisfiedAndFluentRate, finalFluent: curve.at(-1)!.validation!.fluentRate } } : {}),
     };
   } finally {
     await server.close();
@@ -234,6 +244,8 @@ export async function writeReport(outDir: string, runs: PersonalizeResult[]): Pr
       'Judge-scored: mean over held-out samples of the mean of 5 judge grades (0–1), with the share of valid votes.', '',
     `Turns: ${runs[0].turnsPerConversation} judged answer(s) per conversation. Judge vs the user (training answers): ` +
       runs.map((r) => `${r.label}: satisfied ${formatTally(r.judge.satisfied)}, unsatisfied ${formatTally(r.judge.unsatisfied)}, sign agreement ${r.judge.signAgreement === null ? '–' : pct(r.judge.signAgreement)}`).join('; ') + '.', '',
+    ...(runs[0].validation ? [`Validation requests (the set a recipe is chosen on; held-out stays untuned), satisfied-and-fluent base → final: ` +
+      runs.map((r) => r.validation ? `${r.label} ${pct(r.validation.baseSatisfiedAndFluent)} → ${pct(r.validation.finalSatisfiedAndFluent)} (fluent ${pct(r.validation.finalFluent)})` : `${r.label} –`).join(', ') + '.', ''] : []),
     '| method | base | after 50 | after 100 | after 200 | final | fluent (final; base) | stable at | judge-scored (base → final) | conversations | steps | KL to base (final) | wall time |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...runs.map((r) => `| ${r.label} | ${pct(r.baseRate)} / ${pct(r.baseSatisfiedAndFluent)} | ${at(r, 50, 'rate')} / ${at(r, 50, 'satisfiedAndFluentRate')} | ` +

@@ -32,6 +32,9 @@ test('persona validation: clear errors that name the field', () => {
     [{ ...valid, turns: 0 }, /turns must be an integer from 1 to 16/],
     [{ ...valid, turns: 2.5 }, /turns must be an integer from 1 to 16/],
     [{ ...valid, preference: ' ' }, /preference must be a non-empty string/],
+    [{ ...valid, validationPrompts: [] }, /validationPrompts must be an array of at least 1/],
+    [{ ...valid, validationPrompts: [valid.heldOutPrompts[0]] }, /validationPrompts must not repeat trainPrompts or heldOutPrompts/],
+    [{ ...valid, validationPrompts: [valid.trainPrompts[0]] }, /validationPrompts must not repeat trainPrompts or heldOutPrompts/],
   ];
   for (const [p, message] of table) assert.throws(() => validatePersona(p), message, JSON.stringify(p));
   assert.equal(validatePersona(valid).name, 'x');
@@ -57,6 +60,8 @@ test('the shipped personas load: four for stories260K, six written as chat reque
     const p = loadPersona(join(PERSONAS_DIR, `${n}.json`));
     // held-out requests are worded differently from every training request
     assert.ok(p.heldOutPrompts.every((h) => !p.trainPrompts.includes(h)), n);
+    // and a validation set worded unlike both, for choosing a recipe without tuning on the held-out requests
+    assert.ok((p.validationPrompts ?? []).length >= 5, n);
     assert.ok(new Set(p.feedback.unsatisfied).size >= 5, `${n}: feedback in varied words`);
     // multi-turn sessions: praise asks for the next story; the evaluation's second fluency band needs the preference
     assert.ok((p.turns ?? 1) > 1 && p.preference, n);
