@@ -1,0 +1,109 @@
+// The trainer's options and their defaults (the shared recipe, trainer/recipe.ts, plus the knobs only
+// tests and agents change), and the record each step leaves. Kept apart from the loop so that callers
+// that only configure a trainer need not read its machinery.
+import type { LoraSettings } from '../engine/types.ts';
+import { OPD_ADVANTAGE_CLIP, type Method } from '../learn/advantages.ts';
+import { TOPK_DEFAULTS, type HintSelection } from '../learn/topk-opd.ts';
+import { GUARD_DEFAULTS } from '../learn/weights-guard.ts';
+import { IMPORTANCE_CAP } from '../learn/staleness.ts';
+import { RECIPE } from './recipe.ts';
+
+export interface TrainerOptions {
+  method: Method;
+  batchSize: number;
+  /**
+   * drop samples whose behaviour version is more than this many versions behind; null (the default)
+   * trains every sample, stale ones corrected by truncated importance weights (learn/staleness.ts)
+   */
+  maxStaleness: number | null;
+  /** cap on the per-token importance weight π_current/π_behaviour of a stale sample */
+  importanceCap: number;
+  /**
+   * how samples drawn by an older version are trained: 'decoupled' scores them under the current
+   * weights first (an extra forward pass) and takes the clipped ratio against those, weighted by the
+   * truncated importance weight (learn/staleness.ts); 'behaviour' takes the clipped PPO ratio against
+   * the behaviour log-probs themselves — with one optimizer step per batch the ratio is then that
+   * importance weight, so no extra pass is needed, and tokens that moved past the clip range get no gradient
+   */
+  staleCorrection: 'decoupled' | 'behaviour';
+  /**
+   * merge a batch's multi-turn samples whose prompt continues another sample's prompt + response
+   * into one datum (learn/continuations.ts): the same loss, one pass over the shared context
+   */
+  mergeTurns: boolean;
+  /**
+   * the at-least-one rule: a session's first judged turn is kept as a sample even when neutral, if
+   * the session has none yet (advantage 0: it only adds tokens to the batch, and a KL term when β > 0)
+   */
+  keepNeutral: boolean;
+  learningRate: number;
+  /** the learning rate of the step about to be taken, when it changes over the run (default: learningRate throughout) */
+  learningRateAt?: (step: number) => number;
+  clipLow: number;
+  clipHigh: number;
+  /**
+   * β of the k3 KL-to-base term. Default 0.3, chosen by measurement (docs/benchmarks.md, "OPD, top-K
+   * OPD and regularisers"): on stories260k-chat it kept the most satisfied-and-fluent answers over 3 seeds.
+   * With β = 0, binary learns by breaking the text.
+   */
+  klCoef: number;
+  gradClipNorm: number;
+  opdTeacher: 'base' | 'policy';
+  /**
+   * 'token': the teacher's log-prob of each sampled token, A_t = clip(teacher − behaviour, ±opdClip);
+   * 'topk': upstream's top-K distillation over the student's K most likely tokens at each position,
+   * with up to `topk.maxCandidates` hints per turn as teacher candidates (trainer/distill.ts)
+   */
+  opdMode: 'token' | 'topk';
+  /** clip of teacher − behaviour per token in 'token' mode, and of teacher − old per set entry in 'topk' mode */
+  opdClip: number;
+  topk: { k: number; maxCandidates: number; selection: HintSelection };
+  weights: { opd: number; rl: number };
+  overlong: { lMax: number; lCache: number } | null;
+  /**
+   * 'batch' subtracts the batch's mean reward from each sample's reward term (a baseline, as group
+   * normalisation does for groups of answers to one prompt): when most answers fail, a rare success
+   * gets a strong push and routine failures a mild one. 'group' normalises rewards within each group
+   * of samples in the batch that share one prompt, (r − mean)/std (GRPO-style; singletons keep r).
+   * 'recent' subtracts the mean reward over a window of recent samples (this batch's and the ones
+   * before it, learn/baseline.ts): the batch baseline's push without zeroing a batch of equal rewards.
+   * 'none' uses A = r as specified.
+   */
+  rewardBaseline: 'none' | 'batch' | 'group' | 'recent';
+  /**
+   * hindsight answers (trainer/hindsight.ts): an approved answer that came after the user's
+   * correction is also trained, with its reward term, as an answer to the corrected request(s)
+   */
+  hindsight: boolean;
+  /**
+   * scale of negative reward terms (after the baseline): 1 trains failures down as hard as successes
+   * up; 0 learns from approved answers only (the failures still teach through hints and hindsight)
+   */
+  negativeWeight: number;
+  /** the LoRA adapter to train, or null to train every weight (full-parameter) */
+  lora: LoraSettings | null;
+  checkpointEvery: number;
+  checkpointDir: string;
+  /** largest fall of the mean log-prob per canary token from one published version to the next (nats) */
+  maxCanaryDrop: number;
+  pollMs: number;
+  log: (line: string) => void;
+  /** failed runs of the loop (default: log) */
+  error?: (line: string) => void;
+  /** called after every step (published or rejected): metrics.jsonl, version archive, evaluation */
+  onStep?: (record: StepRecord) => void | Promise<void>;
+}
+
+export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
+  method: RECIPE.method, batchSize: RECIPE.batchSize, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, keepNeutral: RECIPE.keepNeutral,
+  klCoef: RECIPE.klCoef, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
+  opdTeacher: 'base', opdMode: 'token', opdClip: OPD_ADVANTAGE_CLIP, topk: { k: TOPK_DEFAULTS.k, maxCandidates: TOPK_DEFAULTS.maxCandidates, selection: TOPK_DEFAULTS.selection },
+  weights: { opd: 1, rl: 1 }, overlong: null, checkpointEvery: 1, maxCanaryDrop: GUARD_DEFAULTS.maxCanaryDrop, pollMs: 200, log: () => {},
+};
+
+export interface StepRecord {
+  step: number | null; status: string; version: number | null; samples: number; tokens: number; loss: number | null; rewardMean: number | null;
+  clipFraction: number | null; kl: number | null; teacherGap: number | null; gradNorm: number | null; stalenessMean: number | null; durationMs: number;
+  /** the stalest sample (versions behind), the mean importance weight over its tokens, and the share of tokens at the cap */
+  stalenessMax?: number | null; importanceWeightMean?: number | null; importanceTruncated?: number | null;
+}
