@@ -117,7 +117,10 @@ test('the whole learning loop runs unchanged on --engine tinker and learns as th
     for (const [name, r] of [['embedded', a], ['over Tinker', b]] as const) {
       console.log(`# ${name}: held-out dog rate ${(r.base * 100).toFixed(0)}% → ${(r.final * 100).toFixed(0)}% in ${r.steps} steps; KL to base ${r.kl.toFixed(3)} nats/token; reference story log-likelihood ${r.refBase.toFixed(3)} → ${r.refFinal.toFixed(3)} per token`);
     }
-    assert.equal(b.steps, a.steps);
+    // the same loop, not the same bits (the test above holds the two paths to 1e-3, not to the bit): at lr 1e-2 the
+    // runs drift apart by rounding, and a batch of all-dog answers has no signal and takes no step, so the step
+    // counts may differ by one (measured: 5 and 6 on the session-6 kernels, 6 and 6 before)
+    assert.ok(Math.abs(b.steps - a.steps) <= 1, `steps: embedded ${a.steps} vs Tinker ${b.steps}`);
     assert.equal(b.version, b.steps);
     assert.ok(b.final >= b.base + 0.25, `Tinker path: ${b.base} → ${b.final}`);
     assert.ok(Math.abs(b.final - a.final) <= 0.15, `embedded ${a.final} vs Tinker ${b.final}`);
