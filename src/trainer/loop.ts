@@ -241,11 +241,16 @@ export class TrainerLoop {
       if (fresh.length < this.o.batchSize) return; // refill the batch on the next round
     }
     const shifted = this.baselineShifts(fresh, promptIdsOf);
-    let data: Datum[] = fresh.map((r) => ({
-      promptIds: promptIdsOf.get(r.turn_id)!, responseIds: this.store.decodeIds(r.response_ids), behaviourLogprobs: JSON.parse(r.response_logprobs),
-      advantages: (JSON.parse(r.advantages) as number[]).map((a) => { const t = this.rewardTerm(r, shifted); return t === null ? a : a + this.o.weights.rl * (t - r.reward!); }),
-      lossMask: JSON.parse(r.loss_mask), teacherLogprobs: r.teacher_logprobs ? JSON.parse(r.teacher_logprobs) : undefined, temperature: r.temperature,
-    }));
+    let data: Datum[] = fresh.map((r) => {
+      // the reward term after the baseline replaces the raw reward inside each token's advantage
+      const t = this.rewardTerm(r, shifted);
+      const shift = t === null ? 0 : this.o.weights.rl * (t - r.reward!);
+      return {
+        promptIds: promptIdsOf.get(r.turn_id)!, responseIds: this.store.decodeIds(r.response_ids), behaviourLogprobs: JSON.parse(r.response_logprobs),
+        advantages: t === null ? JSON.parse(r.advantages) : (JSON.parse(r.advantages) as number[]).map((a) => a + shift),
+        lossMask: JSON.parse(r.loss_mask), teacherLogprobs: r.teacher_logprobs ? JSON.parse(r.teacher_logprobs) : undefined, temperature: r.temperature,
+      };
+    });
     let distillNote = '';
     if (this.o.opdMode === 'topk' && this.o.method !== 'binary') {
       // which samples get a distillation set: those with hints, and in combine also rewarded ones without (teacher on the same prompt)
