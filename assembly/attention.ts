@@ -1,5 +1,5 @@
 // Causal grouped-query attention over KV caches, forward and backward.
-import { fma, dot4, axpy, exp4, hsum } from './common';
+import { fma, dot4, axpy, exp4, hsum, EXP4_C } from './common';
 
 /**
  * The unnormalised attention weights of one query head: scratch[j - start] = e^(q·k_j·scale − max)
@@ -123,27 +123,6 @@ export function attention_backward(dq: usize, lddq: i32, dout: usize, out: usize
 // of an 8-float accumulator. Here four keys' products are summed across lanes together (reduce4), the
 // output and dq accumulators stay in registers, and the scale is folded into q once per head.
 
-/**
- * exp4 of common.ts, bit for bit, with the rounding to an integer done by adding 1.5·2^23 (round to nearest even, as
- * f32x4.nearest) and the integer read from the sum's low bits, instead of nearest + trunc_sat (several instructions
- * each on x64). Exact for the clamped range (|x·log2 e| < 2^22).
- */
-// exp4's constants, in memory: read once per loop into registers (as v128.const inside the loop V8 rebuilds each
-// one on every iteration)
-const EXP_C = memory.data<f32>([
-  -87.3365478515625, -87.3365478515625, -87.3365478515625, -87.3365478515625,
-  1.44269504088896341, 1.44269504088896341, 1.44269504088896341, 1.44269504088896341,
-  12582912.0, 12582912.0, 12582912.0, 12582912.0,
-  0.693359375, 0.693359375, 0.693359375, 0.693359375,
-  -2.12194440e-4, -2.12194440e-4, -2.12194440e-4, -2.12194440e-4,
-  1.0 / 720.0, 1.0 / 720.0, 1.0 / 720.0, 1.0 / 720.0,
-  1.0 / 120.0, 1.0 / 120.0, 1.0 / 120.0, 1.0 / 120.0,
-  1.0 / 24.0, 1.0 / 24.0, 1.0 / 24.0, 1.0 / 24.0,
-  1.0 / 6.0, 1.0 / 6.0, 1.0 / 6.0, 1.0 / 6.0,
-  0.5, 0.5, 0.5, 0.5,
-  1.0, 1.0, 1.0, 1.0,
-], 16);
-
 /** [Σ a, Σ b, Σ c, Σ d]: the lane sums of four vectors. */
 @inline function reduce4(a: v128, b: v128, c: v128, d: v128): v128 {
   const ab = f32x4.add(f32x4.shuffle(a, b, 0, 4, 1, 5), f32x4.shuffle(a, b, 2, 6, 3, 7));
@@ -199,8 +178,8 @@ const EXP_C = memory.data<f32>([
   // e^(s − max): exp4 of common.ts, bit for bit for finite inputs (s − max ≤ 0, so only its lower clamp can act; a
   // relaxed max, one instruction, where f32x4.max takes several), with the rounding to an integer done by adding
   // 1.5·2^23 and the integer read from the sum's low bits (instead of nearest + trunc_sat)
-  const lo = v128.load(EXP_C), log2e = v128.load(EXP_C, 16), magic = v128.load(EXP_C, 32), ln2hi = v128.load(EXP_C, 48), ln2lo = v128.load(EXP_C, 64);
-  const c6 = v128.load(EXP_C, 80), c5 = v128.load(EXP_C, 96), c4 = v128.load(EXP_C, 112), c3 = v128.load(EXP_C, 128), c2 = v128.load(EXP_C, 144), c1 = v128.load(EXP_C, 160);
+  const lo = v128.load(EXP4_C, 16), log2e = v128.load(EXP4_C, 32), magic = v128.load(EXP4_C, 176), ln2hi = v128.load(EXP4_C, 48), ln2lo = v128.load(EXP4_C, 64);
+  const c6 = v128.load(EXP4_C, 80), c5 = v128.load(EXP4_C, 96), c4 = v128.load(EXP4_C, 112), c3 = v128.load(EXP4_C, 128), c2 = v128.load(EXP4_C, 144), c1 = v128.load(EXP4_C, 160);
   const bias = i32x4.sub(i32x4.splat(127), magic);
   let acc = zero;
   for (let i = 0; i < n; i += 4) {

@@ -66,7 +66,8 @@
 // (relative error < 2e-7 on that interval), 2^n built in the exponent bits. Inputs are clamped to
 // the float32 range of e^x. The constants are read from memory: as v128.const inside a loop V8 rebuilds
 // each one on every iteration, and loads are cheaper (the values, and so the results, are the same).
-const EXP4_C = memory.data<f32>([
+// The last row, 1.5·2^23, is attention.ts's rounding constant (its exp takes the rest of this table too).
+export const EXP4_C = memory.data<f32>([
   88.3762626647949, 88.3762626647949, 88.3762626647949, 88.3762626647949,
   -87.3365478515625, -87.3365478515625, -87.3365478515625, -87.3365478515625,
   1.44269504088896341, 1.44269504088896341, 1.44269504088896341, 1.44269504088896341,
@@ -78,6 +79,7 @@ const EXP4_C = memory.data<f32>([
   1.0 / 6.0, 1.0 / 6.0, 1.0 / 6.0, 1.0 / 6.0,
   0.5, 0.5, 0.5, 0.5,
   1.0, 1.0, 1.0, 1.0,
+  12582912.0, 12582912.0, 12582912.0, 12582912.0,
 ], 16);
 
 @inline export function exp4(x: v128): v128 {
