@@ -417,9 +417,29 @@ static void FN(dtile_any)(int dt, int R, int J, const float *x, long xs, long xs
   else FN(dtile_any_t)(DT_F32, R, J, x, xs, xstep, y, ys, ystep, sc, groups, rem, c, ldc, acc);
 }
 
+/*
+ * A short inner dimension (K ≤ NT_SHORT_K: a LoRA product through its rank) would spend the dot tiles'
+ * time on one horizontal sum per output; instead B's columns are transposed, NT_SLAB at a time, into
+ * a [K × slab] block on the stack and multiplied by gemm_nn's broadcast tiles: each output is then
+ * one chain over k in order. Which path an output takes depends on K only, never on M, the column
+ * range or the thread, so sampling and scoring still agree bit for bit.
+ */
+#define NT_SHORT_K 32
+#define NT_SLAB 256
+
 /* gemm_nt: C[m, n] (+)= Σ_k A[m, k]·B[n, k] for columns [n0, n1) (B in the [out, in] layout). */
 void FN(gemm_nt)(const float *a, const float *b, float *c, long M, long n0, long n1, long K, long lda, long ldb, long ldc,
                  int acc) {
+  if (K > 0 && K <= NT_SHORT_K) {
+    float bt[NT_SHORT_K * NT_SLAB];
+    for (long s0 = n0; s0 < n1; s0 += NT_SLAB) {
+      const long w = n1 - s0 < NT_SLAB ? n1 - s0 : NT_SLAB;
+      for (long n = 0; n < w; n++)
+        for (long k = 0; k < K; k++) bt[k * w + n] = b[(s0 + n) * ldb + k];
+      FN(gemm_nn)(a, bt, c + s0, M, 0, w, K, lda, w, ldc, acc);
+    }
+    return;
+  }
   const long groups = K / 8;
   const int rem = (int)(K % 8);
   for (long m = 0; m < M; m += DOT_ROWS) {

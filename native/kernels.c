@@ -28,6 +28,12 @@ DECLARE(avx512_)
 /* attention-avx2.c (one AVX2 build for every machine) */
 void attention_paged_bf16(const float *q, long ldq, float *out, const int32_t *tiles, const double *pages, long u0, long u1,
                           long nTiles, long nHeads, long nKv, long hd, long layer, long P, long window, float scale);
+/* attention-f32-avx2.c (float32 key/value blocks: training, and serving with float32 caches) */
+void attention_f32(const char *base, const float *q, long ldq, float *out, const int32_t *tiles, long u0, long u1, long nTiles,
+                   long nHeads, long nKv, long hd, long window, float scale);
+int attention_backward_f32(const char *base, float *dq, long lddq, const float *dout, const float *out, const float *q, long ldq,
+                           const int32_t *table, const int32_t *segs, long p0, long p1, long nHeads, long nKv, long hd, long window,
+                           float scale);
 
 static struct {
   const char *name;
@@ -147,6 +153,49 @@ static napi_value js_attention_paged_bf16(napi_env env, napi_callback_info info)
   return NULL;
 }
 
+/* reads `na` addresses, then `ni` integers, then a float (the scale) from exactly na + ni + 1 arguments */
+static int read_mixed(napi_env env, napi_callback_info info, size_t na, size_t ni, double *addr, int64_t *ints, double *scale) {
+  size_t argc = 20;
+  napi_value argv[20];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc != na + ni + 1) return 0;
+  for (size_t i = 0; i < na; i++)
+    if (napi_get_value_double(env, argv[i], &addr[i]) != napi_ok) return 0;
+  for (size_t i = 0; i < ni; i++)
+    if (napi_get_value_int64(env, argv[na + i], &ints[i]) != napi_ok) return 0;
+  return napi_get_value_double(env, argv[na + ni], scale) == napi_ok;
+}
+
+#define ADDR(x) ((const char *)(uintptr_t)(x))
+
+/* attention_f32(base, q, out, tiles: addresses; ldq, u0, u1, nTiles, nHeads, nKv, hd, window: integers; scale) */
+static napi_value js_attention_f32(napi_env env, napi_callback_info info) {
+  double a[4], scale;
+  int64_t n[8];
+  if (!read_mixed(env, info, 4, 8, a, n, &scale) || n[6] % 16 != 0 || n[6] <= 0 || n[6] > 256 || n[5] <= 0 || n[4] % n[5] != 0 ||
+      n[4] / n[5] > 48) {
+    napi_throw_error(env, NULL, "native kernels: attention_f32 takes 4 addresses, 8 integers (head dim a multiple of 16, at most 256; at most 48 query heads per key/value head) and a scale");
+    return NULL;
+  }
+  attention_f32(ADDR(a[0]), (const float *)ADDR(a[1]), (long)n[0], (float *)ADDR(a[2]), (const int32_t *)ADDR(a[3]), (long)n[1], (long)n[2],
+                (long)n[3], (long)n[4], (long)n[5], (long)n[6], (long)n[7], (float)scale);
+  return NULL;
+}
+
+/* attention_backward_f32(base, dq, dout, out, q, table, segs: addresses; lddq, ldq, p0, p1, nHeads, nKv, hd, window: integers; scale) */
+static napi_value js_attention_backward_f32(napi_env env, napi_callback_info info) {
+  double a[7], scale;
+  int64_t n[8];
+  if (!read_mixed(env, info, 7, 8, a, n, &scale) || n[6] % 16 != 0 || n[6] <= 0 || n[6] > 256 || n[5] <= 0 || n[4] % n[5] != 0) {
+    napi_throw_error(env, NULL, "native kernels: attention_backward_f32 takes 7 addresses, 8 integers (head dim a multiple of 16, at most 256) and a scale");
+    return NULL;
+  }
+  if (attention_backward_f32(ADDR(a[0]), (float *)ADDR(a[1]), (long)n[0], (const float *)ADDR(a[2]), (const float *)ADDR(a[3]),
+                             (const float *)ADDR(a[4]), (long)n[1], (const int32_t *)ADDR(a[5]), (const int32_t *)ADDR(a[6]), (long)n[2],
+                             (long)n[3], (long)n[4], (long)n[5], (long)n[6], (long)n[7], (float)scale) != 0)
+    napi_throw_error(env, NULL, "native kernels: attention_backward_f32 could not allocate its scratch memory");
+  return NULL;
+}
+
 NAPI_MODULE_INIT() {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, choose_isa);
@@ -163,6 +212,8 @@ NAPI_MODULE_INIT() {
       {"gemm_nn", NULL, js_gemm_nn, NULL, NULL, NULL, napi_default, NULL},
       {"gemm_tn", NULL, js_gemm_tn, NULL, NULL, NULL, napi_default, NULL},
       {"attention_paged_bf16", NULL, js_attention_paged_bf16, NULL, NULL, NULL, napi_default, NULL},
+      {"attention_f32", NULL, js_attention_f32, NULL, NULL, NULL, napi_default, NULL},
+      {"attention_backward_f32", NULL, js_attention_backward_f32, NULL, NULL, NULL, napi_default, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
   return exports;

@@ -37,6 +37,7 @@ export function buildNative(out = OUT) {
     ['kernels.c', []],
     ['gemm-avx2.c', ['-mavx2', '-mfma']],
     ['attention-avx2.c', ['-mavx2', '-mfma']],
+    ['attention-f32-avx2.c', ['-mavx2', '-mfma']],
     ['gemm-avx512.c', ['-mavx512f', '-mavx512vl', '-mavx512bw', '-mavx512dq', '-mfma']],
   ];
   const objects = units.map(([file]) => join(dirname(out), `${file}.${process.pid}.o`));

@@ -146,12 +146,13 @@ test('packed weights, float32, bfloat16 and int8: forward C = A·Wᵀ and backwa
   }
 });
 
-test('WASM attention matches the TypeScript attention: GQA, rows at different positions of different caches, sliding window', async () => {
+test('WASM and native attention match the TypeScript attention: GQA, rows at different positions of different caches, sliding window', async () => {
   const arena = new Arena();
   const ts = new TsKernel(), w1 = new WasmKernel(arena, 1), w2 = new WasmKernel(arena, 2);
+  const nat = nativeKernels(arena);
   const rng = new Rng(7);
   try {
-    for (const [numHeads, numKvHeads, headDim, slidingWindow] of [[4, 2, 8, null], [8, 4, 8, 6], [9, 3, 64, null], [6, 6, 10, 5], [16, 8, 128, null]] as const) {
+    for (const [numHeads, numKvHeads, headDim, slidingWindow] of [[4, 2, 8, null], [8, 4, 8, 6], [9, 3, 64, null], [6, 6, 10, 5], [16, 8, 128, null], [9, 3, 64, 70], [4, 4, 16, null], [6, 2, 32, null]] as const) {
       const kvDim = numKvHeads * headDim, qDim = numHeads * headDim, ldq = qDim + 7;
       const caches = [40, 300].map((n) => {
         const k = arena.alloc(n * kvDim), v = arena.alloc(n * kvDim);
@@ -164,7 +165,7 @@ test('WASM attention matches the TypeScript attention: GQA, rows at different po
       const rows = rowPos.length;
       const q = arena.alloc(rows * ldq);
       for (let i = 0; i < q.length; i++) q[i] = (rng.next() * 2 - 1) * 3;
-      const outs = [ts, w1, w2].map((kern) => {
+      const outs = [ts, w1, w2, ...nat].map((kern) => {
         const out = arena.alloc(rows * qDim);
         kern.attention({ q, ldq, out, rows, rowK: which.map((c) => caches[c].k), rowV: which.map((c) => caches[c].v), rowPos }, { numHeads, numKvHeads, headDim, slidingWindow });
         return out;
@@ -172,19 +173,49 @@ test('WASM attention matches the TypeScript attention: GQA, rows at different po
       for (const o of outs.slice(1)) for (let i = 0; i < o.length; i++) assert.ok(Math.abs(o[i] - outs[0][i]) < 2e-5, `heads ${numHeads}/${numKvHeads}×${headDim} window ${slidingWindow} at ${i}: ${o[i]} vs ${outs[0][i]}`);
     }
   } finally {
-    await w1.close(); await w2.close();
+    await w1.close(); await w2.close(); for (const k of nat) await k.close();
   }
 });
 
-test('WASM attention backward matches the TypeScript one: several sequences, GQA, sliding window, 1 and 2 threads', async () => {
+test('native attention over float32 caches: a query gives the same bits alone (a decode row) as inside a prefill run', async (t) => {
+  const arena = new Arena();
+  const nat = nativeKernels(arena);
+  if (nat.length === 0) { t.skip('the native addon is not built here'); return; }
+  const rng = new Rng(11);
+  try {
+    for (const [numHeads, numKvHeads, headDim, slidingWindow] of [[9, 3, 64, null], [16, 8, 128, null], [6, 2, 32, 50]] as const) {
+      const kvDim = numKvHeads * headDim, qDim = numHeads * headDim, shape = { numHeads, numKvHeads, headDim, slidingWindow };
+      const n = 200, k = arena.alloc(n * kvDim), v = arena.alloc(n * kvDim), q = arena.alloc(n * qDim);
+      for (const x of [k, v, q]) for (let i = 0; i < x.length; i++) x[i] = rng.next() * 2 - 1;
+      for (const kern of nat) {
+        const all = arena.alloc(n * qDim);
+        kern.attention({ q, ldq: qDim, out: all, rows: n, rowK: Array(n).fill(k), rowV: Array(n).fill(v), rowPos: Int32Array.from({ length: n }, (_, i) => i) }, shape);
+        for (const r of [0, 5, 63, 64, 65, 130, 199]) {
+          const one = arena.alloc(qDim);
+          kern.attention({ q: q.subarray(r * qDim), ldq: qDim, out: one, rows: 1, rowK: [k], rowV: [v], rowPos: Int32Array.of(r) }, shape);
+          for (let i = 0; i < qDim; i++) assert.equal(one[i], all[r * qDim + i], `${kern.name} ${numHeads}/${numKvHeads}×${headDim} row ${r} at ${i}`);
+          arena.free(one);
+        }
+        arena.free(all);
+      }
+    }
+  } finally {
+    for (const k of nat) await k.close();
+  }
+});
+
+test('WASM and native attention backward match the TypeScript one: several sequences, GQA, sliding window, 1 and 2 threads', async () => {
   const arena = new Arena();
   const ts = new TsKernel(), w1 = new WasmKernel(arena, 1), w2 = new WasmKernel(arena, 2);
+  const nat = nativeKernels(arena);
   const rng = new Rng(8);
   const fill = (a: Float32Array, k = 1) => { for (let i = 0; i < a.length; i++) a[i] = (rng.next() * 2 - 1) * k; return a; };
   try {
-    for (const [numHeads, numKvHeads, headDim, slidingWindow] of [[4, 2, 8, null], [8, 4, 8, 6], [9, 3, 64, null], [6, 6, 10, 5]] as const) {
+    for (const [numHeads, numKvHeads, headDim, slidingWindow, lengths] of [
+      [4, 2, 8, null, [7, 40, 3]], [8, 4, 8, 6, [7, 40, 3]], [9, 3, 64, null, [7, 40, 3]], [6, 6, 10, 5, [7, 40, 3]],
+      [9, 3, 64, null, [70, 1, 131]], [9, 3, 64, 20, [70, 1, 45]], [16, 8, 128, null, [37, 66]], [4, 2, 16, null, [5, 19]],
+    ] as const) {
       const kvDim = numKvHeads * headDim, qDim = numHeads * headDim, ldq = qDim + 2 * kvDim;
-      const lengths = [7, 40, 3];
       const rows = lengths.reduce((a, b) => a + b, 0);
       const K = lengths.map((n) => fill(arena.alloc(n * kvDim))), V = lengths.map((n) => fill(arena.alloc(n * kvDim)));
       const rowK: Float32Array[] = [], rowV: Float32Array[] = [], pos: number[] = [], seqOf: number[] = [];
@@ -193,7 +224,7 @@ test('WASM attention backward matches the TypeScript one: several sequences, GQA
       const q = fill(arena.alloc(rows * ldq), 2), dOut = fill(arena.alloc(rows * qDim));
       const out = arena.alloc(rows * qDim);
       ts.attention({ q, ldq, out, rows, rowK, rowV, rowPos }, { numHeads, numKvHeads, headDim, slidingWindow });
-      const results = [ts, w1, w2].map((kern) => {
+      const results = [ts, w1, w2, ...nat].map((kern) => {
         const dq = arena.alloc(rows * ldq);
         const dK = lengths.map((n) => arena.alloc(n * kvDim)), dV = lengths.map((n) => arena.alloc(n * kvDim));
         kern.attentionBackward({ q, ldq, out, rows, rowK, rowV, rowPos, dOut, dq, lddq: ldq, rowDK: seqOf.map((s) => dK[s]), rowDV: seqOf.map((s) => dV[s]) }, { numHeads, numKvHeads, headDim, slidingWindow });
@@ -207,7 +238,7 @@ test('WASM attention backward matches the TypeScript one: several sequences, GQA
       }
     }
   } finally {
-    await w1.close(); await w2.close();
+    await w1.close(); await w2.close(); for (const k of nat) await k.close();
   }
 });
 

@@ -1,6 +1,7 @@
 // The native kernel backend: the matrix multiplies (float32 arithmetic; packed weights float32, bf16 or int8) run in a small C addon (native/, built
 // by scripts/build-native.mjs at install or build time) with AVX-512 or AVX2, chosen at load time;
-// attention, SwiGLU and the loss head stay on the WebAssembly kernels. Both run on the same worker
+// so does attention (paged bfloat16 caches, and float32 blocks with head sizes that are multiples of
+// 16); SwiGLU, the loss head and other attention shapes stay on the WebAssembly kernels. Both run on the same worker
 // pool over the same shared memory, so a job is split between threads exactly as before and each
 // thread calls the addon on its own chunks. Where the addon is missing (no C compiler at install,
 // another CPU) `createKernel` falls back to WebAssembly; `--kernel wasm` or OPENCLAW_RL_KERNEL=wasm
@@ -9,12 +10,12 @@ import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Arena } from '../arena.ts';
-import type { MatmulOptions, PagedAttentionBatch } from './kernel.ts';
+import type { AttentionBackwardBatch, AttentionBatch, MatmulOptions, PagedAttentionBatch } from './kernel.ts';
 import type { AttentionShape } from '../ops/attention.ts';
 import type { PackedMatrix } from './packed.ts';
 import { WasmKernel } from './wasm.ts';
 import { isExternal } from '../weight-memory.ts';
-import { OP_NATIVE_NT, OP_NATIVE_NN, OP_NATIVE_TN, OP_NATIVE_PACKED, OP_NATIVE_PACKED_T, OP_NATIVE_PACKED_BF16, OP_NATIVE_PACKED_T_BF16, OP_NATIVE_PACKED_I8, OP_NATIVE_PACKED_T_I8, OP_NATIVE_ATTENTION_PAGED, floatBits } from './wasm-pool.ts';
+import { OP_NATIVE_NT, OP_NATIVE_NN, OP_NATIVE_TN, OP_NATIVE_PACKED, OP_NATIVE_PACKED_T, OP_NATIVE_PACKED_BF16, OP_NATIVE_PACKED_T_BF16, OP_NATIVE_PACKED_I8, OP_NATIVE_PACKED_T_I8, OP_NATIVE_ATTENTION_PAGED, OP_NATIVE_ATTENTION_F32, OP_NATIVE_ATTENTION_BACKWARD_F32, floatBits } from './wasm-pool.ts';
 
 const PACKED_OP = { f32: OP_NATIVE_PACKED, bf16: OP_NATIVE_PACKED_BF16, int8: OP_NATIVE_PACKED_I8 } as const;
 const PACKED_T_OP = { f32: OP_NATIVE_PACKED_T, bf16: OP_NATIVE_PACKED_T_BF16, int8: OP_NATIVE_PACKED_T_I8 } as const;
@@ -33,10 +34,26 @@ export interface NativeAddon {
   gemm_nn(a: number, b: number, c: number, M: number, n0: number, n1: number, K: number, lda: number, ldb: number, ldc: number, acc: number): void;
   gemm_tn(a: number, b: number, c: number, i0: number, i1: number, N: number, M: number, lda: number, ldb: number, ldc: number, acc: number): void;
   attention_paged_bf16(q: number, out: number, tiles: number, pages: number, ldq: number, u0: number, u1: number, nTiles: number, nHeads: number, nKv: number, hd: number, layer: number, P: number, window: number, scale: number): void;
+  attention_f32(base: number, q: number, out: number, tiles: number, ldq: number, u0: number, u1: number, nTiles: number, nHeads: number, nKv: number, hd: number, window: number, scale: number): void;
+  attention_backward_f32(base: number, dq: number, dout: number, out: number, q: number, table: number, segs: number, lddq: number, ldq: number, p0: number, p1: number, nHeads: number, nKv: number, hd: number, window: number, scale: number): void;
 }
 
 /** Query vectors one attention work unit holds at most (MAX_Q in native/attention-avx2.c). */
 const ATTENTION_MAX_Q = 32;
+/** The same for the float32-block forward (MAX_QF in native/attention-f32-avx2.c). */
+const ATTENTION_F32_MAX_Q = 48;
+/**
+ * Positions a native backward unit sees at most: its probabilities and score gradients are two
+ * [rows × positions] float32 scratch matrices (8 MiB each here); longer sequences take the
+ * WebAssembly backward, which holds one row of scores at a time.
+ */
+const ATTENTION_BACKWARD_MAX_POSITIONS = 1024;
+
+/** Chunks per thread of a many-row dX product (see matmulPackedT); fewer chunks copy less, more balance better. */
+const PACKED_T_CHUNKS_PER_THREAD = 2;
+
+/** Head sizes the float32-block attention of the addon takes: multiples of 16, at most 256 (others run on WebAssembly). */
+function nativeHeadDim(s: AttentionShape): boolean { return s.headDim % 16 === 0 && s.headDim <= 256 && s.numHeads / s.numKvHeads <= ATTENTION_F32_MAX_Q; }
 
 /** Where the build puts the addon (the same relative place from src/ and from dist/); OPENCLAW_RL_NATIVE_PATH overrides it. */
 export function nativeAddonPath(): string {
@@ -119,6 +136,60 @@ export class NativeKernel extends WasmKernel {
       [b.q.byteOffset, b.ldq, b.out.byteOffset, t.byteOffset, pt.byteOffset, nTiles, s.numHeads, s.numKvHeads, s.headDim, b.layer, P, s.slidingWindow ?? 0, floatBits(1 / Math.sqrt(s.headDim))]);
   }
 
+  /**
+   * Attention over float32 key/value blocks (native/attention-f32-avx2.c): rows of one block at
+   * consecutive positions are cut into tiles of up to ATTENTION_F32_MAX_Q / group rows; a work unit
+   * is one key/value head of one tile, head-major. Each query's result does not depend on its tile.
+   */
+  override attention(b: AttentionBatch, s: AttentionShape): void {
+    if (!nativeHeadDim(s)) { super.attention(b, s); return; }
+    const group = s.numHeads / s.numKvHeads, tileRows = Math.max(1, Math.floor(ATTENTION_F32_MAX_Q / group));
+    const tiles: number[] = [];
+    let maxPos = 0;
+    for (let r = 0; r < b.rows;) {
+      const k = b.rowK[r], v = b.rowV[r];
+      let n = 1;
+      while (r + n < b.rows && n < tileRows && b.rowK[r + n] === k && b.rowV[r + n] === v && b.rowPos[r + n] === b.rowPos[r] + n) n++;
+      tiles.push(r, n, b.rowPos[r], k.byteOffset, v.byteOffset);
+      maxPos = Math.max(maxPos, b.rowPos[r] + n);
+      r += n;
+    }
+    const nTiles = tiles.length / 5;
+    const t = this.ints('attention-f32-tiles', tiles.length);
+    t.set(tiles);
+    this.dispatch(OP_NATIVE_ATTENTION_F32, nTiles * s.numKvHeads, b.rows * s.numHeads * maxPos * s.headDim,
+      [b.q.byteOffset, b.ldq, b.out.byteOffset, t.byteOffset, nTiles, s.numHeads, s.numKvHeads, s.headDim, s.slidingWindow ?? 0, floatBits(1 / Math.sqrt(s.headDim))]);
+  }
+
+  /**
+   * The training backward on the addon when every sequence's rows sit at consecutive positions and
+   * see at most ATTENTION_BACKWARD_MAX_POSITIONS keys; otherwise the WebAssembly one. A work unit
+   * is one (sequence, key/value head), as there.
+   */
+  override attentionBackward(b: AttentionBackwardBatch, s: AttentionShape): void {
+    if (!nativeHeadDim(s)) { super.attentionBackward(b, s); return; }
+    const seqs: number[] = [];
+    for (let r = 0; r < b.rows; r++) {
+      const first = r === 0 || b.rowK[r] !== b.rowK[r - 1];
+      if (!first && b.rowPos[r] !== b.rowPos[r - 1] + 1) { super.attentionBackward(b, s); return; }
+      if (first) seqs.push(r, 1); else seqs[seqs.length - 1]++;
+    }
+    const window = s.slidingWindow ?? 0;
+    for (let i = 0; i < seqs.length; i += 2) {
+      const pos0 = b.rowPos[seqs[i]], last = pos0 + seqs[i + 1] - 1, first = window > 0 ? Math.max(0, pos0 - window + 1) : 0;
+      if (last - first + 1 > ATTENTION_BACKWARD_MAX_POSITIONS) { super.attentionBackward(b, s); return; }
+    }
+    const t = this.ints('attention-backward', b.rows * 5);
+    for (let r = 0; r < b.rows; r++) {
+      t[5 * r] = b.rowK[r].byteOffset; t[5 * r + 1] = b.rowV[r].byteOffset; t[5 * r + 2] = b.rowDK[r].byteOffset; t[5 * r + 3] = b.rowDV[r].byteOffset; t[5 * r + 4] = b.rowPos[r];
+    }
+    const segs = this.ints('attention-backward-seqs', seqs.length);
+    segs.set(seqs);
+    const units = (seqs.length / 2) * s.numKvHeads;
+    this.dispatch(OP_NATIVE_ATTENTION_BACKWARD_F32, units, units > 1 ? b.rows * s.numHeads * s.headDim : 0,
+      [b.dq.byteOffset, b.lddq, b.dOut.byteOffset, b.out.byteOffset, b.q.byteOffset, b.ldq, t.byteOffset, segs.byteOffset, s.numHeads, s.numKvHeads, s.headDim, window, floatBits(1 / Math.sqrt(s.headDim))]);
+  }
+
   override matmulNT(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {
     const lda = opts.lda ?? k, ldb = opts.ldb ?? k, ldc = opts.ldc ?? n, acc = opts.accumulate ? 1 : 0;
     this.dispatch(OP_NATIVE_NT, n, m * n * k, [a.byteOffset, b.byteOffset, c.byteOffset, m, k, lda, ldb, ldc, acc, 0, 0]);
@@ -134,7 +205,10 @@ export class NativeKernel extends WasmKernel {
   override matmulPackedT(c: Float32Array, a: Float32Array, w: PackedMatrix, m: number, opts: MatmulOptions = {}): void {
     const K = w.cols, N = w.rows, lda = opts.lda ?? N, ldc = opts.ldc ?? K, acc = opts.accumulate ? 1 : 0;
     const [offset, lo, hi] = this.weightsAt(w);
-    this.dispatch(PACKED_T_OP[w.dtype ?? 'f32'], K, m * N * K, [a.byteOffset, offset, c.byteOffset, m, K, N, lda, ldc, acc, lo, hi]);
+    // many rows (training's dX): every chunk copies the rows' dY columns it reads, once per block of W
+    // (native/gemm.h, packed_t_unpacked), so chunks are wide: about PACKED_T_CHUNKS_PER_THREAD per thread
+    const tile = m >= 8 ? Math.max(48, Math.ceil(K / (PACKED_T_CHUNKS_PER_THREAD * this.threads) / 48) * 48) : undefined;
+    this.dispatch(PACKED_T_OP[w.dtype ?? 'f32'], K, m * N * K, [a.byteOffset, offset, c.byteOffset, m, K, N, lda, ldc, acc, lo, hi], tile);
   }
 
   override matmulNN(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {

@@ -17,6 +17,8 @@ export const OP_NATIVE_NT = 11, OP_NATIVE_NN = 12, OP_NATIVE_TN = 13, OP_NATIVE_
 export const OP_NATIVE_PACKED_I8 = 18, OP_NATIVE_PACKED_T_I8 = 19, OP_PACKED_I8 = 20, OP_PACKED_T_I8 = 21;
 /** attention over paged bfloat16 KV caches on the native addon (native.ts attentionPaged; its own parameters, see exec); a number well apart from the products' */
 export const OP_NATIVE_ATTENTION_PAGED = 32;
+/** attention over float32 key/value blocks on the native addon, forward and backward (native.ts attention, attentionBackward) */
+export const OP_NATIVE_ATTENTION_F32 = 33, OP_NATIVE_ATTENTION_BACKWARD_F32 = 34;
 
 function isNativeOp(op: number): boolean { return op >= OP_NATIVE_NT && op <= OP_NATIVE_PACKED_T_I8; }
 
@@ -25,7 +27,8 @@ export function opTile(op: number): number {
   switch (op) {
     case OP_NN: return 16;
     // attention backward: a unit is a whole (sequence, key/value head), and a batch has few of them
-    case OP_ATTENTION: case OP_ATTENTION_BACKWARD: case OP_PACKED: case OP_PACKED_BF16: case OP_PACKED_I8: case OP_NATIVE_ATTENTION_PAGED: return 1;
+    case OP_ATTENTION: case OP_ATTENTION_BACKWARD: case OP_PACKED: case OP_PACKED_BF16: case OP_PACKED_I8: case OP_NATIVE_ATTENTION_PAGED:
+    case OP_NATIVE_ATTENTION_F32: case OP_NATIVE_ATTENTION_BACKWARD_F32: return 1;
     case OP_NATIVE_PACKED: case OP_NATIVE_PACKED_BF16: case OP_NATIVE_PACKED_I8: return 6;
     case OP_NATIVE_NN: return 24;
     case OP_NATIVE_TN: return 32;
@@ -45,6 +48,8 @@ export interface NativeBinding {
     gemm_packed_bf16(a: number, p: number, c: number, ...n: number[]): void; gemm_packed_t_bf16(a: number, p: number, c: number, ...n: number[]): void;
     gemm_packed_i8(a: number, p: number, c: number, ...n: number[]): void; gemm_packed_t_i8(a: number, p: number, c: number, ...n: number[]): void;
     attention_paged_bf16(q: number, out: number, tiles: number, pages: number, ...n: number[]): void;
+    attention_f32(base: number, q: number, out: number, tiles: number, ...n: number[]): void;
+    attention_backward_f32(base: number, dq: number, dout: number, out: number, q: number, table: number, segs: number, ...n: number[]): void;
   };
   /** address of the shared memory's byte 0 (a shared WebAssembly memory never moves when it grows) */
   base: number;
@@ -87,6 +92,17 @@ export function exec(ctrl: Int32Array, k: WasmKernelExports, i0: number, i1: num
     // q, ldq, out, tiles, pages (offsets in the memory; the pages table holds the pages' absolute addresses), nTiles, nHeads, nKv, hd, layer, page positions, window, scale
     const b = nat.base;
     nat.addon.attention_paged_bf16(b + (p(0) >>> 0), b + (p(2) >>> 0), b + (p(3) >>> 0), b + (p(4) >>> 0), p(1), i0, i1, p(5), p(6), p(7), p(8), p(9), p(10), p(11), bitsFloat(p(12)));
+  } else if (op === OP_NATIVE_ATTENTION_F32) {
+    if (!nat) throw new Error('a native kernel job reached a thread without the native addon');
+    // q, ldq, out, tiles (offsets in the memory; the tiles hold the caches' offsets too), nTiles, nHeads, nKv, hd, window, scale
+    const b = nat.base;
+    nat.addon.attention_f32(b, b + (p(0) >>> 0), b + (p(2) >>> 0), b + (p(3) >>> 0), p(1), i0, i1, p(4), p(5), p(6), p(7), p(8), bitsFloat(p(9)));
+  } else if (op === OP_NATIVE_ATTENTION_BACKWARD_F32) {
+    if (!nat) throw new Error('a native kernel job reached a thread without the native addon');
+    // dq, lddq, dout, out, q, ldq, table, segs (offsets in the memory), nHeads, nKv, hd, window, scale
+    const b = nat.base;
+    nat.addon.attention_backward_f32(b, b + (p(0) >>> 0), b + (p(2) >>> 0), b + (p(3) >>> 0), b + (p(4) >>> 0), b + (p(6) >>> 0), b + (p(7) >>> 0),
+      p(1), p(5), i0, i1, p(8), p(9), p(10), p(11), bitsFloat(p(12)));
   } else if (isNativeOp(op)) {
     if (!nat) throw new Error('a native kernel job reached a thread without the native addon');
     // b may live outside the memory (weights placed outside it): then p(9), p(10) hold its absolute address
