@@ -198,9 +198,25 @@ def bench_engine(a):
                 prefillTokensPerSec=round(a.prefill / pre, 1), decodeTokens=a.decode, decodeTokensPerSec=round(1 / dec, 1))
 
 
+def bench_matmul(a):
+    """fp32 and bf16 GFLOPS of one training-sized product (1024 x 576 . 576 x 3072), median of --reps."""
+    x, y = torch.randn(1024, 576), torch.randn(576, 3072)
+    out = dict(bench="matmul", shape="1024x576x3072")
+    for name, dt in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        xa, ya = x.to(dt), y.to(dt)
+        xa @ ya
+        times = []
+        for _ in range(a.reps):
+            t0 = time.perf_counter()
+            xa @ ya
+            times.append(time.perf_counter() - t0)
+        out[name + "Gflops"] = round(2 * 1024 * 576 * 3072 / statistics.median(times) / 1e9, 1)
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("what", choices=["train", "engine"])
+    p.add_argument("what", choices=["train", "engine", "matmul"])
     p.add_argument("--shape", default="135m", choices=sorted(SHAPES))
     p.add_argument("--bf16", action="store_true", help="bf16 autocast (train) or bf16 weights (engine)")
     p.add_argument("--full", action="store_true", help="train every weight instead of LoRA")
@@ -214,7 +230,7 @@ def main():
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (OpenBLAS runs its own)")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
-    r = bench_train(a) if a.what == "train" else bench_engine(a)
+    r = bench_train(a) if a.what == "train" else bench_engine(a) if a.what == "engine" else bench_matmul(a)
     r.update(torch=torch.__version__, threads=a.threads)
     print(json.dumps(r))
 
