@@ -165,28 +165,7 @@ void attention_paged_bf16(const float *q, long ldq, float *out, const int32_t *t
           memset(si, 0, nk8 * sizeof(float));
           continue;
         }
-        const __m256i vlo = _mm256_set1_epi32(lo), vhi = _mm256_set1_epi32(hi);
-        const __m256 ninf = _mm256_set1_ps(-INFINITY), vscale = _mm256_set1_ps(scale);
-        __m256 vmax = ninf;
-        for (long j = 0; j < nk8; j += 8) {
-          const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32((int)j), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-          const __m256 seen = _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_or_si256(_mm256_cmpgt_epi32(vlo, idx), _mm256_cmpgt_epi32(idx, vhi)), _mm256_set1_epi32(-1)));
-          const __m256 x = _mm256_blendv_ps(ninf, _mm256_mul_ps(_mm256_loadu_ps(si + j), vscale), seen);
-          _mm256_storeu_ps(si + j, x);
-          vmax = _mm256_max_ps(vmax, x);
-        }
-        const float mnew = fmaxf(m[i], hmax8(vmax));
-        alpha[i] = m[i] == -INFINITY ? 0.0f : _mm256_cvtss_f32(exp8(_mm256_set1_ps(m[i] - mnew)));
-        const __m256 vm = _mm256_set1_ps(mnew);
-        __m256 sum = _mm256_setzero_ps();
-        for (long j = 0; j < nk8; j += 8) {
-          const __m256 x = _mm256_loadu_ps(si + j);
-          const __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(x, vm)), _mm256_cmp_ps(x, ninf, _CMP_NEQ_OQ));
-          _mm256_storeu_ps(si + j, e);
-          sum = _mm256_add_ps(sum, e);
-        }
-        l[i] = l[i] * alpha[i] + hsum8(sum);
-        m[i] = mnew;
+        alpha[i] = softmax_block(si, nk8, lo, hi, scale, &m[i], &l[i]);
       }
       i = 0;
       for (; i + 4 <= NQ; i += 4)

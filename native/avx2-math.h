@@ -6,6 +6,7 @@
 #ifndef OPENCLAW_RL_AVX2_MATH_H
 #define OPENCLAW_RL_AVX2_MATH_H
 #include <immintrin.h>
+#include <math.h>
 
 #define INLINE static inline __attribute__((always_inline))
 
@@ -37,6 +38,42 @@ INLINE __m256 exp8(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
   const __m256i pow2n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(pow2n));
+}
+
+/* lanes j..j+7 of [lo, hi] as an all-ones mask */
+INLINE __m256 seen8(long j, int lo, int hi) {
+  const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32((int)j), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i out = _mm256_or_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(lo), idx), _mm256_cmpgt_epi32(idx, _mm256_set1_epi32(hi)));
+  return _mm256_castsi256_ps(_mm256_andnot_si256(out, _mm256_set1_epi32(-1)));
+}
+
+/*
+ * One block of a query's running softmax: the block's raw scores s[0, n8) (n8 a multiple of 8) are
+ * scaled, those of keys outside [lo, hi] (lo ≤ hi) set to −∞, and replaced by e^(x − m') with m' the new
+ * running maximum (exactly 0 where masked); *m and *l (the running sum) are updated and the factor
+ * e^(m − m') by which earlier sums and outputs shrink is returned (0 at the query's first block).
+ */
+INLINE float softmax_block(float *s, long n8, int lo, int hi, float scale, float *m, float *l) {
+  const __m256 ninf = _mm256_set1_ps(-INFINITY), vscale = _mm256_set1_ps(scale);
+  __m256 vmax = ninf;
+  for (long j = 0; j < n8; j += 8) {
+    const __m256 x = _mm256_blendv_ps(ninf, _mm256_mul_ps(_mm256_loadu_ps(s + j), vscale), seen8(j, lo, hi));
+    _mm256_storeu_ps(s + j, x);
+    vmax = _mm256_max_ps(vmax, x);
+  }
+  const float mnew = fmaxf(*m, hmax8(vmax));
+  const float alpha = *m == -INFINITY ? 0.0f : _mm256_cvtss_f32(exp8(_mm256_set1_ps(*m - mnew)));
+  const __m256 vm = _mm256_set1_ps(mnew);
+  __m256 sum = _mm256_setzero_ps();
+  for (long j = 0; j < n8; j += 8) {
+    const __m256 x = _mm256_loadu_ps(s + j);
+    const __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(x, vm)), _mm256_cmp_ps(x, ninf, _CMP_NEQ_OQ));
+    _mm256_storeu_ps(s + j, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  *l = *l * alpha + hsum8(sum);
+  *m = mnew;
+  return alpha;
 }
 
 #endif
