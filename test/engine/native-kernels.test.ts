@@ -24,8 +24,9 @@ test('native packed (f32, bf16, int8) and NT products: every row has the same bi
   const kernels = [new NativeKernel(arena, 1), new NativeKernel(arena, 2)];
   const rng = new Rng(5);
   try {
-    // K, N: a partial panel, a width past every tile, a long K (decode-sized and prefill-sized row counts below)
-    for (const [K, N] of [[64, 13], [576, 200], [300, 1001]]) {
+    // K, N: a partial panel, a width past every tile, a long K (decode-sized and prefill-sized row counts below);
+    // LoRA ranks (K ≤ 32: NT through transposed slabs of 256 columns) with several slabs and a K that is not a multiple of 8
+    for (const [K, N] of [[64, 13], [576, 200], [300, 1001], [16, 600], [5, 37]]) {
       const w = arena.alloc(N * K);
       for (let i = 0; i < w.length; i++) w[i] = rng.next() * 2 - 1;
       const packs = (['f32', 'bf16', 'int8'] as const).map((dtype): PackedMatrix => {
