@@ -153,22 +153,10 @@ void attention_f32(const char *base, const float *q, long ldq, float *out, const
 static void softmax_backward_row(float *p, float *ds, long NK, long pos, long kst, long window, float scale, float d) {
   const long start = window > 0 ? (pos - window + 1 > kst ? pos - window + 1 : kst) : kst;
   const int lo = (int)(start - kst), hi = (int)(pos - kst);
-  const __m256 ninf = _mm256_set1_ps(-INFINITY), vscale = _mm256_set1_ps(scale), zero = _mm256_setzero_ps();
-  __m256 vmax = ninf;
-  for (long j = 0; j < NK; j += 8) {
-    const __m256 x = _mm256_blendv_ps(ninf, _mm256_mul_ps(_mm256_loadu_ps(p + j), vscale), seen8(j, lo, hi));
-    _mm256_storeu_ps(p + j, x);
-    vmax = _mm256_max_ps(vmax, x);
-  }
-  const __m256 vm = _mm256_set1_ps(hmax8(vmax));
-  __m256 sum = zero;
-  for (long j = 0; j < NK; j += 8) {
-    const __m256 x = _mm256_loadu_ps(p + j);
-    const __m256 e = _mm256_and_ps(exp8(_mm256_sub_ps(x, vm)), _mm256_cmp_ps(x, ninf, _CMP_NEQ_OQ));
-    _mm256_storeu_ps(p + j, e);
-    sum = _mm256_add_ps(sum, e);
-  }
-  const __m256 inv = _mm256_set1_ps(1.0f / hsum8(sum)), vd = _mm256_set1_ps(d);
+  /* a running softmax over one block from an empty state leaves e^(x − max) in p and their sum in l */
+  float m = -INFINITY, l = 0;
+  softmax_block(p, NK, lo, hi, scale, &m, &l);
+  const __m256 inv = _mm256_set1_ps(1.0f / l), vd = _mm256_set1_ps(d), vscale = _mm256_set1_ps(scale), zero = _mm256_setzero_ps();
   for (long j = 0; j < NK; j += 8) {
     const __m256 pj = _mm256_mul_ps(_mm256_loadu_ps(p + j), inv);
     _mm256_storeu_ps(p + j, pj);

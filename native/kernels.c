@@ -133,26 +133,6 @@ GEMM_ENTRY(gemm_nt, nt)
 GEMM_ENTRY(gemm_nn, nn)
 GEMM_ENTRY(gemm_tn, tn)
 
-/* attention_paged_bf16(q, out, tiles, pages: addresses; ldq, u0, u1, nTiles, nHeads, nKv, hd, layer, P, window: integers; scale) */
-static napi_value js_attention_paged_bf16(napi_env env, napi_callback_info info) {
-  size_t argc = 15;
-  napi_value argv[15];
-  double p[4], scale;
-  int64_t n[10];
-  int ok = napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok && argc == 15;
-  for (int i = 0; ok && i < 4; i++) ok = napi_get_value_double(env, argv[i], &p[i]) == napi_ok;
-  for (int i = 0; ok && i < 10; i++) ok = napi_get_value_int64(env, argv[4 + i], &n[i]) == napi_ok;
-  ok = ok && napi_get_value_double(env, argv[14], &scale) == napi_ok;
-  if (!ok || n[6] % 8 != 0 || n[6] <= 0 || n[6] > 256 || n[8] % 8 != 0 || n[8] <= 0 || n[4] % n[5] != 0 || n[4] / n[5] > 32) {
-    napi_throw_error(env, NULL, "native kernels: attention_paged_bf16 takes 4 addresses, 10 integers (head dim and page size multiples of 8, head dim at most 256, at most 32 query heads per key/value head) and a scale");
-    return NULL;
-  }
-  attention_paged_bf16((const float *)(uintptr_t)p[0], (long)n[0], (float *)(uintptr_t)p[1], (const int32_t *)(uintptr_t)p[2],
-                       (const double *)(uintptr_t)p[3], (long)n[1], (long)n[2], (long)n[3], (long)n[4], (long)n[5], (long)n[6],
-                       (long)n[7], (long)n[8], (long)n[9], (float)scale);
-  return NULL;
-}
-
 /* reads `na` addresses, then `ni` integers, then a float (the scale) from exactly na + ni + 1 arguments */
 static int read_mixed(napi_env env, napi_callback_info info, size_t na, size_t ni, double *addr, int64_t *ints, double *scale) {
   size_t argc = 20;
@@ -166,6 +146,20 @@ static int read_mixed(napi_env env, napi_callback_info info, size_t na, size_t n
 }
 
 #define ADDR(x) ((const char *)(uintptr_t)(x))
+
+/* attention_paged_bf16(q, out, tiles, pages: addresses; ldq, u0, u1, nTiles, nHeads, nKv, hd, layer, P, window: integers; scale) */
+static napi_value js_attention_paged_bf16(napi_env env, napi_callback_info info) {
+  double a[4], scale;
+  int64_t n[10];
+  if (!read_mixed(env, info, 4, 10, a, n, &scale) || n[6] % 8 != 0 || n[6] <= 0 || n[6] > 256 || n[8] % 8 != 0 || n[8] <= 0 || n[5] <= 0 ||
+      n[4] % n[5] != 0 || n[4] / n[5] > 32) {
+    napi_throw_error(env, NULL, "native kernels: attention_paged_bf16 takes 4 addresses, 10 integers (head dim and page size multiples of 8, head dim at most 256, at most 32 query heads per key/value head) and a scale");
+    return NULL;
+  }
+  attention_paged_bf16((const float *)ADDR(a[0]), (long)n[0], (float *)ADDR(a[1]), (const int32_t *)ADDR(a[2]), (const double *)ADDR(a[3]),
+                       (long)n[1], (long)n[2], (long)n[3], (long)n[4], (long)n[5], (long)n[6], (long)n[7], (long)n[8], (long)n[9], (float)scale);
+  return NULL;
+}
 
 /* attention_f32(base, q, out, tiles: addresses; ldq, u0, u1, nTiles, nHeads, nKv, hd, window: integers; scale) */
 static napi_value js_attention_f32(napi_env env, napi_callback_info info) {

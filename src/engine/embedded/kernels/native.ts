@@ -55,6 +55,21 @@ const PACKED_T_CHUNKS_PER_THREAD = 2;
 /** Head sizes the float32-block attention of the addon takes: multiples of 16, at most 256 (others run on WebAssembly). */
 function nativeHeadDim(s: AttentionShape): boolean { return s.headDim % 16 === 0 && s.headDim <= 256 && s.numHeads / s.numKvHeads <= ATTENTION_F32_MAX_Q; }
 
+/**
+ * The tiles of an attention call: runs of consecutive rows that read the same cache (`sameCache(r, r0)`)
+ * at consecutive positions, at most `maxRows` long, as [first row, row count] pairs.
+ */
+function attentionTiles(rows: number, rowPos: Int32Array, maxRows: number, sameCache: (r: number, r0: number) => boolean): [number, number][] {
+  const tiles: [number, number][] = [];
+  for (let r = 0; r < rows;) {
+    let n = 1;
+    while (r + n < rows && n < maxRows && sameCache(r + n, r) && rowPos[r + n] === rowPos[r] + n) n++;
+    tiles.push([r, n]);
+    r += n;
+  }
+  return tiles;
+}
+
 /** Where the build puts the addon (the same relative place from src/ and from dist/); OPENCLAW_RL_NATIVE_PATH overrides it. */
 export function nativeAddonPath(): string {
   return process.env.OPENCLAW_RL_NATIVE_PATH ?? fileURLToPath(new URL('../../../../build/native/kernels.node', import.meta.url));
@@ -116,15 +131,12 @@ export class NativeKernel extends WasmKernel {
     const tiles: number[] = [], pageAddresses: number[] = [];
     const first = new Map<unknown, number>();
     let maxPos = 0;
-    for (let r = 0; r < b.rows;) {
+    for (const [r, n] of attentionTiles(b.rows, b.rowPos, tileRows, (x, y) => b.rowCache[x] === b.rowCache[y])) {
       const c = b.rowCache[r];
-      let n = 1;
-      while (r + n < b.rows && n < tileRows && b.rowCache[r + n] === c && b.rowPos[r + n] === b.rowPos[r] + n) n++;
       let at = first.get(c);
       if (at === undefined) { first.set(c, (at = pageAddresses.length)); for (const p of c.pages) pageAddresses.push(p.address); }
       tiles.push(r, n, b.rowPos[r], at);
       maxPos = Math.max(maxPos, b.rowPos[r] + n);
-      r += n;
     }
     const nTiles = tiles.length / 4;
     const t = this.ints('attention-paged-tiles', tiles.length);
@@ -146,13 +158,9 @@ export class NativeKernel extends WasmKernel {
     const group = s.numHeads / s.numKvHeads, tileRows = Math.max(1, Math.floor(ATTENTION_F32_MAX_Q / group));
     const tiles: number[] = [];
     let maxPos = 0;
-    for (let r = 0; r < b.rows;) {
-      const k = b.rowK[r], v = b.rowV[r];
-      let n = 1;
-      while (r + n < b.rows && n < tileRows && b.rowK[r + n] === k && b.rowV[r + n] === v && b.rowPos[r + n] === b.rowPos[r] + n) n++;
-      tiles.push(r, n, b.rowPos[r], k.byteOffset, v.byteOffset);
+    for (const [r, n] of attentionTiles(b.rows, b.rowPos, tileRows, (x, y) => b.rowK[x] === b.rowK[y] && b.rowV[x] === b.rowV[y])) {
+      tiles.push(r, n, b.rowPos[r], b.rowK[r].byteOffset, b.rowV[r].byteOffset);
       maxPos = Math.max(maxPos, b.rowPos[r] + n);
-      r += n;
     }
     const nTiles = tiles.length / 5;
     const t = this.ints('attention-f32-tiles', tiles.length);
@@ -168,26 +176,16 @@ export class NativeKernel extends WasmKernel {
    */
   override attentionBackward(b: AttentionBackwardBatch, s: AttentionShape): void {
     if (!nativeHeadDim(s)) { super.attentionBackward(b, s); return; }
-    const seqs: number[] = [];
-    for (let r = 0; r < b.rows; r++) {
-      const first = r === 0 || b.rowK[r] !== b.rowK[r - 1];
-      if (!first && b.rowPos[r] !== b.rowPos[r - 1] + 1) { super.attentionBackward(b, s); return; }
-      if (first) seqs.push(r, 1); else seqs[seqs.length - 1]++;
-    }
-    const window = s.slidingWindow ?? 0;
+    const seqs = WasmKernel.sequences(b), window = s.slidingWindow ?? 0;
     for (let i = 0; i < seqs.length; i += 2) {
-      const pos0 = b.rowPos[seqs[i]], last = pos0 + seqs[i + 1] - 1, first = window > 0 ? Math.max(0, pos0 - window + 1) : 0;
-      if (last - first + 1 > ATTENTION_BACKWARD_MAX_POSITIONS) { super.attentionBackward(b, s); return; }
+      const r0 = seqs[i], n = seqs[i + 1], pos0 = b.rowPos[r0], first = window > 0 ? Math.max(0, pos0 - window + 1) : 0;
+      for (let r = r0 + 1; r < r0 + n; r++) if (b.rowPos[r] !== b.rowPos[r - 1] + 1) { super.attentionBackward(b, s); return; }
+      if (pos0 + n - first > ATTENTION_BACKWARD_MAX_POSITIONS) { super.attentionBackward(b, s); return; }
     }
-    const t = this.ints('attention-backward', b.rows * 5);
-    for (let r = 0; r < b.rows; r++) {
-      t[5 * r] = b.rowK[r].byteOffset; t[5 * r + 1] = b.rowV[r].byteOffset; t[5 * r + 2] = b.rowDK[r].byteOffset; t[5 * r + 3] = b.rowDV[r].byteOffset; t[5 * r + 4] = b.rowPos[r];
-    }
-    const segs = this.ints('attention-backward-seqs', seqs.length);
-    segs.set(seqs);
+    const [table, segs] = this.backwardTables(b, seqs);
     const units = (seqs.length / 2) * s.numKvHeads;
     this.dispatch(OP_NATIVE_ATTENTION_BACKWARD_F32, units, units > 1 ? b.rows * s.numHeads * s.headDim : 0,
-      [b.dq.byteOffset, b.lddq, b.dOut.byteOffset, b.out.byteOffset, b.q.byteOffset, b.ldq, t.byteOffset, segs.byteOffset, s.numHeads, s.numKvHeads, s.headDim, window, floatBits(1 / Math.sqrt(s.headDim))]);
+      [b.dq.byteOffset, b.lddq, b.dOut.byteOffset, b.out.byteOffset, b.q.byteOffset, b.ldq, table.byteOffset, segs.byteOffset, s.numHeads, s.numKvHeads, s.headDim, window, floatBits(1 / Math.sqrt(s.headDim))]);
   }
 
   override matmulNT(c: Float32Array, a: Float32Array, b: Float32Array, m: number, n: number, k: number, opts: MatmulOptions = {}): void {

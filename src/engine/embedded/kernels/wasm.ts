@@ -202,18 +202,30 @@ export class WasmKernel implements Kernel {
     this.dispatch(OP_ATTENTION, pairs, pairs * maxPos * s.headDim, [batch.q.byteOffset, batch.ldq, batch.out.byteOffset, t.byteOffset, s.numHeads, s.numKvHeads, s.headDim, window, floatBits(scale), scratch, scratchStride]);
   }
 
-  attentionBackward(b: AttentionBackwardBatch, s: AttentionShape): void {
-    const { rows } = b;
-    const maxPos = WasmKernel.maxPosition(b);
-    const t = this.ints('attention-backward', rows * 5);
+  /** The sequences of a training batch as [first row, row count] pairs: a sequence is a run of rows sharing one cache block. */
+  protected static sequences(b: AttentionBackwardBatch): number[] {
     const seqs: number[] = [];
-    for (let r = 0; r < rows; r++) {
-      t[5 * r] = b.rowK[r].byteOffset; t[5 * r + 1] = b.rowV[r].byteOffset; t[5 * r + 2] = b.rowDK[r].byteOffset; t[5 * r + 3] = b.rowDV[r].byteOffset; t[5 * r + 4] = b.rowPos[r];
-      // a sequence is a run of rows sharing one cache block
+    for (let r = 0; r < b.rows; r++) {
       if (r === 0 || b.rowK[r] !== b.rowK[r - 1]) seqs.push(r, 1); else seqs[seqs.length - 1]++;
+    }
+    return seqs;
+  }
+
+  /** The backward's tables in the shared memory: per row K, V, dK, dV offsets and position; and `seqs`. */
+  protected backwardTables(b: AttentionBackwardBatch, seqs: number[]): [Int32Array, Int32Array] {
+    const t = this.ints('attention-backward', b.rows * 5);
+    for (let r = 0; r < b.rows; r++) {
+      t[5 * r] = b.rowK[r].byteOffset; t[5 * r + 1] = b.rowV[r].byteOffset; t[5 * r + 2] = b.rowDK[r].byteOffset; t[5 * r + 3] = b.rowDV[r].byteOffset; t[5 * r + 4] = b.rowPos[r];
     }
     const segs = this.ints('attention-backward-seqs', seqs.length);
     segs.set(seqs);
+    return [t, segs];
+  }
+
+  attentionBackward(b: AttentionBackwardBatch, s: AttentionShape): void {
+    const maxPos = WasmKernel.maxPosition(b);
+    const seqs = WasmKernel.sequences(b);
+    const [t, segs] = this.backwardTables(b, seqs);
     // room for two heads' scores, each padded to four (the heads-of-8 kernel does two heads at once)
     const [scratch, scratchStride] = this.threadScratch(2 * maxPos + 8);
     const units = (seqs.length / 2) * s.numKvHeads;
