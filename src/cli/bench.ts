@@ -8,7 +8,7 @@ import type { PersonalizeResult } from '../bench/personalize.ts';
 import type { Persona } from '../bench/persona.ts';
 import type { JudgeConfig } from '../judge/config.ts';
 import type { Method } from '../learn/advantages.ts';
-import { RECIPE } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, MODEL_AWARE_DEFAULT } from '../trainer/recipe.ts';
 import { TOPK_DEFAULTS } from '../learn/topk-opd.ts';
 
 const log = (l: string) => process.stderr.write(l + '\n');
@@ -130,11 +130,11 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
       const shipped = shippedPersonas();
       if (!shipped.includes(raw)) throw new UsageError(`${source}: no shipped persona '${raw}'${suggest(raw, shipped, '')}; shipped: ${shipped.join(', ')}; pass --persona-file PATH for your own`);
       return raw;
-    }, { default: 'dog-lover' }),
+    }, { defaultText: 'chat-dog-lover for a chat model, else dog-lover' }),
     'persona-file': opt.file('a persona of your own (JSON, see personas/)'),
-    method: opt.choice(['binary', 'opd', 'combine'], 'learning method', { default: RECIPE.method }),
+    method: opt.choice(['binary', 'opd', 'combine'], 'learning method', { defaultText: MODEL_AWARE_DEFAULT.method }),
     compare: opt.flag('run binary, opd and combine one after another'),
-    'opd-mode': opt.choice(['token', 'topk', 'both'], 'OPD on the sampled token, top-K distillation over the student\'s top-4 (upstream\'s topk_select), or both one after another', { default: 'token' }),
+    'opd-mode': opt.choice(['token', 'topk', 'both'], 'OPD on the sampled token, top-K distillation over the student\'s top-4 (upstream\'s topk_select), or both one after another', { defaultText: MODEL_AWARE_DEFAULT.opdMode }),
     'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: 'sequence_optimal' }),
     'topk-k': opt.int('top-K OPD: entries per position taken from the student\'s old top-K', { min: 1, max: 64, default: TOPK_DEFAULTS.k }),
     'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher: the base weights or the live policy', { default: 'base' }),
@@ -147,7 +147,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'stable-gain': opt.number('the effect that counts as learned: satisfied-and-fluent this far above the base (0.5 = 50 points)', { gt: 0, default: 0.5 }),
     conversations: positive('simulated conversations (sessions)', d.conversations),
     turns: opt.int('judged answers per conversation: the user\'s feedback on each answer also asks for the next (default: the persona\'s, else 1)', { min: 1, max: 16 }),
-    judge: opt.choice(['lexical', 'self', 'llm'], 'judge', { default: 'lexical' }),
+    judge: opt.choice(['lexical', 'self', 'llm'], 'judge', { defaultText: MODEL_AWARE_DEFAULT.judge }),
     'judge-url': opt.string('OpenAI-compatible base URL of the LLM judge', { placeholder: 'URL', nonEmpty: true }),
     'judge-model': opt.string('model id of the LLM judge', { placeholder: 'ID', nonEmpty: true }),
     users: positive('simulated users talking at once', 1),
@@ -169,14 +169,41 @@ const checkPersonalize = (o: PersonalizeValues) => {
   if (o['judge-satisfaction'] && o.judge === 'lexical') throw new UsageError('--judge-satisfaction needs --judge self or --judge llm (the lexical judge cannot grade an answer)');
 };
 
-export async function personalizeRuns(o: PersonalizeValues, progress: (line: string) => void): Promise<PersonalizeResult[]> {
+/** The personalization settings with the model-aware defaults filled in (src/trainer/recipe.ts). */
+export interface ResolvedPersonalize {
+  model: string;
+  persona: Persona;
+  method: Method;
+  opdMode: 'token' | 'topk' | 'both';
+  judge: 'lexical' | 'self' | 'llm';
+  /** what the model-aware defaults picked, for the progress output (null when every choice was a flag) */
+  defaults: string | null;
+}
+
+export async function resolvePersonalize(o: PersonalizeValues, model?: string): Promise<ResolvedPersonalize> {
+  const dir = model ?? await modelDir(o.model);
+  const { chatTemplateOf } = await import('../engine/embedded/tokenizer.ts');
+  const chat = chatTemplateOf(dir) !== null;
+  const auto = recipeFor({ chatTemplate: chat, embedded: true });
+  const judge = o.judge ?? auto.judge;
+  if (o['judge-satisfaction'] && judge === 'lexical') throw new UsageError('--judge-satisfaction needs --judge self or --judge llm (the lexical judge cannot grade an answer; this model\'s default judge is lexical)');
+  const persona = withTurns(await personaFrom(o['persona-file'], o.persona ?? (chat ? 'chat-dog-lover' : 'dog-lover')), o.turns);
+  const defaulted = o.method === undefined || o.judge === undefined || o['opd-mode'] === undefined || (o.persona === undefined && !o['persona-file']);
+  return {
+    model: dir, persona, method: o.method ?? auto.method, opdMode: o['opd-mode'] ?? auto.opdMode, judge,
+    defaults: defaulted ? `${auto.reason}; persona ${persona.name}` : null,
+  };
+}
+
+export async function personalizeRuns(o: PersonalizeValues, progress: (line: string) => void, resolved?: ResolvedPersonalize): Promise<PersonalizeResult[]> {
   const { runPersonalize } = await import('../bench/personalize.ts');
   const { JUDGE_DEFAULTS } = await import('../judge/config.ts');
-  const persona = withTurns(await personaFrom(o['persona-file'], o.persona), o.turns);
-  const methods: Method[] = o.compare ? ['binary', 'opd', 'combine'] : [o.method];
-  const modes: ('token' | 'topk')[] = o['opd-mode'] === 'both' ? ['token', 'topk'] : [o['opd-mode']];
-  const judge: JudgeConfig = { ...JUDGE_DEFAULTS, kind: o.judge, url: o['judge-url'], model: o['judge-model'] };
-  const model = await modelDir(o.model);
+  const r = resolved ?? await resolvePersonalize(o);
+  if (r.defaults) progress(`defaults for this model: ${r.defaults}`);
+  const { persona, model } = r;
+  const methods: Method[] = o.compare ? ['binary', 'opd', 'combine'] : [r.method];
+  const modes: ('token' | 'topk')[] = r.opdMode === 'both' ? ['token', 'topk'] : [r.opdMode];
+  const judge: JudgeConfig = { ...JUDGE_DEFAULTS, kind: r.judge, url: o['judge-url'], model: o['judge-model'] };
   const runs: PersonalizeResult[] = [];
   for (const method of methods) {
     for (const opdMode of method === 'binary' ? ['token' as const] : modes) {
@@ -263,7 +290,9 @@ export const benchPersonalizeCommand = defineCommand({
     const { writeReport } = await import('../bench/personalize.ts');
     const tty = process.stderr.isTTY;
     const progress = (line: string) => process.stderr.write(tty ? `\r\x1b[K${line}` : `${line}\n`);
-    const runs = o.via === 'serve' ? [] : await personalizeRuns(o, progress);
+    const resolved = await resolvePersonalize(o);
+    if (o.via !== 'in-process' && resolved.opdMode === 'both') throw new UsageError('--via serve|both runs one OPD mode (no --opd-mode both)');
+    const runs = o.via === 'serve' ? [] : await personalizeRuns(o, progress, resolved);
     if (tty && runs.length) process.stderr.write('\n');
     if (runs.length) {
       const files = await writeReport(resolve(o.out.replace('<persona>', runs[0].persona)), runs);
@@ -277,18 +306,18 @@ export const benchPersonalizeCommand = defineCommand({
     let served = null;
     if (o.via !== 'in-process') {
       const { runPersonalizeViaServe } = await import('../bench/personalize-serve.ts');
-      const persona = withTurns(await personaFrom(o['persona-file'], o.persona), o.turns);
-      const serveArgs = ['--method', o.method, '--learning-rate', String(o['learning-rate']), '--batch-size', String(o['batch-size']),
+      const { persona } = resolved;
+      const serveArgs = ['--method', resolved.method, '--learning-rate', String(o['learning-rate']), '--batch-size', String(o['batch-size']),
         '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', o['reward-baseline'], ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
-        '--opd-mode', o['opd-mode'] === 'both' ? 'token' : o['opd-mode'], '--topk-k', String(o['topk-k']), '--hint-selection', o['hint-selection'], '--opd-teacher', o['opd-teacher'],
+        '--opd-mode', resolved.opdMode === 'both' ? 'token' : resolved.opdMode, '--topk-k', String(o['topk-k']), '--hint-selection', o['hint-selection'], '--opd-teacher', o['opd-teacher'],
         '--negative-weight', String(o['negative-weight']), ...(o['kl-coef'] !== undefined ? ['--kl-coef', String(o['kl-coef'])] : []), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : [])];
       served = await runPersonalizeViaServe({
-        model: await modelDir(o.model), persona, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
-        serveArgs, drainSeconds: o['drain-seconds'], progress, judge: o.judge === 'self' ? 'self' : 'lexical',
+        model: resolved.model, persona, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
+        serveArgs, drainSeconds: o['drain-seconds'], progress, judge: resolved.judge === 'self' ? 'self' : 'lexical',
       });
       if (tty) process.stderr.write('\n');
       const at = served.curve.at(-1)!, d = served.afterDrain, pc = (x: number) => `${(x * 100).toFixed(0)}%`;
-      process.stderr.write(`${served.persona} · ${o.method} via serve (unpaced, ${served.trafficSeconds} s of traffic): at ${at.conversations} conversations version ${at.policyVersion} ` +
+      process.stderr.write(`${served.persona} · ${resolved.method} via serve (unpaced, ${served.trafficSeconds} s of traffic): at ${at.conversations} conversations version ${at.policyVersion} ` +
         `satisfied ${pc(served.curve[0].rate)} → ${pc(at.rate)}, satisfied-and-fluent ${pc(at.satisfiedAndFluentRate)}, KL ${at.klToBase.toFixed(3)}; after the drain (${d.drainSeconds} s) ` +
         `version ${d.policyVersion}: ${pc(d.rate)} / ${pc(d.satisfiedAndFluentRate)}, KL ${d.klToBase.toFixed(3)}; ${served.steps} steps; samples ${JSON.stringify(served.samples)}\n`);
       if (runs.length) {

@@ -6,7 +6,7 @@ import { parseOrigins } from '../api/cors.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId, weightsDtypeOption, kvDtypeOption } from './args.ts';
 import { JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
-import { RECIPE } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, MODEL_AWARE_DEFAULT } from '../trainer/recipe.ts';
 import { learningRateProblem } from '../learn/weights-guard.ts';
 import type { Store as StoreType } from '../store/store.ts';
 
@@ -38,7 +38,7 @@ const SERVE_OPTIONS = {
   kernel: kernelOption,
   'weights-dtype': weightsDtypeOption,
   threads: threadsOption,
-  judge: opt.choice(judgeKinds, 'how the next message becomes a reward', { default: JUDGE_DEFAULTS.kind, env: 'OPENCLAW_RL_JUDGE' }),
+  judge: opt.choice(judgeKinds, 'how the next message becomes a reward', { defaultText: MODEL_AWARE_DEFAULT.judge, env: 'OPENCLAW_RL_JUDGE' }),
   'judge-url': opt.string('OpenAI-compatible base URL of the LLM judge', { env: 'OPENCLAW_RL_JUDGE_URL', placeholder: 'URL', nonEmpty: true }),
   'judge-model': opt.string('model id of the LLM judge', { env: 'OPENCLAW_RL_JUDGE_MODEL', placeholder: 'ID', nonEmpty: true }),
   'judge-api-key': opt.string('API key of the LLM judge', { env: 'OPENCLAW_RL_JUDGE_API_KEY', placeholder: 'KEY' }),
@@ -50,13 +50,13 @@ const SERVE_OPTIONS = {
   'judge-context': opt.flag('show the judge the earlier conversation too'),
   'no-hints': opt.flag('do not ask the judge for hints (OPD)'),
   'no-train': opt.flag('serve and record only'),
-  method: opt.choice(['binary', 'opd', 'combine'], 'learning method', { default: TRAINER_DEFAULTS.method, env: 'OPENCLAW_RL_METHOD' }),
+  method: opt.choice(['binary', 'opd', 'combine'], 'learning method', { defaultText: MODEL_AWARE_DEFAULT.method, env: 'OPENCLAW_RL_METHOD' }),
   'batch-size': count('samples per optimizer step', TRAINER_DEFAULTS.batchSize),
   'learning-rate': opt.number('optimizer learning rate (at most 0.1: larger steps destroy the weights)', { gt: 0, default: TRAINER_DEFAULTS.learningRate }),
   'max-staleness': opt.int('drop samples this many versions older than the policy (default: none dropped; stale samples are corrected by truncated importance weights)', { min: 0 }),
   'kl-coef': opt.number('β of the KL-to-base penalty in the loss (k3 estimator; 0 = off)', { min: 0, defaultText: `${TRAINER_DEFAULTS.klCoef} (0 with --engine tinker or --trainer tinker)` }),
   'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher', { default: TRAINER_DEFAULTS.opdTeacher }),
-  'opd-mode': opt.choice(['token', 'topk'], 'OPD on the sampled token, or top-K distillation over the student\'s top-4 with up to 3 hints per turn (embedded engine)', { default: TRAINER_DEFAULTS.opdMode }),
+  'opd-mode': opt.choice(['token', 'topk'], 'OPD on the sampled token, or top-K distillation over the student\'s top-4 with up to 3 hints per turn (embedded engine)', { defaultText: MODEL_AWARE_DEFAULT.opdMode }),
   'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: TRAINER_DEFAULTS.topk.selection }),
   'topk-k': opt.int('top-K OPD: entries per position taken from the student\'s old top-K', { min: 1, max: 64, default: TRAINER_DEFAULTS.topk.k }),
   'reward-baseline': opt.choice(['recent', 'batch', 'group', 'none'], 'advantage baseline (recent: mean reward of the last 64 samples)', { default: TRAINER_DEFAULTS.rewardBaseline }),
@@ -149,11 +149,6 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   const { port, host } = o;
   const apiKey = readApiKey(o['api-key-file']);
   const dataDir = resolve(o['data-dir']);
-  const judgeConfig: JudgeConfig = {
-    ...JUDGE_DEFAULTS, kind: o.judge, url: o['judge-url'], model: o['judge-model'], apiKey: o['judge-api-key'],
-    votes: o['judge-votes'], maxTokens: o['judge-max-tokens'], temperature: o['judge-temperature'],
-    timeoutMs: o['judge-timeout-seconds'] * 1000, concurrency: o['judge-concurrency'],
-  };
   const contextOverflow = o['context-overflow'];
   // the store first: a data folder that cannot be created or opened fails before the model loads
   let store: StoreType;
@@ -194,6 +189,16 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     store.close();
     throw e;
   }
+  // the defaults that follow the model (src/trainer/recipe.ts): a flag or its environment variable wins
+  const auto = recipeFor({ chatTemplate: engine.tokenizer.chatTemplate !== null, embedded: o.engine === 'embedded' });
+  const method = o.method ?? auto.method;
+  const opdMode = o['opd-mode'] ?? auto.opdMode;
+  const judgeConfig: JudgeConfig = {
+    ...JUDGE_DEFAULTS, kind: o.judge ?? (o['no-train'] ? 'lexical' : auto.judge), url: o['judge-url'], model: o['judge-model'], apiKey: o['judge-api-key'],
+    votes: o['judge-votes'], maxTokens: o['judge-max-tokens'], temperature: o['judge-temperature'],
+    timeoutMs: o['judge-timeout-seconds'] * 1000, concurrency: o['judge-concurrency'],
+  };
+  if (o.method === undefined || o.judge === undefined || o['opd-mode'] === undefined) logger.info(`default recipe for this model: ${auto.reason}`);
   // /metrics is answered synchronously: keep the embedded engine's figures fresh in the background
   let engineMetrics = '';
   const refreshMetrics = () => { if (engine instanceof EmbeddedEngine) engine.stats().then((st) => { engineMetrics = engineStatsMetrics(st); }, () => {}); };
@@ -232,12 +237,12 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     await engine.close(); store.close();
     throw e;
   }
-  const { method, overlong } = o;
+  const { overlong } = o;
   trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method, opdTeacher: o['opd-teacher'], rewardBaseline: o['reward-baseline'], overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
     batchSize: o['batch-size'], maxStaleness: o['max-staleness'] ?? null, keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, learningRate: o['learning-rate'],
     klCoef: o['kl-coef'] ?? (o.engine === 'tinker' || o.trainer === 'tinker' ? 0 : TRAINER_DEFAULTS.klCoef),
-    opdMode: o['opd-mode'], topk: { ...TRAINER_DEFAULTS.topk, selection: o['hint-selection'], k: o['topk-k'] },
+    opdMode, topk: { ...TRAINER_DEFAULTS.topk, selection: o['hint-selection'], k: o['topk-k'] },
     hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
     lora: o.full ? null : { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'],
     log: (l) => (/WARNING|REJECTED/.test(l) ? logger.warn(l, { component: 'trainer' }) : logger.info(l, { component: 'trainer' })),
@@ -255,7 +260,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     tracking.attach(trainer, evaluator);
     evaluator?.schedule(trainer?.step ?? 0); // the starting point of the curve
     // hints feed OPD only: binary learning does not ask for them
-    judgeLoop = judge ? new JudgeLoop(store, judge, { hints: !o['no-hints'] && o.method !== 'binary', includeContext: o['judge-context'], concurrency: judgeConfig.concurrency,
+    judgeLoop = judge ? new JudgeLoop(store, judge, { hints: !o['no-hints'] && method !== 'binary', includeContext: o['judge-context'], concurrency: judgeConfig.concurrency,
       log: (l) => logger.info(l, { component: 'judge' }), warn: (l) => logger.warn(l, { component: 'judge' }) }) : null;
   } catch (e) {
     // no zombie: a server whose judge or trainer cannot start does not keep serving

@@ -34,3 +34,45 @@ export const RECIPE: Readonly<Recipe> = Object.freeze({
   hindsight: true,
   negativeWeight: 1,
 });
+
+/** What the default recipe needs to know about the served model and engine. */
+export interface ModelTraits {
+  /** the tokenizer carries a chat template: the model was taught to follow requests (and so can read a hint) */
+  chatTemplate: boolean;
+  /** the engine scores top-K log-probs (top-K OPD) and can judge with its own base weights (the embedded engine) */
+  embedded: boolean;
+}
+
+/** The defaults that follow the model: how to learn and who judges, when no flag says otherwise. */
+export interface ModelRecipe {
+  method: Method;
+  opdMode: 'token' | 'topk';
+  judge: 'lexical' | 'self';
+  /** one line for logs and --help: what was picked and why */
+  reason: string;
+}
+
+/**
+ * Combine with top-K OPD and the self judge where the model reads (a chat template) and the engine
+ * can score top-K: on stories260k-chat it gained a median +58/+40/+26/+38 points of held-out
+ * satisfied-and-fluent on four personas against binary's +39/+30/+13/+24, and +34 against +8 with
+ * one-turn sessions (docs/benchmarks.md, issue 12 session 7). A model without a chat template
+ * (stories260K) cannot read the hint OPD distils from, and there combine learned less than binary
+ * (+4 against +10, lexical judge), so it keeps binary and the lexical judge, which needs no model.
+ * Remote engines keep binary too: top-K OPD needs the embedded engine's top-K scoring, and token
+ * OPD through them is unmeasured.
+ */
+export function recipeFor(t: ModelTraits): ModelRecipe {
+  if (t.chatTemplate && t.embedded) {
+    return { method: 'combine', opdMode: 'topk', judge: 'self', reason: 'a chat model on the embedded engine: combine with top-K OPD, the self judge' };
+  }
+  const why = !t.chatTemplate ? 'no chat template (the model cannot read a hint)' : 'a remote engine (no top-K scoring)';
+  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', reason: `${why}: ${RECIPE.method}, the lexical judge` };
+}
+
+/** The help text of the options whose default follows the model. */
+export const MODEL_AWARE_DEFAULT = {
+  method: 'combine for a chat model on the embedded engine, else binary',
+  opdMode: 'topk for a chat model on the embedded engine, else token',
+  judge: 'self for a chat model on the embedded engine, else lexical',
+} as const;

@@ -50,13 +50,7 @@ export class ChatTokenizer implements ChatTokenizerInterface {
       try { return JSON.parse(readFileSync(p, 'utf8')); } catch (e) { throw new ModelFileError(`${p} is not valid JSON: ${(e as Error).message}`); }
     };
     const config: Record<string, unknown> = existsSync(join(dir, 'tokenizer_config.json')) ? readJson(join(dir, 'tokenizer_config.json')) : {};
-    let template: string | null = null;
-    const ct = config.chat_template;
-    if (typeof ct === 'string') template = ct;
-    else if (Array.isArray(ct)) template = (ct.find((t) => t?.name === 'default') ?? ct[0])?.template ?? null;
-    const jinjaFile = join(dir, 'chat_template.jinja');
-    if (!template && existsSync(jinjaFile)) template = readFileSync(jinjaFile, 'utf8');
-    const tokenizer = new ChatTokenizer(readJson(tjPath), config, template);
+    const tokenizer = new ChatTokenizer(readJson(tjPath), config, chatTemplateOf(dir, config));
     tokenizer.dir = dir;
     return tokenizer;
   }
@@ -117,4 +111,23 @@ function normaliseMessage(m: ChatMessage): Record<string, unknown> {
 function parseArgs(args: string | Record<string, unknown>): string | Record<string, unknown> {
   if (typeof args !== 'string') return args;
   try { const v = JSON.parse(args); return v && typeof v === 'object' && !Array.isArray(v) ? v : args; } catch { return args; }
+}
+
+/**
+ * A model folder's chat template: tokenizer_config.json's `chat_template` (a string, or a list whose
+ * 'default' entry wins), else chat_template.jinja; null when it has none. `config` is the parsed
+ * tokenizer_config.json when the caller has it already.
+ */
+export function chatTemplateOf(dir: string, config?: Record<string, unknown>): string | null {
+  let cfg = config;
+  if (!cfg) {
+    try { cfg = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>; } catch { cfg = {}; }
+  }
+  const ct = cfg.chat_template;
+  let template: string | null = null;
+  if (typeof ct === 'string') template = ct;
+  else if (Array.isArray(ct)) template = (ct.find((t) => t?.name === 'default') ?? ct[0])?.template ?? null;
+  const jinjaFile = join(dir, 'chat_template.jinja');
+  if (!template && existsSync(jinjaFile)) template = readFileSync(jinjaFile, 'utf8');
+  return template;
 }

@@ -1,0 +1,86 @@
+// The defaults that follow the model: combine + top-K OPD + the self judge for a chat model on the
+// embedded engine, binary + the lexical judge otherwise — as a table, and through the real `serve`,
+// `bench personalize` and `demo`.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { recipeFor, RECIPE, type ModelTraits } from '../../src/trainer/recipe.ts';
+import { chatTemplateOf } from '../../src/engine/embedded/tokenizer.ts';
+import { tinyConfig } from '../../src/bench/shapes.ts';
+import { STORIES, tempDir, tinyModel } from '../helpers/models.ts';
+
+const BIN = fileURLToPath(new URL('../../bin/openclaw-rl.js', import.meta.url));
+const tmp = tempDir('ocrl-recipe-');
+after(tmp.cleanup);
+
+test('recipeFor: the table', () => {
+  const rows: [ModelTraits, { method: string; opdMode: string; judge: string }][] = [
+    [{ chatTemplate: true, embedded: true }, { method: 'combine', opdMode: 'topk', judge: 'self' }],
+    [{ chatTemplate: false, embedded: true }, { method: RECIPE.method, opdMode: 'token', judge: 'lexical' }],
+    [{ chatTemplate: true, embedded: false }, { method: RECIPE.method, opdMode: 'token', judge: 'lexical' }],
+    [{ chatTemplate: false, embedded: false }, { method: RECIPE.method, opdMode: 'token', judge: 'lexical' }],
+  ];
+  for (const [traits, want] of rows) {
+    const r = recipeFor(traits);
+    assert.deepEqual({ method: r.method, opdMode: r.opdMode, judge: r.judge }, want, JSON.stringify(traits));
+    assert.ok(r.reason.length > 0);
+  }
+  assert.match(recipeFor({ chatTemplate: false, embedded: true }).reason, /no chat template/);
+  assert.match(recipeFor({ chatTemplate: true, embedded: false }).reason, /remote engine/);
+});
+
+const TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+
+test('chatTemplateOf: tokenizer_config.json (string or named list), chat_template.jinja, or none', () => {
+  assert.equal(chatTemplateOf(STORIES), null);
+  const a = join(tmp.dir, 'a'), b = join(tmp.dir, 'b'), c = join(tmp.dir, 'c');
+  for (const d of [a, b, c]) mkdirSync(d);
+  writeFileSync(join(a, 'tokenizer_config.json'), JSON.stringify({ chat_template: TEMPLATE }));
+  writeFileSync(join(b, 'tokenizer_config.json'), JSON.stringify({ chat_template: [{ name: 'tool_use', template: 'T' }, { name: 'default', template: 'D' }] }));
+  writeFileSync(join(c, 'chat_template.jinja'), 'J');
+  assert.equal(chatTemplateOf(a), TEMPLATE);
+  assert.equal(chatTemplateOf(b), 'D');
+  assert.equal(chatTemplateOf(c), 'J');
+});
+
+/** Start `serve` on a model until it says it is serving; return its log. */
+function serveLog(model: string, args: string[]): Promise<string> {
+  const proc = spawn(process.execPath, [BIN, 'serve', '--model', model, '--port', '0', '--data-dir', join(tmp.dir, `data-${Math.random()}`), ...args],
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, OPENCLAW_RL_JUDGE: '', OPENCLAW_RL_METHOD: '' } });
+  let log = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { proc.kill('SIGKILL'); reject(new Error(`serve did not start:\n${log}`)); }, 60_000);
+    proc.stderr!.on('data', (d) => {
+      log += d;
+      if (/openclaw-rl: serving/.test(log)) { clearTimeout(timer); proc.kill('SIGTERM'); }
+    });
+    proc.on('exit', () => { clearTimeout(timer); resolve(log); });
+  });
+}
+
+test('serve picks the recipe from the model; flags win', { timeout: 120_000 }, async () => {
+  // stories260K: no chat template
+  const plain = await serveLog(STORIES, []);
+  assert.match(plain, /default recipe for this model: no chat template/);
+  assert.match(plain, /judge: lexical, learning: binary/);
+  // a tiny model with stories260K's tokenizer and a chat template
+  const chat = tinyModel(join(tmp.dir, 'chat'), tinyConfig('llama'));
+  writeFileSync(join(chat, 'chat_template.jinja'), TEMPLATE);
+  const chatLog = await serveLog(chat, []);
+  assert.match(chatLog, /default recipe for this model: a chat model on the embedded engine/);
+  assert.match(chatLog, /judge: self, learning: combine/);
+  const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token']);
+  assert.doesNotMatch(flagged, /default recipe for this model/);
+  assert.match(flagged, /judge: lexical, learning: binary/);
+  // serving without training keeps the cheap judge
+  assert.match(await serveLog(chat, ['--no-train']), /judge: lexical, learning: off/);
+});
+
+test('demo with no model and no built chat model says how to get one', () => {
+  const r = spawnSync(process.execPath, [BIN, 'demo'], { encoding: 'utf8', env: { ...process.env, OPENCLAW_RL_MODEL: '', OPENCLAW_RL_CACHE: join(tmp.dir, 'empty-cache') } });
+  assert.equal(r.status, 2, r.stderr);
+  assert.match(r.stderr, /no model: the demo runs on stories260k-chat once it is built .*npm run make:chat-model.*--model DIR/s);
+});
