@@ -84,6 +84,8 @@ export interface PersonalizeOptions {
   hintSelection?: HintSelection;
   /** top-K OPD: entries per position from the student's old top-K (default the trainer's, 4) */
   topkK?: number;
+  /** top-K OPD: the student's set, or joined with the teacher's top-K */
+  topkSet?: 'student' | 'union';
   opdTeacher?: 'base' | 'policy';
   /** β of the KL-to-base penalty (default: the trainer's) */
   klCoef?: number;
@@ -122,7 +124,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const label = o.method === 'binary' ? 'binary' : `${o.method} (${opdMode})`;
   const trainer = new TrainerLoop(store, engine, {
     method: o.method, opdMode, klCoef, hindsight: o.hindsight ?? RECIPE.hindsight, negativeWeight: o.negativeWeight ?? RECIPE.negativeWeight, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
-    topk: { ...TRAINER_DEFAULTS.topk, selection: o.hintSelection ?? TRAINER_DEFAULTS.topk.selection, k: o.topkK ?? TRAINER_DEFAULTS.topk.k },
+    topk: { ...TRAINER_DEFAULTS.topk, selection: o.hintSelection ?? TRAINER_DEFAULTS.topk.selection, k: o.topkK ?? TRAINER_DEFAULTS.topk.k, set: o.topkSet ?? TRAINER_DEFAULTS.topk.set },
     batchSize: o.batchSize ?? RECIPE.batchSize, learningRate: o.learningRate ?? RECIPE.learningRate, rewardBaseline: o.rewardBaseline ?? RECIPE.rewardBaseline,
     keepNeutral: o.keepNeutral ?? RECIPE.keepNeutral, lora: { rank: o.loraRank ?? RECIPE.lora.rank, alpha: 2 * (o.loraRank ?? RECIPE.lora.rank), seed },
     checkpointDir: join(dir, 'checkpoints'), checkpointEvery: 1_000_000,

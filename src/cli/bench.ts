@@ -138,6 +138,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: 'sequence_optimal' }),
     'topk-k': opt.int('top-K OPD: entries per position taken from the student\'s old top-K', { min: 1, max: 64, default: TOPK_DEFAULTS.k }),
     'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher: the base weights or the live policy', { default: 'base' }),
+    'topk-set': opt.choice(['student', 'union'], 'top-K OPD: the student\'s top-K at each position (upstream), or joined with the teacher\'s top-K, weighted half by each', { default: 'student' }),
     hindsight: opt.flag('hindsight answers (on by default): an answer the user approved after correcting an earlier one is also trained as an answer to the corrected request'),
     'no-hindsight': opt.flag('turn hindsight answers off'),
     'negative-weight': opt.number('scale of negative reward terms (0: learn from approved answers only)', { min: 0, max: 1, default: RECIPE.negativeWeight }),
@@ -211,7 +212,7 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
         model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
         learningRate: o['learning-rate'], batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], loraRank: o['lora-rank'],
         keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, progress,
-        opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], opdTeacher: o['opd-teacher'], klCoef: o['kl-coef'], hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
+        opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], topkSet: o['topk-set'], opdTeacher: o['opd-teacher'], klCoef: o['kl-coef'], hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
         judgeSatisfaction: o['judge-satisfaction'], untilStable: o['until-stable'], stableGain: o['stable-gain'],
       }));
     }
@@ -309,7 +310,7 @@ export const benchPersonalizeCommand = defineCommand({
       const { persona } = resolved;
       const serveArgs = ['--method', resolved.method, '--learning-rate', String(o['learning-rate']), '--batch-size', String(o['batch-size']),
         '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', o['reward-baseline'], ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
-        '--opd-mode', resolved.opdMode === 'both' ? 'token' : resolved.opdMode, '--topk-k', String(o['topk-k']), '--hint-selection', o['hint-selection'], '--opd-teacher', o['opd-teacher'],
+        '--opd-mode', resolved.opdMode === 'both' ? 'token' : resolved.opdMode,  '--topk-k', String(o['topk-k']), '--topk-set', o['topk-set'], '--hint-selection', o['hint-selection'], '--opd-teacher', o['opd-teacher'],
         '--negative-weight', String(o['negative-weight']), ...(o['kl-coef'] !== undefined ? ['--kl-coef', String(o['kl-coef'])] : []), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : [])];
       served = await runPersonalizeViaServe({
         model: resolved.model, persona, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,

@@ -3,7 +3,7 @@
 // --model it runs on stories260k-chat when that is built, with the defaults that follow the model.
 import { resolve, join } from 'node:path';
 import { existsSync } from 'node:fs';
-import { defineCommand, UsageError } from './command.ts';
+import { defineCommand, opt, UsageError } from './command.ts';
 import { personalizeOptions, personalizeRuns, checkPersonalize, resolvePersonalize } from './bench.ts';
 
 /** --model, $OPENCLAW_RL_MODEL, else the built stories260k-chat. */
@@ -21,7 +21,11 @@ export const demoCommand = defineCommand({
   summary: 'watch a simulated user teach the model what it likes (server, judge and training in one process)',
   description: 'A simulated user asks for stories and says what it thinks of each one; the server judges the replies, trains a ' +
     'LoRA adapter in the background and serves each new version, and the held-out satisfaction is printed as it rises.',
-  options: personalizeOptions({ conversations: 128, out: 'openclaw-rl-demo' }),
+  options: {
+    ...personalizeOptions({ conversations: 128, out: 'openclaw-rl-demo' }),
+    model: opt.string('a local Hugging Face model folder or a Hugging Face model id',
+      { env: 'OPENCLAW_RL_MODEL', placeholder: 'DIR|ID', nonEmpty: true, defaultText: 'the built stories260k-chat ($OPENCLAW_RL_CACHE/models/stories260k-chat)' }),
+  },
   check: checkPersonalize,
   examples: ['openclaw-rl demo', 'openclaw-rl demo --model ../shared/models/stories260k-hf', 'openclaw-rl demo --persona chat-cat-lover --conversations 64'],
   run: async (o) => {

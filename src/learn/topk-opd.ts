@@ -72,8 +72,40 @@ export function topkToken(cur: number[], old: number[], advantages: number[], cl
   return { loss, dlogp, clipped };
 }
 
-/** What the trainer has per candidate hint: at each position, the teacher's log-probs at the student's set and its own top-K ids. */
-export interface TeacherCandidate { atStudent: number[][]; topIds: number[][] }
+/**
+ * A_v = clip(teacher_v − old_v, ±c) · w_v with w = ½·softmax(old) + ½·softmax(teacher) over the set: the
+ * weights of the joined set (`--topk-set union`). Upstream's softmax(old) alone gives a token the teacher
+ * wants but the student rarely writes (the requested animal) almost no weight; the teacher's half gives
+ * it the weight the teacher puts on it, so the push goes to that token rather than spreading over the
+ * whole vocabulary as a push-down of the student's own tokens does.
+ */
+export function mixedAdvantages(teacher: number[], old: number[], c: number): number[] {
+  if (teacher.length !== old.length) throw new RangeError(`teacher (${teacher.length}) and old (${old.length}) log-probs of a set differ in length`);
+  const wo = setWeights(old), wt = setWeights(teacher);
+  return old.map((o, i) => clip(teacher[i] - o, c) * 0.5 * (wo[i] + wt[i]));
+}
+
+/**
+ * One position's joined set: the student's top-K S followed by the ids of the teacher's top-K not in S,
+ * with the student's old log-probs and the teacher's at every id (`studentAtTeacherTop` and
+ * `teacherTopLogprobs` are aligned with `teacherTopIds`).
+ */
+export function joinSet(studentIds: number[], studentOld: number[], teacherAtStudent: number[],
+  teacherTopIds: number[], teacherTopLogprobs: number[], studentAtTeacherTop: number[]): { ids: number[]; old: number[]; teacher: number[] } {
+  if (studentOld.length !== studentIds.length || teacherAtStudent.length !== studentIds.length) throw new RangeError('the student\'s set and its log-probs differ in length');
+  if (teacherTopLogprobs.length !== teacherTopIds.length || studentAtTeacherTop.length !== teacherTopIds.length) throw new RangeError('the teacher\'s top-K and its log-probs differ in length');
+  const ids = [...studentIds], old = [...studentOld], teacher = [...teacherAtStudent];
+  const seen = new Set(studentIds);
+  teacherTopIds.forEach((id, j) => {
+    if (seen.has(id)) return;
+    seen.add(id);
+    ids.push(id); old.push(studentAtTeacherTop[j]); teacher.push(teacherTopLogprobs[j]);
+  });
+  return { ids, old, teacher };
+}
+
+/** What the trainer has per candidate hint: at each position, the teacher's log-probs at the student's set and its own top-K ids (and their log-probs). */
+export interface TeacherCandidate { atStudent: number[][]; topIds: number[][]; topLogprobs?: number[][] }
 
 export interface TopkTargets {
   /** per position: the student's old top-K ids, their old log-probs, and their advantages A_v */

@@ -7,7 +7,7 @@
 // the teacher on the same prompt, which pulls the student's top-K towards it (a KL-like regulariser).
 import type { Engine, Datum, ChatMessage, ToolSpec, TopKScoreRequest } from '../engine/types.ts';
 import { withHint } from '../learn/hint-prompt.ts';
-import { topkTargets, type HintSelection } from '../learn/topk-opd.ts';
+import { topkTargets, joinSet, mixedAdvantages, type HintSelection } from '../learn/topk-opd.ts';
 import type { WireMessage } from '../conversation/messages.ts';
 
 export interface DistillOptions {
@@ -17,6 +17,8 @@ export interface DistillOptions {
   /** scale of the set advantages (w_opd) */
   weight: number;
   teacher: 'base' | 'policy';
+  /** the set per position: the student's top-K (upstream), or joined with the chosen teacher's top-K (learn/topk-opd.ts, mixedAdvantages) */
+  set?: 'student' | 'union';
 }
 
 /** What one sample needs: its exact ids, the request (to re-render with a hint) and its hint candidates ([] = no hint). */
@@ -37,12 +39,14 @@ export interface DistillStats {
   overlapMean: number; chosenMean: number;
   /** mean |teacher − old| over the set entries (before clipping) */
   gapMean: number;
+  /** ids the teacher's top-K added to the sets (union sets), per position */
+  joined: number;
 }
 
 /** Distillation sets for the inputs (null where no candidate fits the context). */
 export async function distillSets(engine: Engine, inputs: DistillInput[], o: DistillOptions): Promise<{ sets: (Datum['distill'] | null)[]; stats: DistillStats }> {
   if (!engine.scoreTopK) throw new Error('top-K OPD needs an engine with top-K scoring (the embedded engine); use --opd-mode token');
-  const stats: DistillStats = { samples: 0, candidates: 0, tooLong: 0, overlapMean: 0, chosenMean: 0, gapMean: 0 };
+  const stats: DistillStats = { samples: 0, candidates: 0, tooLong: 0, overlapMean: 0, chosenMean: 0, gapMean: 0, joined: 0 };
   const sets: (Datum['distill'] | null)[] = inputs.map(() => null);
   if (inputs.length === 0) return { sets, stats };
   const max = engine.info.contextLength;
@@ -62,21 +66,40 @@ export async function distillSets(engine: Engine, inputs: DistillInput[], o: Dis
     idx.forEach((i, j) => { for (const p of teacherPrompts[i]) { requests.push({ promptIds: p, responseIds: inputs[i].responseIds, gatherIds: student[j].topIds }); owner.push(j); } });
     const teacher = await engine.scoreTopK(requests, o.k, { temperature, adapter: o.teacher === 'base' ? 'base' : 'current' });
     stats.candidates += requests.length;
-    idx.forEach((i, j) => {
-      const candidates = teacher.filter((_, r) => owner[r] === j).map((t) => ({ atStudent: t.gathered!, topIds: t.topIds }));
+    const chosen = idx.map((_, j) => {
+      const candidates = teacher.filter((_, r) => owner[r] === j).map((t) => ({ atStudent: t.gathered!, topIds: t.topIds, topLogprobs: t.topLogprobs }));
       const s = student[j];
       const targets = topkTargets(s.topIds, s.topLogprobs, candidates, o.selection, o.advantageClip);
-      sets[i] = { ids: targets.ids, oldLogprobs: targets.oldLogprobs, advantages: targets.advantages.map((row) => row.map((a) => a * o.weight)) };
       stats.samples++;
       targets.chosen.forEach((k, t) => {
         stats.overlapMean += targets.overlapAtChosen[t];
         stats.chosenMean += k;
         candidates[k].atStudent[t].forEach((lp, v) => { stats.gapMean += Math.abs(lp - s.topLogprobs[t][v]); entries++; });
       });
+      return { targets, candidates };
+    });
+    // the joined set needs the student's old log-probs at the chosen teacher's top-K: one more student pass
+    const atTeacherTop = o.set === 'union'
+      ? await engine.scoreTopK(idx.map((i, j) => ({
+        promptIds: inputs[i].promptIds, responseIds: inputs[i].responseIds,
+        gatherIds: chosen[j].targets.chosen.map((k, t) => chosen[j].candidates[k].topIds[t]),
+      })), o.k, { temperature, adapter: 'current' })
+      : null;
+    idx.forEach((i, j) => {
+      const { targets, candidates } = chosen[j];
+      let { ids, oldLogprobs, advantages } = targets;
+      if (atTeacherTop) {
+        const joined = targets.chosen.map((k, t) => joinSet(ids[t], oldLogprobs[t], candidates[k].atStudent[t], candidates[k].topIds[t], candidates[k].topLogprobs[t], atTeacherTop[j].gathered![t]));
+        ids = joined.map((x) => x.ids);
+        oldLogprobs = joined.map((x) => x.old);
+        advantages = joined.map((x) => mixedAdvantages(x.teacher, x.old, o.advantageClip));
+        stats.joined += joined.reduce((a, x, t) => a + x.ids.length - targets.ids[t].length, 0);
+      }
+      sets[i] = { ids, oldLogprobs, advantages: advantages.map((row) => row.map((a) => a * o.weight)) };
     });
   }
   const positions = sets.reduce((a, s) => a + (s ? s.ids.length : 0), 0);
-  if (positions) { stats.overlapMean /= positions; stats.chosenMean /= positions; }
+  if (positions) { stats.overlapMean /= positions; stats.chosenMean /= positions; stats.joined /= positions; }
   if (entries) stats.gapMean /= entries;
   return { sets, stats };
 }

@@ -261,9 +261,9 @@ export class TrainerLoop {
         inputs.push({ promptIds: data[i].promptIds, responseIds: data[i].responseIds, temperature: r.temperature, request: JSON.parse(r.request_json), hints: r.hint ? JSON.parse(r.hint) as string[] : [] });
         at.push(i);
       });
-      const { sets, stats } = await distillSets(this.engine, inputs, { k: this.o.topk.k, selection: this.o.topk.selection, advantageClip: this.o.opdClip, weight: this.o.weights.opd, teacher: this.o.opdTeacher });
+      const { sets, stats } = await distillSets(this.engine, inputs, { k: this.o.topk.k, selection: this.o.topk.selection, advantageClip: this.o.opdClip, weight: this.o.weights.opd, teacher: this.o.opdTeacher, set: this.o.topk.set });
       sets.forEach((set, j) => { if (set) data[at[j]].distill = set; });
-      if (stats.samples) distillNote = `, top-${this.o.topk.k} OPD on ${stats.samples} (${stats.candidates} teacher passes${stats.tooLong ? `, ${stats.tooLong} too long` : ''}, overlap ${stats.overlapMean.toFixed(2)}, |teacher − old| ${stats.gapMean.toFixed(2)})`;
+      if (stats.samples) distillNote = `, top-${this.o.topk.k} OPD on ${stats.samples} (${stats.candidates} teacher passes${stats.tooLong ? `, ${stats.tooLong} too long` : ''}, overlap ${stats.overlapMean.toFixed(2)}, |teacher − old| ${stats.gapMean.toFixed(2)}${this.o.topk.set === 'union' ? `, +${stats.joined.toFixed(2)} teacher ids a position` : ''})`;
     }
     const ids = fresh.map((r) => r.turn_id);
     const staleness = fresh.map((r) => Math.max(0, this.version - r.behaviour_version));

@@ -57,7 +57,8 @@ export interface TrainerOptions {
   opdMode: 'token' | 'topk';
   /** clip of teacher − behaviour per token in 'token' mode, and of teacher − old per set entry in 'topk' mode */
   opdClip: number;
-  topk: { k: number; maxCandidates: number; selection: HintSelection };
+  /** set: the student's top-K (upstream), or joined with the chosen teacher's top-K ('union', trainer/distill.ts) */
+  topk: { k: number; maxCandidates: number; selection: HintSelection; set: 'student' | 'union' };
   weights: { opd: number; rl: number };
   overlong: { lMax: number; lCache: number } | null;
   /**
@@ -97,7 +98,7 @@ export interface TrainerOptions {
 export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
   method: RECIPE.method, batchSize: RECIPE.batchSize, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, keepNeutral: RECIPE.keepNeutral,
   klCoef: RECIPE.klCoef, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
-  opdTeacher: 'base', opdMode: 'token', opdClip: OPD_ADVANTAGE_CLIP, topk: { k: TOPK_DEFAULTS.k, maxCandidates: TOPK_DEFAULTS.maxCandidates, selection: TOPK_DEFAULTS.selection },
+  opdTeacher: 'base', opdMode: 'token', opdClip: OPD_ADVANTAGE_CLIP, topk: { k: TOPK_DEFAULTS.k, maxCandidates: TOPK_DEFAULTS.maxCandidates, selection: TOPK_DEFAULTS.selection, set: 'student' },
   weights: { opd: 1, rl: 1 }, overlong: null, checkpointEvery: 1, maxCanaryDrop: GUARD_DEFAULTS.maxCanaryDrop, pollMs: 200, log: () => {},
 };
 

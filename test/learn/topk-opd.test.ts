@@ -2,7 +2,7 @@
 // surrogate summed over the set, overlaps and the three hint selections.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setWeights, setAdvantages, topkToken, overlap, chooseCandidates, topkTargets, clip } from '../../src/learn/topk-opd.ts';
+import { setWeights, setAdvantages, topkToken, overlap, chooseCandidates, topkTargets, clip, mixedAdvantages, joinSet } from '../../src/learn/topk-opd.ts';
 
 const close = (a: number[], b: number[], msg = '') => {
   assert.equal(a.length, b.length, msg);
@@ -79,4 +79,30 @@ test('topkTargets: the chosen candidate per position, its advantages over the st
   close(s.advantages[0], [-0.5, 0, 0, 0]);
   assert.deepEqual(s.overlapAtChosen, [1, 1]);
   assert.throws(() => topkTargets(studentIds, studentOld, [{ atStudent: [old], topIds: [[1]] }], 'shortest', 1), /covers 1 positions/);
+});
+
+test('joined sets: the student set, then the teacher top-K ids it lacks, with both log-probs at each', () => {
+  const j = joinSet([7, 3], [-0.5, -1.5], [-2, -0.7], [3, 9, 11], [-0.7, -0.9, -3], [-1.5, -4, -6]);
+  assert.deepEqual(j.ids, [7, 3, 9, 11]);
+  assert.deepEqual(j.old, [-0.5, -1.5, -4, -6]);
+  assert.deepEqual(j.teacher, [-2, -0.7, -0.9, -3]);
+  // a teacher top-K inside the student set adds nothing
+  assert.deepEqual(joinSet([1, 2], [-1, -2], [-1, -2], [2, 1], [-2, -1], [-2, -1]).ids, [1, 2]);
+  assert.throws(() => joinSet([1], [-1, -2], [-1], [2], [-1], [-1]), /differ in length/);
+  assert.throws(() => joinSet([1], [-1], [-1], [2, 3], [-1], [-1, -2]), /differ in length/);
+});
+
+test('mixed advantages: clip(teacher − old, ±1) · (softmax(old) + softmax(teacher)) / 2', () => {
+  // old over the set 0.5/0.25/0.125/0.125; the teacher puts 0.125/0.125/0.25/0.5
+  const teacher = [0.125, 0.125, 0.25, 0.5].map(Math.log);
+  // teacher − old = ln(1/4), ln(1/2), ln 2, ln 4 → clipped −1, −0.693…, +0.693…, +1
+  const w = [(0.5 + 0.125) / 2, (0.25 + 0.125) / 2, (0.125 + 0.25) / 2, (0.125 + 0.5) / 2];
+  close(mixedAdvantages(teacher, old, 1), [-1 * w[0], Math.log(0.5) * w[1], Math.log(2) * w[2], 1 * w[3]]);
+  // a token the student almost never writes but the teacher wants gets the teacher's half of the weight,
+  // where softmax(old) alone gives it ~0
+  const rareOld = [Math.log(0.9), Math.log(1e-4)], rareTeacher = [Math.log(0.1), Math.log(0.85)];
+  const mixed = mixedAdvantages(rareTeacher, rareOld, 1), student = setAdvantages(rareTeacher, rareOld, 1);
+  assert.ok(student[1] < 2e-4, `${student[1]}`);
+  assert.ok(Math.abs(mixed[1] - 0.5 * (1e-4 / 0.9001 + 0.85 / 0.95)) < 1e-9, `${mixed[1]}`);
+  assert.throws(() => mixedAdvantages([0], old, 1), /differ in length/);
 });

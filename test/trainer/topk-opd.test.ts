@@ -55,6 +55,44 @@ test('distillation sets: the student top-4 under the trained weights, the chosen
   }
 });
 
+test('joined distillation sets (--topk-set union): the student top-4 plus the chosen teacher top-4, old and teacher log-probs at each, mixed weights', async () => {
+  const engine = await EmbeddedEngine.load(STORIES);
+  try {
+    await engine.configureTraining({ rank: 4, alpha: 8, seed: 5 });
+    const messages = [{ role: 'user' as const, content: 'Once upon a time' }];
+    const promptIds = engine.tokenizer.encodeChat(messages);
+    const r = await collect(engine.sample(promptIds, { maxTokens: 12, temperature: 1, topP: 1, topK: 0, seed: 3 }));
+    const hint = 'The user wants a story about a big red ball.';
+    const { sets, stats } = await distillSets(engine, [{ promptIds, responseIds: r.ids, temperature: 1, request: { messages }, hints: [hint] }],
+      { k: 4, selection: 'sequence_optimal', advantageClip: 1, weight: 1, teacher: 'base', set: 'union' });
+    const set = sets[0]!;
+    const [student] = await engine.scoreTopK([{ promptIds, responseIds: r.ids }], 4, { adapter: 'current' });
+    const p = engine.tokenizer.encodeChat(withHint(messages, hint));
+    const [teacher] = await engine.scoreTopK([{ promptIds: p, responseIds: r.ids, gatherIds: student.topIds }], 4, { adapter: 'base' });
+    const [atTeacherTop] = await engine.scoreTopK([{ promptIds, responseIds: r.ids, gatherIds: teacher.topIds }], 4, { adapter: 'current' });
+    let added = 0;
+    set.ids.forEach((ids, t) => {
+      const extra = teacher.topIds[t].map((id, j) => [id, j]).filter(([id]) => !student.topIds[t].includes(id));
+      added += extra.length;
+      assert.deepEqual(ids, [...student.topIds[t], ...extra.map(([id]) => id)], `token ${t}`);
+      const old = [...student.topLogprobs[t], ...extra.map(([, j]) => atTeacherTop.gathered![t][j])];
+      const tl = [...teacher.gathered![t], ...extra.map(([, j]) => teacher.topLogprobs[t][j])];
+      assert.deepEqual(set.oldLogprobs[t], old);
+      // each old log-prob at a teacher id is the student's own log-prob of it (bit-equal to its top-K where both hold it)
+      extra.forEach(([, j], e) => { assert.ok(Number.isFinite(old[4 + e])); assert.ok(old[4 + e] <= student.topLogprobs[t][3] + 1e-6); });
+      const wo = old.map(Math.exp), zo = wo.reduce((a, b) => a + b, 0), wt = tl.map(Math.exp), zt = wt.reduce((a, b) => a + b, 0);
+      set.advantages[t].forEach((a, v) => {
+        const expected = Math.max(-1, Math.min(1, tl[v] - old[v])) * 0.5 * (wo[v] / zo + wt[v] / zt);
+        assert.ok(Math.abs(a - expected) < 1e-9, `token ${t} entry ${v}: ${a} vs ${expected}`);
+      });
+    });
+    assert.ok(added > 0, 'the hinted teacher named at least one id outside the student top-4');
+    assert.ok(Math.abs(stats.joined - added / r.ids.length) < 1e-9);
+  } finally {
+    await engine.close();
+  }
+});
+
 test('the loop in top-K combine mode: hinted turns keep their candidates, steps train with distillation sets and publish', { timeout: 300_000 }, async () => {
   const s = await startTestServer();
   const lines: string[] = [];
