@@ -12,7 +12,9 @@
 // sample is held to the plain band. Scored only on the plain request, the base's own fluent cat stories
 // fall below the plain band far more often than its other stories (the topic words are unlikely there),
 // so the plain band alone counts the preference itself as a loss of fluency. Both verdicts are kept:
-// `fluentPlain` is the plain band's alone.
+// `fluentPlain` is the plain band's alone. The preference band also carries its own repetition limit,
+// from the same samples (src/learn/fluency.ts, repeatLimit): a topic's words recur in the base's own
+// stories about it.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,7 +23,7 @@ import type { Engine } from '../engine/types.ts';
 import { collect } from '../engine/types.ts';
 import { check, type Persona } from './persona.ts';
 import { userTextWithHint } from '../learn/hint-prompt.ts';
-import { fluencyBand, isFluent, meanLogLikelihood, repetitionCheck, type FluencyBand } from '../learn/fluency.ts';
+import { fluencyBand, isFluent, meanLogLikelihood, repeatLimit, repetitionCheck, REPETITION_DEFAULTS, type FluencyBand } from '../learn/fluency.ts';
 
 export const NEUTRAL_PROMPTS = ['Once upon a time', 'The sun was', 'One day', 'They went home'];
 export const REFERENCE_TEXT = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the park.';
@@ -81,7 +83,7 @@ export interface HeldOutEvaluation {
 }
 
 /** The plain band, and the preference band when the persona states its preference. */
-export interface FluencyBands { plain: FluencyBand; preference: (FluencyBand & { hint: string }) | null }
+export interface FluencyBands { plain: FluencyBand; preference: (FluencyBand & { hint: string; maxRepeats: number }) | null }
 
 const EVAL_SEED = (i: number) => 7919 * i + 17;
 const CALIBRATION_SEED = (i: number) => 6007 * i + 100_003; // never equal to an evaluation seed for the k used here
@@ -103,19 +105,23 @@ export const CALIBRATION_MIN_K = 20;
 export async function calibrateFluency(engine: Engine, persona: Persona, k: number, p = 0.05): Promise<FluencyBands> {
   const n = Math.max(k, CALIBRATION_MIN_K);
   const calibrate = async (text: (prompt: string) => string, keep: (sample: string) => boolean) => {
-    const means: number[] = [];
+    const means: number[] = [], repeats: number[] = [];
     for (const prompt of persona.heldOutPrompts) {
       const ids = promptIds(engine, text(prompt));
       for (let i = 0; i < n; i++) {
         const r = await collect(engine.sample(ids, { maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, topP: 1, topK: 0, seed: CALIBRATION_SEED(i), weights: 'base' }));
-        if (keep(r.text)) means.push(await baseMeanLL(engine, ids, r.ids));
+        if (!keep(r.text)) continue;
+        means.push(await baseMeanLL(engine, ids, r.ids));
+        repeats.push(repetitionCheck(r.ids, r.text).maxNgramCount);
       }
     }
-    return fluencyBand(means, p);
+    return { band: fluencyBand(means, p), maxRepeats: repeatLimit(repeats, p) };
   };
-  const plain = await calibrate((x) => x, () => true);
+  const plain = (await calibrate((x) => x, () => true)).band;
   const hint = persona.preference;
-  return { plain, preference: hint ? { ...(await calibrate((x) => userTextWithHint(x, hint), (t) => check(persona.satisfied, t))), hint } : null };
+  if (!hint) return { plain, preference: null };
+  const pref = await calibrate((x) => userTextWithHint(x, hint), (t) => check(persona.satisfied, t));
+  return { plain, preference: { ...pref.band, hint, maxRepeats: pref.maxRepeats } };
 }
 
 /**
@@ -127,7 +133,7 @@ export async function calibrateFluency(engine: Engine, persona: Persona, k: numb
 export async function calibrateFluencyCached(engine: Engine, modelDir: string, persona: Persona, k: number, dir = join(tmpdir(), 'openclaw-rl-fluency-bands')): Promise<FluencyBands & { cached: boolean }> {
   const weights = readdirSync(modelDir).filter((f) => f.endsWith('.safetensors')).sort().map((f) => { const st = statSync(join(modelDir, f)); return [f, st.size, st.mtimeMs]; });
   const key = createHash('sha256').update(JSON.stringify({
-    v: 1, model: realpathSync(modelDir), weights, prompts: persona.heldOutPrompts, rule: persona.satisfied, preference: persona.preference ?? null,
+    v: 2, model: realpathSync(modelDir), weights, prompts: persona.heldOutPrompts, rule: persona.satisfied, preference: persona.preference ?? null,
     maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, n: Math.max(k, CALIBRATION_MIN_K),
   })).digest('hex').slice(0, 32);
   const file = join(dir, `${key}.json`);
@@ -156,7 +162,7 @@ export async function evaluateHeldOut(engine: Engine, persona: Persona, k: numbe
       const fluentPlain = isFluent(ll, bands.plain, rep);
       samples.push({
         prompt, seed, text: r.text, tokens: r.ids.length, satisfied,
-        fluent: llPref !== null ? isFluent(llPref, bands.preference!, rep) : fluentPlain, fluentPlain,
+        fluent: llPref !== null ? isFluent(llPref, bands.preference!, repetitionCheck(r.ids, r.text, { ...REPETITION_DEFAULTS, maxRepeats: bands.preference!.maxRepeats })) : fluentPlain, fluentPlain,
         baseMeanLogLikelihood: +ll.toFixed(4), ...(llPref !== null ? { basePreferenceMeanLogLikelihood: +llPref.toFixed(4) } : {}),
         maxNgramCount: rep.maxNgramCount, longestCharRun: rep.longestCharRun,
       });

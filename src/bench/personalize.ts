@@ -240,7 +240,7 @@ export async function writeReport(outDir: string, runs: PersonalizeResult[]): Pr
     `# Personalization: ${runs[0].persona}`, '',
     'Each cell: held-out satisfied / satisfied-and-fluent. Fluent: base-model mean log-likelihood per token ≥ ' +
       `${band.lower.toFixed(3)} (the ${band.percentile * 100}th percentile of ${band.calibrationSamples} base samples) and no loops` +
-      (runs[0].preferenceBand ? `, or on the request with the preference as a hint ≥ ${runs[0].preferenceBand.lower.toFixed(3)} (same percentile of the base's samples for that request); ` +
+      (runs[0].preferenceBand ? `, or on the request with the preference as a hint ≥ ${runs[0].preferenceBand.lower.toFixed(3)} and no 3-token piece more than ${runs[0].preferenceBand.maxRepeats} times (same percentiles of the base's own satisfying samples for that request); ` +
         `by the plain band alone, final satisfied-and-fluent / fluent: ${runs.map((r) => `${r.label} ${pct(r.curve.at(-1)!.plainSatisfiedAndFluentRate)} / ${pct(r.curve.at(-1)!.plainFluentRate)}`).join(', ')}.` : '.'), '',
     `Stable: conversations until satisfied-and-fluent held ≥ base + ${(runs[0].stable.gain * 100).toFixed(0)} points for 3 consecutive evaluations (– = not within the run). ` +
       'Judge-scored: mean over held-out samples of the mean of 5 judge grades (0–1), with the share of valid votes.', '',

@@ -128,11 +128,15 @@ test('a small benchmark run writes curve.json, plots of satisfaction and KL, a s
     // satisfying samples are held to the band of the base's satisfying samples written with the preference as a hint; others to the plain band
     assert.ok(run.preferenceBand && run.preferenceBand.calibrationSamples <= persona.heldOutPrompts.length * 20);
     const near = (ll: number, lower: number) => Math.abs(ll - lower) < 1e-3; // the stored log-likelihoods are rounded
+    // the preference band's repetition limit comes from the same base samples, never below the fixed 3
+    const pref = run.preferenceBand!;
+    assert.ok(Number.isInteger(pref.maxRepeats) && pref.maxRepeats >= 3);
     for (const x of run.samples) {
       const loops = x.maxNgramCount > 3 || x.longestCharRun > 5;
+      const loopsForPreference = x.maxNgramCount > pref.maxRepeats || x.longestCharRun > 5;
       if (!near(x.baseMeanLogLikelihood, run.fluencyBand.lower)) assert.equal(x.fluentPlain, !loops && x.baseMeanLogLikelihood >= run.fluencyBand.lower);
       if (!x.satisfied) assert.equal(x.fluent, x.fluentPlain);
-      else if (!near(x.basePreferenceMeanLogLikelihood!, run.preferenceBand!.lower)) assert.equal(x.fluent, !loops && x.basePreferenceMeanLogLikelihood! >= run.preferenceBand!.lower);
+      else if (!near(x.basePreferenceMeanLogLikelihood!, pref.lower)) assert.equal(x.fluent, !loopsForPreference && x.basePreferenceMeanLogLikelihood! >= pref.lower);
     }
     assert.equal(run.turnsPerConversation, 1);
     const j = run.judge;

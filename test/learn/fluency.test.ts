@@ -1,7 +1,7 @@
 // Fluency math: mean log-likelihood, percentiles, the band from the base's own samples, the repetition check.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { meanLogLikelihood, percentile, fluencyBand, repetitionCheck, isFluent } from '../../src/learn/fluency.ts';
+import { meanLogLikelihood, percentile, fluencyBand, repetitionCheck, isFluent, repeatLimit } from '../../src/learn/fluency.ts';
 
 test('mean log-likelihood is the per-token mean; an empty sample is −Infinity', () => {
   const table: [number[], number][] = [[[-1, -2, -3], -2], [[-0.5], -0.5], [[0, 0, -4, -4], -2], [[], -Infinity]];
@@ -52,4 +52,17 @@ test('fluent means inside the band and free of loops', () => {
   const clean = { ok: true, maxNgramCount: 1, longestCharRun: 1 }, loop = { ok: false, maxNgramCount: 9, longestCharRun: 1 };
   const table: [number, typeof clean, boolean][] = [[-2, clean, true], [-2.5, clean, true], [-2.51, clean, false], [-1, loop, false], [-Infinity, clean, false]];
   for (const [ll, rep, want] of table) assert.equal(isFluent(ll, band, rep), want, `${ll} ${rep.ok}`);
+});
+
+test('the repetition limit of a band: the 95th percentile of the base samples\' counts, rounded up, never below 3', () => {
+  const table: [number[], number, number][] = [
+    [[], 0.05, 3], // no samples: the fixed limit
+    [[1, 2, 2, 3, 3], 0.05, 3], // the base never repeats more than the fixed limit allows
+    [[...Array(18).fill(2), 4, 5], 0.05, 5], // 95th percentile of 20: between 4 and 5 → 5
+    [[...Array(19).fill(2), 6], 0.05, 3], // one loop in 20: at the 95th percentile the count is 2.2 → 3, the floor
+    [[...Array(85).fill(3), ...Array(15).fill(4)], 0.05, 4], // 15% at 4 (stories about a dog) → 4
+    [[...Array(85).fill(3), ...Array(15).fill(4)], 0.2, 3], // a looser percentile keeps the floor
+  ];
+  for (const [counts, p, want] of table) assert.equal(repeatLimit(counts, p), want, JSON.stringify([counts.length, p]));
+  assert.equal(repeatLimit([9, 9], 0.05, 2), 9);
 });
