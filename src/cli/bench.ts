@@ -138,7 +138,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: 'sequence_optimal' }),
     'topk-k': opt.int('top-K OPD: entries per position taken from the student\'s old top-K', { min: 1, max: 64, default: TOPK_DEFAULTS.k }),
     'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher: the base weights or the live policy', { default: 'base' }),
-    'topk-set': opt.choice(['student', 'union'], 'top-K OPD: the student\'s top-K at each position (upstream), or joined with the teacher\'s top-K, weighted half by each', { default: 'student' }),
+    'topk-set': opt.choice(['student', 'union'], 'top-K OPD: the student\'s top-K at each position (upstream), or joined with the teacher\'s top-K, weighted half by each', { default: RECIPE.topkSet }),
     hindsight: opt.flag('hindsight answers (on by default): an answer the user approved after correcting an earlier one is also trained as an answer to the corrected request'),
     'no-hindsight': opt.flag('turn hindsight answers off'),
     'negative-weight': opt.number('scale of negative reward terms (0: learn from approved answers only)', { min: 0, max: 1, default: RECIPE.negativeWeight }),

@@ -18,6 +18,8 @@ export interface Recipe {
   hindsight: boolean;
   /** scale of negative reward terms (1: as hard as positive ones) */
   negativeWeight: number;
+  /** top-K OPD's set per position: the student's top-K (upstream), or joined with the teacher's */
+  topkSet: 'student' | 'union';
 }
 
 export const RECIPE: Readonly<Recipe> = Object.freeze({
@@ -33,6 +35,9 @@ export const RECIPE: Readonly<Recipe> = Object.freeze({
   // (medians of 3 seeds), against +0 to +18 without (seed 1); docs/benchmarks.md, issue 12 session 6
   hindsight: true,
   negativeWeight: 1,
+  // the joined set: on stories260k-chat combine with top-K OPD gained more with it on the validation requests
+  // (docs/benchmarks.md, issue 12 session 8); `--topk-set student` is upstream's set
+  topkSet: 'union',
 });
 
 /** What the default recipe needs to know about the served model and engine. */
