@@ -13,13 +13,19 @@ import { collect } from '../../src/engine/types.ts';
 import { EmbeddedEngine } from '../../src/engine/embedded/engine.ts';
 import { STORIES } from '../helpers/models.ts';
 
-test('distillation sets: the student top-4 under the trained weights, the chosen hint by overlap, advantages clip(teacher − old, ±1)·softmax(old)', async () => {
+/** stories260K with a fresh LoRA adapter and one sampled answer to 'Once upon a time'. */
+async function sampledTurn() {
   const engine = await EmbeddedEngine.load(STORIES);
+  await engine.configureTraining({ rank: 4, alpha: 8, seed: 5 });
+  const messages = [{ role: 'user' as const, content: 'Once upon a time' }];
+  const promptIds = engine.tokenizer.encodeChat(messages);
+  const r = await collect(engine.sample(promptIds, { maxTokens: 12, temperature: 1, topP: 1, topK: 0, seed: 3 }));
+  return { engine, messages, promptIds, r };
+}
+
+test('distillation sets: the student top-4 under the trained weights, the chosen hint by overlap, advantages clip(teacher − old, ±1)·softmax(old)', async () => {
+  const { engine, messages, promptIds, r } = await sampledTurn();
   try {
-    await engine.configureTraining({ rank: 4, alpha: 8, seed: 5 });
-    const messages = [{ role: 'user' as const, content: 'Once upon a time' }];
-    const promptIds = engine.tokenizer.encodeChat(messages);
-    const r = await collect(engine.sample(promptIds, { maxTokens: 12, temperature: 1, topP: 1, topK: 0, seed: 3 }));
     const hints = ['Write about a dog.', 'The user wants a story about a big red ball.'];
     const { sets, stats } = await distillSets(engine, [{ promptIds, responseIds: r.ids, temperature: 1, request: { messages }, hints }],
       { k: 4, selection: 'sequence_optimal', advantageClip: 1, weight: 1, teacher: 'base' });
@@ -56,12 +62,8 @@ test('distillation sets: the student top-4 under the trained weights, the chosen
 });
 
 test('joined distillation sets (--topk-set union): the student top-4 plus the chosen teacher top-4, old and teacher log-probs at each, mixed weights', async () => {
-  const engine = await EmbeddedEngine.load(STORIES);
+  const { engine, messages, promptIds, r } = await sampledTurn();
   try {
-    await engine.configureTraining({ rank: 4, alpha: 8, seed: 5 });
-    const messages = [{ role: 'user' as const, content: 'Once upon a time' }];
-    const promptIds = engine.tokenizer.encodeChat(messages);
-    const r = await collect(engine.sample(promptIds, { maxTokens: 12, temperature: 1, topP: 1, topK: 0, seed: 3 }));
     const hint = 'The user wants a story about a big red ball.';
     const { sets, stats } = await distillSets(engine, [{ promptIds, responseIds: r.ids, temperature: 1, request: { messages }, hints: [hint] }],
       { k: 4, selection: 'sequence_optimal', advantageClip: 1, weight: 1, teacher: 'base', set: 'union' });
