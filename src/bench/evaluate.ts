@@ -23,7 +23,7 @@ import type { Engine } from '../engine/types.ts';
 import { collect } from '../engine/types.ts';
 import { check, type Persona } from './persona.ts';
 import { userTextWithHint } from '../learn/hint-prompt.ts';
-import { fluencyBand, isFluent, meanLogLikelihood, repeatLimit, repetitionCheck, REPETITION_DEFAULTS, type FluencyBand } from '../learn/fluency.ts';
+import { fluencyBand, isFluent, meanLogLikelihood, repeatLimit, repetitionCheck, withinLimits, REPETITION_DEFAULTS, type FluencyBand } from '../learn/fluency.ts';
 
 export const NEUTRAL_PROMPTS = ['Once upon a time', 'The sun was', 'One day', 'They went home'];
 export const REFERENCE_TEXT = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the park.';
@@ -162,7 +162,7 @@ export async function evaluateHeldOut(engine: Engine, persona: Persona, k: numbe
       const fluentPlain = isFluent(ll, bands.plain, rep);
       samples.push({
         prompt, seed, text: r.text, tokens: r.ids.length, satisfied,
-        fluent: llPref !== null ? isFluent(llPref, bands.preference!, repetitionCheck(r.ids, r.text, { ...REPETITION_DEFAULTS, maxRepeats: bands.preference!.maxRepeats })) : fluentPlain, fluentPlain,
+        fluent: llPref !== null ? isFluent(llPref, bands.preference!, { ...rep, ok: withinLimits(rep, { ...REPETITION_DEFAULTS, maxRepeats: bands.preference!.maxRepeats }) }) : fluentPlain, fluentPlain,
         baseMeanLogLikelihood: +ll.toFixed(4), ...(llPref !== null ? { basePreferenceMeanLogLikelihood: +llPref.toFixed(4) } : {}),
         maxNgramCount: rep.maxNgramCount, longestCharRun: rep.longestCharRun,
       });

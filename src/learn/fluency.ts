@@ -55,7 +55,12 @@ export function repetitionCheck(ids: ArrayLike<number>, text: string, limits: Re
     prev = ch;
     if (!/\s/.test(ch) && run > longestCharRun) longestCharRun = run;
   }
-  return { ok: maxNgramCount <= limits.maxRepeats && longestCharRun <= limits.maxCharRun, maxNgramCount, longestCharRun };
+  return { ok: withinLimits({ maxNgramCount, longestCharRun }, limits), maxNgramCount, longestCharRun };
+}
+
+/** Whether a sample's counts stay within repetition limits (the same counts judged against another band's limits). */
+export function withinLimits(counts: Omit<RepetitionCheck, 'ok'>, limits: RepetitionLimits): boolean {
+  return counts.maxNgramCount <= limits.maxRepeats && counts.longestCharRun <= limits.maxCharRun;
 }
 
 /**

@@ -66,7 +66,7 @@ export async function distillSets(engine: Engine, inputs: DistillInput[], o: Dis
     idx.forEach((i, j) => { for (const p of teacherPrompts[i]) { requests.push({ promptIds: p, responseIds: inputs[i].responseIds, gatherIds: student[j].topIds }); owner.push(j); } });
     const teacher = await engine.scoreTopK(requests, o.k, { temperature, adapter: o.teacher === 'base' ? 'base' : 'current' });
     stats.candidates += requests.length;
-    const chosen = idx.map((_, j) => {
+    const perSample = idx.map((_, j) => {
       const candidates = teacher.filter((_, r) => owner[r] === j).map((t) => ({ atStudent: t.gathered!, topIds: t.topIds, topLogprobs: t.topLogprobs }));
       const s = student[j];
       const targets = topkTargets(s.topIds, s.topLogprobs, candidates, o.selection, o.advantageClip);
@@ -82,11 +82,11 @@ export async function distillSets(engine: Engine, inputs: DistillInput[], o: Dis
     const atTeacherTop = o.set === 'union'
       ? await engine.scoreTopK(idx.map((i, j) => ({
         promptIds: inputs[i].promptIds, responseIds: inputs[i].responseIds,
-        gatherIds: chosen[j].targets.chosen.map((k, t) => chosen[j].candidates[k].topIds[t]),
+        gatherIds: perSample[j].targets.chosen.map((k, t) => perSample[j].candidates[k].topIds[t]),
       })), o.k, { temperature, adapter: 'current' })
       : null;
     idx.forEach((i, j) => {
-      const { targets, candidates } = chosen[j];
+      const { targets, candidates } = perSample[j];
       let { ids, oldLogprobs, advantages } = targets;
       if (atTeacherTop) {
         const joined = targets.chosen.map((k, t) => joinSet(ids[t], oldLogprobs[t], candidates[k].atStudent[t], candidates[k].topIds[t], candidates[k].topLogprobs[t], atTeacherTop[j].gathered![t]));

@@ -59,9 +59,9 @@ export interface ModelRecipe {
 
 /**
  * Combine with top-K OPD and the self judge where the model reads (a chat template) and the engine
- * can score top-K: on stories260k-chat it gained a median +58/+40/+26/+38 points of held-out
- * satisfied-and-fluent on four personas against binary's +39/+30/+13/+24, and +34 against +8 with
- * one-turn sessions (docs/benchmarks.md, issue 12 session 7). A model without a chat template
+ * can score top-K: on stories260k-chat it gained a median +56/+46/+46/+34 points of held-out
+ * satisfied-and-fluent on four personas against binary's +50/+38/+12/+18 (docs/benchmarks.md,
+ * issue 12 session 8). A model without a chat template
  * (stories260K) cannot read the hint OPD distils from, and there combine learned less than binary
  * (+4 against +10, lexical judge), so it keeps binary and the lexical judge, which needs no model.
  * Remote engines keep binary too: top-K OPD needs the embedded engine's top-K scoring, and token
