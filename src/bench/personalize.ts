@@ -13,6 +13,7 @@ import { JudgeLoop } from '../judge/loop.ts';
 import { createJudge, JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TrainerLoop, TRAINER_DEFAULTS } from '../trainer/loop.ts';
 import { RECIPE } from '../trainer/recipe.ts';
+import type { KlEstimator } from '../learn/losses.ts';
 import type { Method } from '../learn/advantages.ts';
 import type { HintSelection } from '../learn/topk-opd.ts';
 import type { Persona } from './persona.ts';
@@ -89,6 +90,8 @@ export interface PersonalizeOptions {
   opdTeacher?: 'base' | 'policy';
   /** β of the KL-to-base penalty (default: the trainer's) */
   klCoef?: number;
+  /** its estimator (default: the recipe's) */
+  klEstimator?: KlEstimator;
   /** hindsight answers (trainer/hindsight.ts; default: the recipe's) */
   hindsight?: boolean;
   /** scale of negative reward terms (default: the recipe's) */
@@ -123,7 +126,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const opdMode = o.opdMode ?? 'token', klCoef = o.klCoef ?? TRAINER_DEFAULTS.klCoef;
   const label = o.method === 'binary' ? 'binary' : `${o.method} (${opdMode})`;
   const trainer = new TrainerLoop(store, engine, {
-    method: o.method, opdMode, klCoef, hindsight: o.hindsight ?? RECIPE.hindsight, negativeWeight: o.negativeWeight ?? RECIPE.negativeWeight, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
+    method: o.method, opdMode, klCoef, klEstimator: o.klEstimator ?? RECIPE.klEstimator, hindsight: o.hindsight ?? RECIPE.hindsight, negativeWeight: o.negativeWeight ?? RECIPE.negativeWeight, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
     topk: { ...TRAINER_DEFAULTS.topk, selection: o.hintSelection ?? TRAINER_DEFAULTS.topk.selection, k: o.topkK ?? TRAINER_DEFAULTS.topk.k, set: o.topkSet ?? TRAINER_DEFAULTS.topk.set },
     batchSize: o.batchSize ?? RECIPE.batchSize, learningRate: o.learningRate ?? RECIPE.learningRate, rewardBaseline: o.rewardBaseline ?? RECIPE.rewardBaseline,
     keepNeutral: o.keepNeutral ?? RECIPE.keepNeutral, lora: { rank: o.loraRank ?? RECIPE.lora.rank, alpha: 2 * (o.loraRank ?? RECIPE.lora.rank), seed },

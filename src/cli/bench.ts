@@ -143,6 +143,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'no-hindsight': opt.flag('turn hindsight answers off'),
     'negative-weight': opt.number('scale of negative reward terms (0: learn from approved answers only)', { min: 0, max: 1, default: RECIPE.negativeWeight }),
     'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: 'the trainer default' }),
+    'kl-estimator': opt.choice(['k3', 'k2'], 'the KL term at the sampled tokens: k3 (gradient of the forward KL) or k2 (½(log π/π_base)²: gradient of the reverse KL)', { default: RECIPE.klEstimator }),
     'judge-satisfaction': opt.flag('also grade every held-out sample with the judge (self or llm): 0–1 in \\boxed{}, mean of 5 votes'),
     'until-stable': opt.flag('stop once satisfied-and-fluent held ≥ base + --stable-gain for 3 consecutive evaluations (--conversations caps the run)'),
     'stable-gain': opt.number('the effect that counts as learned: satisfied-and-fluent this far above the base (0.5 = 50 points)', { gt: 0, default: 0.5 }),
@@ -212,7 +213,7 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
         model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
         learningRate: o['learning-rate'], batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], loraRank: o['lora-rank'],
         keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, progress,
-        opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], topkSet: o['topk-set'], opdTeacher: o['opd-teacher'], klCoef: o['kl-coef'], hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
+        opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], topkSet: o['topk-set'], opdTeacher: o['opd-teacher'], klCoef: o['kl-coef'], klEstimator: o['kl-estimator'], hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
         judgeSatisfaction: o['judge-satisfaction'], untilStable: o['until-stable'], stableGain: o['stable-gain'],
       }));
     }

@@ -10,16 +10,29 @@ export interface PpoLoss {
   /** ratio clip range [1 − clipLow, 1 + clipHigh] (defaults 0.2 / 0.28, as upstream) */
   clipLow?: number;
   clipHigh?: number;
-  /** β of the β·KL(π_θ‖π_base) penalty (k3 estimator), 0 = off; costs one forward with adapters off */
+  /** β of the β·KL(π_θ‖π_base) penalty, 0 = off; costs one forward with adapters off */
   klCoef?: number;
+  /** how the penalty is estimated at the sampled tokens (see KlEstimator; default k3) */
+  klEstimator?: KlEstimator;
 }
+/**
+ * The per-token KL-to-base term in the loss, at tokens sampled from the policy:
+ * - `k3` (e^(b−p) − (b−p) − 1): its expected gradient is that of the *forward* KL(π_base‖π_θ). Its
+ *   push is bounded (coefficient 1 − e^(b−p) ≤ 1) where the policy made a token likelier than the base
+ *   did, and unbounded where the policy made it less likely: it fights the preference it learns and
+ *   barely holds back mass moving to tokens the base finds unlikely (misspelt words at T = 1).
+ * - `k2` (½(p − b)²): its expected gradient is that of the *reverse* KL(π_θ‖π_base), the quantity
+ *   the evaluation reports: the coefficient p − b grows with how much likelier the policy made the
+ *   token than the base, so tokens the base would almost never write are pushed back hardest.
+ */
+export type KlEstimator = 'k3' | 'k2';
 export interface CrossEntropyLoss { kind: 'cross_entropy' }
 export type LossSpec = (PpoLoss | CrossEntropyLoss) & {
   /** log-probs are of softmax(logits / T): use the temperature the tokens were sampled at (default 1) */
   temperature?: number;
 };
 
-export const PPO_DEFAULTS = { clipLow: 0.2, clipHigh: 0.28, klCoef: 0 };
+export const PPO_DEFAULTS = { clipLow: 0.2, clipHigh: 0.28, klCoef: 0, klEstimator: 'k3' as KlEstimator };
 
 export interface TokenTerm { loss: number; dlogp: number; ratio: number; clipped: boolean }
 
@@ -39,6 +52,17 @@ export function ppoToken(logp: number, behaviourLogp: number, advantage: number,
 export function k3Token(logp: number, baseLogp: number): { kl: number; dlogp: number } {
   const d = baseLogp - logp;
   return { kl: Math.exp(d) - d - 1, dlogp: 1 - Math.exp(d) };
+}
+
+/** k2 estimator at a sampled token: ½(p − b)², with its derivative in p (see KlEstimator). */
+export function k2Token(logp: number, baseLogp: number): { kl: number; dlogp: number } {
+  const d = logp - baseLogp;
+  return { kl: 0.5 * d * d, dlogp: d };
+}
+
+/** The KL term of `estimator` at a sampled token. */
+export function klToken(estimator: KlEstimator, logp: number, baseLogp: number): { kl: number; dlogp: number } {
+  return estimator === 'k2' ? k2Token(logp, baseLogp) : k3Token(logp, baseLogp);
 }
 
 /** Negative log-likelihood of the target token. */

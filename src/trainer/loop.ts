@@ -290,7 +290,7 @@ export class TrainerLoop {
     }
     data = [...data, ...hindsight];
     if (hindsight.length) distillNote += `, ${hindsight.length} hindsight answer(s)`;
-    const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.o.klCoef });
+    const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.o.klCoef, klEstimator: this.o.klEstimator });
     const learningRate = this.o.learningRateAt?.(this.step + 1) ?? this.o.learningRate;
     const opt = await this.engine.optimStep({ learningRate, gradClipNorm: this.o.gradClipNorm });
     const rewards = fresh.map((r) => r.reward).filter((x): x is number => x !== null);

@@ -7,6 +7,7 @@ import { TOPK_DEFAULTS, type HintSelection } from '../learn/topk-opd.ts';
 import { GUARD_DEFAULTS } from '../learn/weights-guard.ts';
 import { IMPORTANCE_CAP } from '../learn/staleness.ts';
 import { RECIPE } from './recipe.ts';
+import type { KlEstimator } from '../learn/losses.ts';
 
 export interface TrainerOptions {
   method: Method;
@@ -47,6 +48,8 @@ export interface TrainerOptions {
    * With β = 0, binary learns by breaking the text.
    */
   klCoef: number;
+  /** the KL term's estimator at the sampled tokens (learn/losses.ts) */
+  klEstimator: KlEstimator;
   gradClipNorm: number;
   opdTeacher: 'base' | 'policy';
   /**
@@ -97,7 +100,7 @@ export interface TrainerOptions {
 
 export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
   method: RECIPE.method, batchSize: RECIPE.batchSize, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, keepNeutral: RECIPE.keepNeutral,
-  klCoef: RECIPE.klCoef, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
+  klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
   opdTeacher: 'base', opdMode: 'token', opdClip: OPD_ADVANTAGE_CLIP, topk: { k: TOPK_DEFAULTS.k, maxCandidates: TOPK_DEFAULTS.maxCandidates, selection: TOPK_DEFAULTS.selection, set: RECIPE.topkSet },
   weights: { opd: 1, rl: 1 }, overlong: null, checkpointEvery: 1, maxCanaryDrop: GUARD_DEFAULTS.maxCanaryDrop, pollMs: 200, log: () => {},
 };

@@ -3,6 +3,7 @@
 // what measured best — see docs/benchmarks.md, "Server path: the default recipe" — so a user who
 // serves gets what the benchmark shows. Change a default here, with the measurement that backs it.
 import type { Method } from '../learn/advantages.ts';
+import type { KlEstimator } from '../learn/losses.ts';
 
 export interface Recipe {
   method: Method;
@@ -14,6 +15,8 @@ export interface Recipe {
   keepNeutral: boolean;
   /** β of the KL-to-base term in the loss */
   klCoef: number;
+  /** how that term is estimated at the sampled tokens (learn/losses.ts, KlEstimator) */
+  klEstimator: KlEstimator;
   /** hindsight answers: an approved answer after a correction also trains the corrected request */
   hindsight: boolean;
   /** scale of negative reward terms (1: as hard as positive ones) */
@@ -31,6 +34,7 @@ export const RECIPE: Readonly<Recipe> = Object.freeze({
   keepNeutral: false,
   // β = 0.3: chosen by measurement on stories260k-chat over 3 seeds (docs/benchmarks.md, the β study)
   klCoef: 0.3,
+  klEstimator: 'k3',
   // hindsight on: binary gained +26 to +60 points of held-out satisfied-and-fluent with it on chat-cat/dog/frog-lover
   // (medians of 3 seeds), against +0 to +18 without (seed 1); docs/benchmarks.md, issue 12 session 6
   hindsight: true,

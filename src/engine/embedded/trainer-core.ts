@@ -5,7 +5,7 @@
 import type { Transformer } from './model.ts';
 import type { PackedMatrix } from './kernels/packed.ts';
 import { packRows } from './score.ts';
-import { ppoToken, k3Token, crossEntropyToken, PPO_DEFAULTS, type LossSpec } from '../../learn/losses.ts';
+import { ppoToken, k3Token, klToken, crossEntropyToken, PPO_DEFAULTS, type LossSpec } from '../../learn/losses.ts';
 import { topkToken } from '../../learn/topk-opd.ts';
 import { EngineError, checkTokenIds, type Datum, type ForwardBackwardMetrics } from '../types.ts';
 
@@ -151,9 +151,10 @@ export abstract class TrainerCore {
           metrics.ratio += term.ratio;
           if (term.clipped) metrics.clipped++;
           if (base) {
-            const kl = k3Token(logp, base[first + k][t]);
-            loss += ppo.klCoef * kl.kl; dlogp += ppo.klCoef * kl.dlogp;
-            metrics.kl += kl.kl;
+            const term = klToken(ppo.klEstimator, logp, base[first + k][t]);
+            loss += ppo.klCoef * term.kl; dlogp += ppo.klCoef * term.dlogp;
+            // the reported KL is k3's value whatever the gradient's estimator: an unbiased estimate of KL(π‖π_base)
+            metrics.kl += k3Token(logp, base[first + k][t]).kl;
           }
           if (d.teacherLogprobs) { metrics.gap += Math.abs(d.teacherLogprobs[t] - d.behaviourLogprobs![t]); metrics.gapTokens++; }
           if (d.distill && setLogp) {
