@@ -312,7 +312,7 @@ export const benchPersonalizeCommand = defineCommand({
       const serveArgs = ['--method', resolved.method, '--learning-rate', String(o['learning-rate']), '--batch-size', String(o['batch-size']),
         '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', o['reward-baseline'], ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
         '--opd-mode', resolved.opdMode === 'both' ? 'token' : resolved.opdMode, '--topk-k', String(o['topk-k']), '--topk-set', o['topk-set'], '--hint-selection', o['hint-selection'], '--opd-teacher', o['opd-teacher'],
-        '--negative-weight', String(o['negative-weight']), ...(o['kl-coef'] !== undefined ? ['--kl-coef', String(o['kl-coef'])] : []), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : [])];
+        '--negative-weight', String(o['negative-weight']), ...(o['kl-coef'] !== undefined ? ['--kl-coef', String(o['kl-coef'])] : []), '--kl-estimator', o['kl-estimator'], ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : [])];
       served = await runPersonalizeViaServe({
         model: resolved.model, persona, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
         serveArgs, drainSeconds: o['drain-seconds'], progress, judge: resolved.judge === 'self' ? 'self' : 'lexical',

