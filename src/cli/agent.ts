@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { defineCommand, opt, UsageError } from './command.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, jsonOption } from './args.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
+import { KL_ESTIMATOR_OPTION } from '../trainer/recipe.ts';
 import type { EnvPool } from '../env/types.ts';
 import type { ModelBudget } from '../env/budget.ts';
 import { ENV_NAMES, SANDBOXED_ENVS } from '../env/names.ts';
@@ -85,7 +86,7 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
     'batch-size': count('samples (policy turns) per optimizer step', 16),
     'learning-rate': opt.number('optimizer learning rate', { gt: 0, default: TRAINER_DEFAULTS.learningRate }),
     'kl-coef': opt.number('β of the KL-to-base term in the loss (0 turns it off, and the base forward pass with it)', { min: 0, default: TRAINER_DEFAULTS.klCoef }),
-    'kl-estimator': opt.choice(['k3', 'k2'], 'the KL term at the sampled tokens: k3 (gradient of the forward KL) or k2 (gradient of the reverse KL)', { default: TRAINER_DEFAULTS.klEstimator }),
+    'kl-estimator': opt.choice(KL_ESTIMATOR_OPTION.choices, KL_ESTIMATOR_OPTION.help, { default: TRAINER_DEFAULTS.klEstimator }),
     'stale-correction': opt.choice(['decoupled', 'behaviour'] as const, 'samples of older versions: decoupled rescores them under the current weights (an extra forward pass) and weights by the truncated importance ratio; behaviour clips the PPO ratio against their sampling log-probs (no extra pass)', { default: 'decoupled' }),
     'max-minutes': opt.number('stop training after this many minutes of wall clock (rollouts and steps; evaluations not counted): no new episodes, the step in progress finishes', { gt: 0 }),
     'lr-decay': opt.choice(['none', 'linear'] as const, 'learning-rate schedule: linear falls to a tenth of --learning-rate over the run (--max-minutes when given, else --episodes)', { default: 'none' }),

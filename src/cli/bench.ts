@@ -8,7 +8,7 @@ import type { PersonalizeResult } from '../bench/personalize.ts';
 import type { Persona } from '../bench/persona.ts';
 import type { JudgeConfig } from '../judge/config.ts';
 import type { Method } from '../learn/advantages.ts';
-import { RECIPE, recipeFor, MODEL_AWARE_DEFAULT } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION } from '../trainer/recipe.ts';
 import { TOPK_DEFAULTS } from '../learn/topk-opd.ts';
 
 const log = (l: string) => process.stderr.write(l + '\n');
@@ -143,7 +143,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'no-hindsight': opt.flag('turn hindsight answers off'),
     'negative-weight': opt.number('scale of negative reward terms (0: learn from approved answers only)', { min: 0, max: 1, default: RECIPE.negativeWeight }),
     'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: 'the trainer default' }),
-    'kl-estimator': opt.choice(['k3', 'k2'], 'the KL term at the sampled tokens: k3 (gradient of the forward KL) or k2 (½(log π/π_base)²: gradient of the reverse KL)', { default: RECIPE.klEstimator }),
+    'kl-estimator': opt.choice(KL_ESTIMATOR_OPTION.choices, KL_ESTIMATOR_OPTION.help, { default: RECIPE.klEstimator }),
     'judge-satisfaction': opt.flag('also grade every held-out sample with the judge (self or llm): 0–1 in \\boxed{}, mean of 5 votes'),
     'until-stable': opt.flag('stop once satisfied-and-fluent held ≥ base + --stable-gain for 3 consecutive evaluations (--conversations caps the run)'),
     'stable-gain': opt.number('the effect that counts as learned: satisfied-and-fluent this far above the base (0.5 = 50 points)', { gt: 0, default: 0.5 }),

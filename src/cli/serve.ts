@@ -6,7 +6,7 @@ import { parseOrigins } from '../api/cors.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId, weightsDtypeOption, kvDtypeOption } from './args.ts';
 import { JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
-import { RECIPE, recipeFor, MODEL_AWARE_DEFAULT } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION } from '../trainer/recipe.ts';
 import { learningRateProblem } from '../learn/weights-guard.ts';
 import type { Store as StoreType } from '../store/store.ts';
 
@@ -55,7 +55,7 @@ const SERVE_OPTIONS = {
   'learning-rate': opt.number('optimizer learning rate (at most 0.1: larger steps destroy the weights)', { gt: 0, default: TRAINER_DEFAULTS.learningRate }),
   'max-staleness': opt.int('drop samples this many versions older than the policy (default: none dropped; stale samples are corrected by truncated importance weights)', { min: 0 }),
   'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: `${TRAINER_DEFAULTS.klCoef} (0 with --engine tinker or --trainer tinker)` }),
-  'kl-estimator': opt.choice(['k3', 'k2'], 'the KL term at the sampled tokens: k3 (gradient of the forward KL) or k2 (½(log π/π_base)²: gradient of the reverse KL)', { default: TRAINER_DEFAULTS.klEstimator }),
+  'kl-estimator': opt.choice(KL_ESTIMATOR_OPTION.choices, KL_ESTIMATOR_OPTION.help, { default: TRAINER_DEFAULTS.klEstimator }),
   'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher', { default: TRAINER_DEFAULTS.opdTeacher }),
   'opd-mode': opt.choice(['token', 'topk'], 'OPD on the sampled token, or top-K distillation over the student\'s top-4 with up to 3 hints per turn (embedded engine)', { defaultText: MODEL_AWARE_DEFAULT.opdMode }),
   'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: TRAINER_DEFAULTS.topk.selection }),

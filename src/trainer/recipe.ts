@@ -79,6 +79,12 @@ export function recipeFor(t: ModelTraits): ModelRecipe {
   return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', reason: `${why}: ${RECIPE.method}, the lexical judge` };
 }
 
+/** `--kl-estimator` on every command that trains: its choices and help (learn/losses.ts, KlEstimator). */
+export const KL_ESTIMATOR_OPTION = {
+  choices: ['k3', 'k2'] as const,
+  help: 'the KL term at the sampled tokens: k3 (gradient of the forward KL) or k2 (½(log π/π_base)²: gradient of the reverse KL)',
+};
+
 /** The help text of the options whose default follows the model. */
 export const MODEL_AWARE_DEFAULT = {
   method: 'combine for a chat model on the embedded engine, else binary',

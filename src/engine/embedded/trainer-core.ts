@@ -151,10 +151,11 @@ export abstract class TrainerCore {
           metrics.ratio += term.ratio;
           if (term.clipped) metrics.clipped++;
           if (base) {
-            const term = klToken(ppo.klEstimator, logp, base[first + k][t]);
-            loss += ppo.klCoef * term.kl; dlogp += ppo.klCoef * term.dlogp;
             // the reported KL is k3's value whatever the gradient's estimator: an unbiased estimate of KL(π‖π_base)
-            metrics.kl += k3Token(logp, base[first + k][t]).kl;
+            const baseLogp = base[first + k][t], k3 = k3Token(logp, baseLogp);
+            const term = ppo.klEstimator === 'k3' ? k3 : klToken(ppo.klEstimator, logp, baseLogp);
+            loss += ppo.klCoef * term.kl; dlogp += ppo.klCoef * term.dlogp;
+            metrics.kl += k3.kl;
           }
           if (d.teacherLogprobs) { metrics.gap += Math.abs(d.teacherLogprobs[t] - d.behaviourLogprobs![t]); metrics.gapTokens++; }
           if (d.distill && setLogp) {
