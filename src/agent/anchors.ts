@@ -15,7 +15,7 @@ import type { TurnSample } from './samples.ts';
 export const ANCHOR_REQUESTS: readonly string[] = PLAIN_REQUESTS.train;
 
 export interface AnchorOptions {
-  /** anchors per finished group */
+  /** anchors per finished group with reward variance (a group that trains) */
   perGroup: number;
   /** the advantage on each of an anchor's tokens */
   advantage: number;

@@ -47,7 +47,7 @@ export interface AgentTrainOptions {
    * run (the time budget when there is one, else the episodes)
    */
   lrDecay?: 'none' | 'linear';
-  /** replay of the base model's chat answers beside the agent samples (anchors.ts); null/absent: none */
+  /** replay of the base model's chat answers beside the agent samples of each group that trains (anchors.ts); null/absent: none */
   anchors?: AnchorOptions | null;
   allocateTimeoutMs: number;
   runId: string;
@@ -172,7 +172,8 @@ export async function agentTrain(engine: TrainingEngine, store: Store, pool: Env
         tokens: e.sampledTokens, durationMs: Math.round(e.durationMs),
       });
     });
-    if (o.anchors) {
+    // anchors balance what a group trains: a group without reward variance trains nothing, so it gets none
+    if (o.anchors && adv) {
       const anchors = await Promise.all(Array.from({ length: o.anchors.perGroup }, (_, k) => anchorSample(engine, store, g * o.anchors!.perGroup + k, {
         ...o.anchors!, sessionId: `${o.runId}-g${g}-anchor${k}`, seed: o.seed * 1_000_003 + g * 101 + 50 + k, version: trainer.version,
       })));

@@ -90,7 +90,7 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
     'stale-correction': opt.choice(['decoupled', 'behaviour'] as const, 'samples of older versions: decoupled rescores them under the current weights (an extra forward pass) and weights by the truncated importance ratio; behaviour clips the PPO ratio against their sampling log-probs (no extra pass)', { default: 'decoupled' }),
     'max-minutes': opt.number('stop training after this many minutes of wall clock (rollouts and steps; evaluations not counted): no new episodes, the step in progress finishes', { gt: 0 }),
     'lr-decay': opt.choice(['none', 'linear'] as const, 'learning-rate schedule: linear falls to a tenth of --learning-rate over the run (--max-minutes when given, else --episodes)', { default: 'none' }),
-    anchors: opt.int('replay: after each group, this many base-model answers to plain chat requests, trained with --anchor-advantage on every token, to keep what the model does outside the tasks (0 = none)', { min: 0, default: 0 }),
+    anchors: opt.int('replay: after each group that trains (one with reward variance), this many base-model answers to plain chat requests, trained with --anchor-advantage on every token, to keep what the model does outside the tasks (0 = none)', { min: 0, default: 0 }),
     'anchor-advantage': opt.number('the advantage on each token of a replayed base answer', { gt: 0, default: 1 }),
     'eval-greedy': opt.flag('also evaluate the held-out tasks greedily (one episode per task), before and after'),
     'max-staleness': opt.int('drop samples this many versions older than the policy (default: none dropped; stale samples are corrected by truncated importance weights)', { min: 0 }),

@@ -19,7 +19,8 @@ import { STORIES, tempDir } from '../helpers/models.ts';
 /**
  * A test environment for a story model (which cannot do arithmetic): the task is a story opening,
  * success is a continuation that mentions "she" — frequent enough that groups have reward variance.
- * Tasks whose key starts with "crash" break the environment at evaluation time.
+ * Tasks whose key starts with "crash" break the environment at evaluation time; those whose key starts
+ * with "always" succeed whatever the answer (groups without reward variance).
  */
 function storyFactory(): EnvFactory {
   return {
@@ -31,7 +32,7 @@ function storyFactory(): EnvFactory {
         execTool: async () => ({ content: 'no tools here', error: true, done: false }),
         evaluate: async (req) => {
           if (key.startsWith('crash')) throw new Error('the environment crashed');
-          const ok = /\bshe\b/i.test(req.finalMessage);
+          const ok = key.startsWith('always') || /\bshe\b/i.test(req.finalMessage);
           return { score: ok ? 1 : -1, success: ok };
         },
         close: async () => {},
@@ -165,4 +166,30 @@ test('story fluency: before training the policy is the base (same rate), and the
     assert.ok(f.base >= 0.5, `base fluent ${f.base}`);
     assert.equal(f.examples.length, 2);
   } finally { await engine.close(); }
+});
+
+test('agent train --anchors: base answers are queued after each group that trains, none after a group without reward variance', { timeout: 300_000 }, async () => {
+  const engine = await EmbeddedEngine.load(STORIES);
+  const t = tempDir('ocrl-agent-anchors-');
+  const store = new Store(t.dir);
+  const pool = new LocalPool(storyFactory(), { capacity: 4 });
+  try {
+    const tasks = [{ key: 'story-0', opening: 'Once upon a time' }, { key: 'always-0', opening: 'One day, a little girl' }, { key: 'story-1', opening: 'Lily and Tom' }];
+    const summary = await agentTrain(engine, store, pool, tasks, {
+      workers: 4, groupSize: 4, episodes: 24, maxTokensPerTurn: 24, temperature: 1, topP: 1, prm: null,
+      anchors: { perGroup: 2, advantage: 1, maxTokens: 16 },
+      trainer: { checkpointDir: `${t.dir}/checkpoints`, batchSize: 4, learningRate: 1e-3, pollMs: 50 },
+      maxQueuedSamples: 16, allocateTimeoutMs: 30_000, runId: 'run', seed: 3, log: () => {},
+    });
+    assert.equal(summary.groups, 6);
+    const rows = store.sql(`SELECT s.status, t.session_id FROM samples s JOIN turns t ON t.id = s.turn_id`).all() as { status: string; session_id: string }[];
+    const groupOf = (sid: string) => sid.match(/-g(\d+)-/)![1];
+    const trained = new Set(rows.filter((r) => !r.session_id.includes('-anchor') && r.status !== 'none').map((r) => groupOf(r.session_id)));
+    const anchored = rows.filter((r) => r.session_id.includes('-anchor'));
+    assert.ok(trained.size >= 1, 'some story group had reward variance');
+    assert.ok(!trained.has('1') && !trained.has('4'), 'the always-succeeding task never trains');
+    assert.equal(anchored.length, 2 * trained.size, `${anchored.length} anchors for ${trained.size} groups that train`);
+    assert.ok(anchored.every((r) => trained.has(groupOf(r.session_id)) && r.status !== 'none'));
+    assert.equal(summary.skippedGroups, 6 - trained.size);
+  } finally { await pool.shutdown(); await engine.close(); store.close(); t.cleanup(); }
 });

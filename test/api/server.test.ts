@@ -91,17 +91,25 @@ test('sessions and next states: X-Session-Id, the user reply after our answer, a
 });
 
 test('a client that disconnects mid-stream stops the generation; the turn is recorded as aborted', async () => {
-  const ac = new AbortController();
-  const r = await fetch(`${s.url}/v1/chat/completions`, { method: 'POST', signal: ac.signal, headers: { 'content-type': 'application/json', 'x-session-id': 'gone' }, body: JSON.stringify({ model: 'stories', messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 500, stream: true, temperature: 1, seed: 3 }) });
-  const reader = r.body!.getReader();
-  await reader.read();
-  await reader.read();
-  ac.abort();
-  for (let i = 0; i < 100 && s.store.turns('gone')[0]?.status !== 'aborted'; i++) await new Promise((res) => setTimeout(res, 20));
-  const [turn] = s.store.turns('gone');
-  assert.equal(turn.status, 'aborted');
-  assert.ok(JSON.parse(turn.response_ids).length < 500);
-  assert.equal(turn.next_state_status, 'none');
+  // stories260K can finish a 500-token answer in ~50 ms, so under a loaded test run the whole
+  // generation sometimes ends before the disconnect reaches the server (then the turn is rightly
+  // complete). Each try is a real race; a fresh session retries it, and one aborted turn must show.
+  for (let attempt = 0; ; attempt++) {
+    const sessionId = `gone-${attempt}`;
+    const ac = new AbortController();
+    const r = await fetch(`${s.url}/v1/chat/completions`, { method: 'POST', signal: ac.signal, headers: { 'content-type': 'application/json', 'x-session-id': sessionId }, body: JSON.stringify({ model: 'stories', messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 500, stream: true, temperature: 1, seed: 3 }) });
+    const reader = r.body!.getReader();
+    await reader.read();
+    await reader.read();
+    ac.abort();
+    for (let i = 0; i < 100 && !['aborted', 'complete'].includes(s.store.turns(sessionId)[0]?.status ?? ''); i++) await new Promise((res) => setTimeout(res, 20));
+    const [turn] = s.store.turns(sessionId);
+    if (turn.status === 'complete' && attempt < 9) continue; // the generation won the race
+    assert.equal(turn.status, 'aborted', `aborted on none of ${attempt + 1} tries`);
+    assert.ok(JSON.parse(turn.response_ids).length < 500);
+    assert.equal(turn.next_state_status, 'none');
+    break;
+  }
 });
 
 test('auth: a configured key is required (constant-time check); /healthz and /readyz stay open; non-loopback binds need a key', async () => {
