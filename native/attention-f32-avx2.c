@@ -78,6 +78,33 @@ DOTS_T(1)
 AXPY_T(4)
 AXPY_T(1)
 
+/* axpy_t##QB over 8 columns (one vector): the last eight of a head size that is an odd multiple of 8 */
+#define AXPY8_T(QB)                                                                                              \
+  INLINE void axpy8_t##QB(const float *a, long lda, long ast, const float *b, long ldb, long t0, long t1, float *c, long ldc) { \
+    __m256 acc[QB];                                                                                              \
+    for (int i = 0; i < QB; i++) acc[i] = _mm256_loadu_ps(c + i * ldc);                                         \
+    for (long t = t0; t < t1; t++) {                                                                             \
+      const __m256 b0 = _mm256_loadu_ps(b + t * ldb);                                                            \
+      for (int i = 0; i < QB; i++) acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + i * lda + t * ast), b0, acc[i]); \
+    }                                                                                                            \
+    for (int i = 0; i < QB; i++) _mm256_storeu_ps(c + i * ldc, acc[i]);                                          \
+  }
+AXPY8_T(4)
+AXPY8_T(1)
+
+/*
+ * axpy over all hd columns of b and c (hd a multiple of 8): sixteen at a time, then eight. Every
+ * output element is still one chain over t in order, whichever width computed it.
+ */
+#define AXPY_HD(QB)                                                                                              \
+  INLINE void axpy_hd##QB(const float *a, long lda, long ast, const float *b, long ldb, long t0, long t1, float *c, long ldc, long hd) { \
+    long d = 0;                                                                                                  \
+    for (; d + 16 <= hd; d += 16) axpy_t##QB(a, lda, ast, b + d, ldb, t0, t1, c + d, ldc);                       \
+    if (d < hd) axpy8_t##QB(a, lda, ast, b + d, ldb, t0, t1, c + d, ldc);                                        \
+  }
+AXPY_HD(4)
+AXPY_HD(1)
+
 /* dst[d·ld + j] = rows[j·ldr + d] for j < n, d < hd; columns [n, n16) zero */
 static void transpose(float *dst, long ld, const float *rows, long ldr, long n, long n16, long hd) {
   for (long j = 0; j < n; j++)
@@ -90,7 +117,7 @@ static void transpose(float *dst, long ld, const float *rows, long ldr, long n, 
  * Forward units [u0, u1). `tiles` per tile: first row, row count, position of the first row (rows at
  * consecutive positions of one cache), byte offsets of the cache's key and value blocks. Unit u is
  * key/value head u / nTiles of tile u % nTiles. Query row r of head h is at q + r·ldq + h·hd, its
- * output at out + r·nHeads·hd + h·hd. hd is a multiple of 16, at most 256.
+ * output at out + r·nHeads·hd + h·hd. hd is a multiple of 8, at most 256.
  */
 void attention_f32(const char *base, const float *q, long ldq, float *out, const int32_t *tiles, long u0, long u1, long nTiles,
                    long nHeads, long nKv, long hd, long window, float scale) {
@@ -136,7 +163,7 @@ void attention_f32(const char *base, const float *q, long ldq, float *out, const
         for (long d = 0; d < hd; d += 8) _mm256_storeu_ps(o + i * hd + d, _mm256_mul_ps(_mm256_loadu_ps(o + i * hd + d), a));
       }
       for (long i = 0; i < NQ; i += 4)
-        for (long d = 0; d < hd; d += 16) axpy_t4(s + i * KB, KB, 1, V + j0 * kvDim + d, kvDim, 0, nk, o + i * hd + d, hd);
+        axpy_hd4(s + i * KB, KB, 1, V + j0 * kvDim, kvDim, 0, nk, o + i * hd, hd, hd);
     }
     for (long i = 0; i < nq; i++) {
       const __m256 inv = _mm256_set1_ps(1.0f / l[i]);
@@ -220,24 +247,20 @@ int attention_backward_f32(const char *base, float *dq, long lddq, const float *
       /* dq = dS·K (row a sees keys [0, pos0 + a − kst]; past them dS is 0) */
       for (a = 0; a < n; a++) memset(dqh + a * lddq, 0, hd * sizeof(float));
       for (a = 0; a + 4 <= n; a += 4)
-        for (long d = 0; d < hd; d += 16) axpy_t4(dS + a * NK, NK, 1, K + d, kvDim, 0, pos0 + a + 3 - kst + 1, dqh + a * lddq + d, lddq);
+        axpy_hd4(dS + a * NK, NK, 1, K, kvDim, 0, pos0 + a + 3 - kst + 1, dqh + a * lddq, lddq, hd);
       for (; a < n; a++)
-        for (long d = 0; d < hd; d += 16) axpy_t1(dS + a * NK, NK, 1, K + d, kvDim, 0, pos0 + a - kst + 1, dqh + a * lddq + d, lddq);
+        axpy_hd1(dS + a * NK, NK, 1, K, kvDim, 0, pos0 + a - kst + 1, dqh + a * lddq, lddq, hd);
       /* dK += dSᵀ·Q, dV += Pᵀ·dO (key column c is seen by rows from kst + c − pos0 on) */
       long c = 0;
       for (; c + 4 <= nk; c += 4) {
         const long a0 = kst + c - pos0 > 0 ? kst + c - pos0 : 0;
-        for (long d = 0; d < hd; d += 16) {
-          axpy_t4(dS + c, 1, NK, qh + d, ldq, a0, n, dK + c * kvDim + d, kvDim);
-          axpy_t4(P + c, 1, NK, doh + d, qDim, a0, n, dV + c * kvDim + d, kvDim);
-        }
+        axpy_hd4(dS + c, 1, NK, qh, ldq, a0, n, dK + c * kvDim, kvDim, hd);
+        axpy_hd4(P + c, 1, NK, doh, qDim, a0, n, dV + c * kvDim, kvDim, hd);
       }
       for (; c < nk; c++) {
         const long a0 = kst + c - pos0 > 0 ? kst + c - pos0 : 0;
-        for (long d = 0; d < hd; d += 16) {
-          axpy_t1(dS + c, 1, NK, qh + d, ldq, a0, n, dK + c * kvDim + d, kvDim);
-          axpy_t1(P + c, 1, NK, doh + d, qDim, a0, n, dV + c * kvDim + d, kvDim);
-        }
+        axpy_hd1(dS + c, 1, NK, qh, ldq, a0, n, dK + c * kvDim, kvDim, hd);
+        axpy_hd1(P + c, 1, NK, doh, qDim, a0, n, dV + c * kvDim, kvDim, hd);
       }
     }
     free(scratch);

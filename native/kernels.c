@@ -165,9 +165,9 @@ static napi_value js_attention_paged_bf16(napi_env env, napi_callback_info info)
 static napi_value js_attention_f32(napi_env env, napi_callback_info info) {
   double a[4], scale;
   int64_t n[8];
-  if (!read_mixed(env, info, 4, 8, a, n, &scale) || n[6] % 16 != 0 || n[6] <= 0 || n[6] > 256 || n[5] <= 0 || n[4] % n[5] != 0 ||
+  if (!read_mixed(env, info, 4, 8, a, n, &scale) || n[6] % 8 != 0 || n[6] <= 0 || n[6] > 256 || n[5] <= 0 || n[4] % n[5] != 0 ||
       n[4] / n[5] > 48) {
-    napi_throw_error(env, NULL, "native kernels: attention_f32 takes 4 addresses, 8 integers (head dim a multiple of 16, at most 256; at most 48 query heads per key/value head) and a scale");
+    napi_throw_error(env, NULL, "native kernels: attention_f32 takes 4 addresses, 8 integers (head dim a multiple of 8, at most 256; at most 48 query heads per key/value head) and a scale");
     return NULL;
   }
   attention_f32(ADDR(a[0]), (const float *)ADDR(a[1]), (long)n[0], (float *)ADDR(a[2]), (const int32_t *)ADDR(a[3]), (long)n[1], (long)n[2],
@@ -179,8 +179,8 @@ static napi_value js_attention_f32(napi_env env, napi_callback_info info) {
 static napi_value js_attention_backward_f32(napi_env env, napi_callback_info info) {
   double a[7], scale;
   int64_t n[8];
-  if (!read_mixed(env, info, 7, 8, a, n, &scale) || n[6] % 16 != 0 || n[6] <= 0 || n[6] > 256 || n[5] <= 0 || n[4] % n[5] != 0) {
-    napi_throw_error(env, NULL, "native kernels: attention_backward_f32 takes 7 addresses, 8 integers (head dim a multiple of 16, at most 256) and a scale");
+  if (!read_mixed(env, info, 7, 8, a, n, &scale) || n[6] % 8 != 0 || n[6] <= 0 || n[6] > 256 || n[5] <= 0 || n[4] % n[5] != 0) {
+    napi_throw_error(env, NULL, "native kernels: attention_backward_f32 takes 7 addresses, 8 integers (head dim a multiple of 8, at most 256) and a scale");
     return NULL;
   }
   if (attention_backward_f32(ADDR(a[0]), (float *)ADDR(a[1]), (long)n[0], (const float *)ADDR(a[2]), (const float *)ADDR(a[3]),

@@ -152,7 +152,7 @@ test('WASM and native attention match the TypeScript attention: GQA, rows at dif
   const nat = nativeKernels(arena);
   const rng = new Rng(7);
   try {
-    for (const [numHeads, numKvHeads, headDim, slidingWindow] of [[4, 2, 8, null], [8, 4, 8, 6], [9, 3, 64, null], [6, 6, 10, 5], [16, 8, 128, null], [9, 3, 64, 70], [4, 4, 16, null], [6, 2, 32, null]] as const) {
+    for (const [numHeads, numKvHeads, headDim, slidingWindow] of [[4, 2, 8, null], [8, 4, 8, 6], [9, 3, 64, null], [6, 6, 10, 5], [16, 8, 128, null], [9, 3, 64, 70], [4, 4, 16, null], [6, 2, 32, null], [6, 2, 24, 9]] as const) {
       const kvDim = numKvHeads * headDim, qDim = numHeads * headDim, ldq = qDim + 7;
       const caches = [40, 300].map((n) => {
         const k = arena.alloc(n * kvDim), v = arena.alloc(n * kvDim);
@@ -183,7 +183,7 @@ test('native attention over float32 caches: a query gives the same bits alone (a
   if (nat.length === 0) { t.skip('the native addon is not built here'); return; }
   const rng = new Rng(11);
   try {
-    for (const [numHeads, numKvHeads, headDim, slidingWindow] of [[9, 3, 64, null], [16, 8, 128, null], [6, 2, 32, 50]] as const) {
+    for (const [numHeads, numKvHeads, headDim, slidingWindow] of [[9, 3, 64, null], [16, 8, 128, null], [6, 2, 32, 50], [8, 4, 8, null], [6, 2, 24, 50]] as const) {
       const kvDim = numKvHeads * headDim, qDim = numHeads * headDim, shape = { numHeads, numKvHeads, headDim, slidingWindow };
       const n = 200, k = arena.alloc(n * kvDim), v = arena.alloc(n * kvDim), q = arena.alloc(n * qDim);
       for (const x of [k, v, q]) for (let i = 0; i < x.length; i++) x[i] = rng.next() * 2 - 1;
@@ -213,7 +213,7 @@ test('WASM and native attention backward match the TypeScript one: several seque
   try {
     for (const [numHeads, numKvHeads, headDim, slidingWindow, lengths] of [
       [4, 2, 8, null, [7, 40, 3]], [8, 4, 8, 6, [7, 40, 3]], [9, 3, 64, null, [7, 40, 3]], [6, 6, 10, 5, [7, 40, 3]],
-      [9, 3, 64, null, [70, 1, 131]], [9, 3, 64, 20, [70, 1, 45]], [16, 8, 128, null, [37, 66]], [4, 2, 16, null, [5, 19]],
+      [9, 3, 64, null, [70, 1, 131]], [9, 3, 64, 20, [70, 1, 45]], [16, 8, 128, null, [37, 66]], [4, 2, 16, null, [5, 19]], [6, 2, 24, null, [33, 70]],
     ] as const) {
       const kvDim = numKvHeads * headDim, qDim = numHeads * headDim, ldq = qDim + 2 * kvDim;
       const rows = lengths.reduce((a, b) => a + b, 0);

@@ -247,3 +247,30 @@ test('through the engine thread: a scoring job reuses the sampled turn, and stat
     await engine.close();
   }
 });
+
+test('the KL term reads the base model through the prefix cache: the same loss, KL and gradients bit for bit, and the shared prompt is a hit', async () => {
+  const cached = new EmbeddedRuntime(STORIES, {});
+  const plain = new EmbeddedRuntime(STORIES, { prefixCacheMiB: 0 });
+  try {
+    const tok = cached.tokenizer;
+    const system = tok.encode('Once upon a time there was a little girl named Lily. She loved to play in the park with her friends.');
+    const answers = ['One day she saw a dog.', 'She ran home to her mom.', 'The sun was hot and big.', 'Tom gave her a red ball.'];
+    const data = (step: number) => answers.map((a, i) => {
+      const responseIds = tok.encode(` ${a} Step ${step}.`, false);
+      return { promptIds: [...system, ...tok.encode(` ${i}`, false)], responseIds, behaviourLogprobs: responseIds.map(() => -1), advantages: responseIds.map((_, t) => (i % 2 ? 1 : -1) * (1 + t / 10)), temperature: 0.9 + (i % 2) * 0.1 };
+    });
+    for (const rt of [cached, plain]) rt.configureTraining({ rank: 4, alpha: 8, seed: 5 });
+    for (let step = 0; step < 3; step++) {
+      const m = [cached, plain].map((rt) => { const x = rt.forwardBackward(data(step), { kind: 'ppo', klCoef: 0.3 }); rt.optimStep({ learningRate: 5e-2 }); return x; });
+      assert.deepEqual(m[0], m[1], `step ${step}`);
+      if (step > 0) assert.ok((m[0].kl ?? 0) > 0, `the policy moved: KL ${m[0].kl}`);
+    }
+    assert.ok(cached.stats().prefixCache.hits >= 4, `hits ${cached.stats().prefixCache.hits}: later data found the shared prompt's base KV`);
+    assert.equal(plain.stats().prefixCache.hits, 0);
+    const [a, b] = [cached, plain].map((rt) => rt.score(data(9), { adapter: 'current' }));
+    a.forEach((x, i) => assert.deepEqual(Array.from(x), Array.from(b[i])), 'the trained weights agree');
+  } finally {
+    await cached.close();
+    await plain.close();
+  }
+});

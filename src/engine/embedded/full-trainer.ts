@@ -70,7 +70,7 @@ export class FullTrainer extends TrainerCore {
     return scoreResponses(this.model, data, null, temperature, base ? undefined : this.weights);
   }
 
-  protected baseLogprobs(d: Datum, temperature: number): Float32Array { return this.logprobs([d], true, temperature)[0]; }
+  protected baseLogprobs(data: Datum[], temperature: number): Float32Array[] { return this.logprobs(data, true, temperature); }
 
   protected pendingGradNorm(): number { return Math.sqrt(sumSquares(this.grads)) / Math.max(this.pendingTokens, 1); }
 

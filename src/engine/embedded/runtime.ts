@@ -455,7 +455,13 @@ export class EmbeddedRuntime {
   get optimizerStep(): number | null { return this.training.optimizerStep; }
 
   /** A fresh LoRA adapter, or with `null` full-parameter training from the base weights. */
-  configureTraining(lora: Partial<LoraConfig> | null = {}): void { this.training.configure(lora); }
+  configureTraining(lora: Partial<LoraConfig> | null = {}): void { this.training.configure(lora); this.attachBaseScorer(); }
+
+  /** The KL term's base log-probs come from base scoring here, so prompts shared across steps come from the prefix cache. */
+  private attachBaseScorer(): void {
+    const tr = this.training.trainer ?? this.training.fullTrainer;
+    if (tr) tr.baseScorer = (data, temperature) => this.score(data, { adapter: 'base', temperature });
+  }
 
   forwardBackwardSteps(data: Datum[], spec: LossSpec): Generator<void, ForwardBackwardMetrics> { return this.training.require().forwardBackwardSteps(data, spec); }
 
@@ -488,6 +494,7 @@ export class EmbeddedRuntime {
   /** Resume training from a checkpoint; also adds its weights as a new version (returned), numbered on from the checkpoint's. */
   loadTrainingState(dir: string): number {
     const loaded = this.training.load(dir);
+    this.attachBaseScorer();
     if (loaded.version !== null) this.versions.continueAfter(loaded.version - 1);
     return this.versions.add(loaded.adapter, 0, loaded.weights);
   }

@@ -37,8 +37,26 @@ export abstract class TrainerCore {
 
   /** One packed forward + loss + backward over `group`, adding into the gradients. */
   protected abstract step(group: Datum[], term: TokenTerm, temperatureOf: (d: Datum) => number): void;
-  /** Log-probs of a datum's response under the base model (the KL term's reference). */
-  protected abstract baseLogprobs(d: Datum, temperature: number): Float32Array;
+  /** Log-probs of the data's responses under the base model (the KL term's reference), packed into shared passes. */
+  protected abstract baseLogprobs(data: Datum[], temperature: number): Float32Array[];
+  /**
+   * Where the engine scores the base model itself (through its prefix cache, where the prompts'
+   * base-weight KV is kept across steps: the same bits, fewer rows); null: `baseLogprobs`.
+   */
+  baseScorer: ((data: Datum[], temperature: number) => Float32Array[]) | null = null;
+
+  /** The KL term's base log-probs of every datum, one scoring per sampling temperature. */
+  private baseLogprobsOf(data: Datum[], temperatureOf: (d: Datum) => number): Float32Array[] {
+    const out: Float32Array[] = new Array(data.length);
+    const byTemperature = new Map<number, number[]>();
+    data.forEach((d, i) => { const T = temperatureOf(d); byTemperature.set(T, [...(byTemperature.get(T) ?? []), i]); });
+    for (const [T, at] of byTemperature) {
+      const group = at.map((i) => data[i]);
+      const lp = this.baseScorer ? this.baseScorer(group, T) : this.baseLogprobs(group, T);
+      at.forEach((i, k) => { out[i] = lp[k]; });
+    }
+    return out;
+  }
   /** Norm of the accumulated gradients divided by the pending token count (what optimStep would clip). */
   protected abstract pendingGradNorm(): number;
 
@@ -133,7 +151,7 @@ export abstract class TrainerCore {
     for (const d of data) this.validate(d, spec);
     const temperatureOf = (d: Datum) => d.temperature ?? spec.temperature ?? 1;
     const ppo = spec.kind === 'ppo' ? { ...PPO_DEFAULTS, ...spec } : null;
-    const base = ppo && ppo.klCoef > 0 ? data.map((d) => this.baseLogprobs(d, temperatureOf(d))) : null;
+    const base = ppo && ppo.klCoef > 0 ? this.baseLogprobsOf(data, temperatureOf) : null;
     const metrics = { loss: 0, tokens: 0, clipped: 0, ratio: 0, kl: 0, gap: 0, gapTokens: 0, setLoss: 0, setTokens: 0, setClipped: 0, setEntries: 0 };
     const logprobs: number[][] = [];
     let index = 0;

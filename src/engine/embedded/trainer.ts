@@ -39,7 +39,7 @@ export class LoraTrainer extends TrainerCore {
   /** Parameters trained (the adapter's). */
   get parameterCount(): number { return this.adapter.parameterCount; }
 
-  protected baseLogprobs(d: Datum, temperature: number): Float32Array { return this.logprobs([d], null, temperature)[0]; }
+  protected baseLogprobs(data: Datum[], temperature: number): Float32Array[] { return this.logprobs(data, null, temperature); }
 
   protected pendingGradNorm(): number { return gradNorm(this.grads, 1 / Math.max(this.pendingTokens, 1)); }
 

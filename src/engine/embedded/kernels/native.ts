@@ -1,7 +1,7 @@
 // The native kernel backend: the matrix multiplies (float32 arithmetic; packed weights float32, bf16 or int8) run in a small C addon (native/, built
 // by scripts/build-native.mjs at install or build time) with AVX-512 or AVX2, chosen at load time;
 // so does attention (paged bfloat16 caches, and float32 blocks with head sizes that are multiples of
-// 16); SwiGLU, the loss head and other attention shapes stay on the WebAssembly kernels. Both run on the same worker
+// 8); SwiGLU, the loss head and other attention shapes stay on the WebAssembly kernels. Both run on the same worker
 // pool over the same shared memory, so a job is split between threads exactly as before and each
 // thread calls the addon on its own chunks. Where the addon is missing (no C compiler at install,
 // another CPU) `createKernel` falls back to WebAssembly; `--kernel wasm` or OPENCLAW_RL_KERNEL=wasm
@@ -52,8 +52,8 @@ const ATTENTION_BACKWARD_MAX_POSITIONS = 1024;
 /** Chunks per thread of a many-row dX product (see matmulPackedT); fewer chunks copy less, more balance better. */
 const PACKED_T_CHUNKS_PER_THREAD = 2;
 
-/** Head sizes the float32-block attention of the addon takes: multiples of 16, at most 256 (others run on WebAssembly). */
-function nativeHeadDim(s: AttentionShape): boolean { return s.headDim % 16 === 0 && s.headDim <= 256 && s.numHeads / s.numKvHeads <= ATTENTION_F32_MAX_Q; }
+/** Head sizes the float32-block attention of the addon takes: multiples of 8, at most 256 (others run on WebAssembly). */
+function nativeHeadDim(s: AttentionShape): boolean { return s.headDim % 8 === 0 && s.headDim <= 256 && s.numHeads / s.numKvHeads <= ATTENTION_F32_MAX_Q; }
 
 /**
  * The tiles of an attention call: runs of consecutive rows that read the same cache (`sameCache(r, r0)`)
