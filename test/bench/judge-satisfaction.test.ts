@@ -39,10 +39,11 @@ test('five votes, the mean of the valid grades; the judge sees the preference, t
 });
 
 test('bench personalize with --judge-satisfaction: every evaluation has a judge-scored rate beside the rule-based one, samples keep their grades', { timeout: 300_000 }, async () => {
-  // PRM and hint votes get −1; satisfaction prompts get a grade from the answer (1 when it mentions a dog)
+  // PRM and hint votes get −1; satisfaction prompts get a grade from the answer by the persona's own rule (1 when
+  // it has one of the words dog, dogs, puppy; "dogay" is not one)
   sj.script = (req) => {
     const all = req.messages.map((m) => m.content).join('\n');
-    if (/personalised/.test(all)) return { text: /Answer:\n[\s\S]*\bdog/i.test(all) ? '\\boxed{1}' : '\\boxed{0.25}' };
+    if (/personalised/.test(all)) return { text: /Answer:\n[\s\S]*\b(dogs?|puppy)\b/i.test(all) ? '\\boxed{1}' : '\\boxed{0.25}' };
     return { text: '\\boxed{-1}' };
   };
   const persona = loadPersona(join(PERSONAS_DIR, 'dog-lover.json'));
