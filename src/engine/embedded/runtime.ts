@@ -455,17 +455,21 @@ export class EmbeddedRuntime {
   get optimizerStep(): number | null { return this.training.optimizerStep; }
 
   /** A fresh LoRA adapter, or with `null` full-parameter training from the base weights. */
-  configureTraining(lora: Partial<LoraConfig> | null = {}): void { this.training.configure(lora); this.attachBaseScorer(); }
+  configureTraining(lora: Partial<LoraConfig> | null = {}): void { this.training.configure(lora); }
 
-  /** The KL term's base log-probs come from base scoring here, so prompts shared across steps come from the prefix cache. */
-  private attachBaseScorer(): void {
-    const tr = this.training.trainer ?? this.training.fullTrainer;
-    if (tr) tr.baseScorer = (data, temperature) => this.score(data, { adapter: 'base', temperature });
+  /**
+   * The trainer for a forward-backward, its KL term reading the base model through base scoring here,
+   * so prompts shared across steps come from the prefix cache (whichever way the trainer was made).
+   */
+  private stepTrainer(): LoraTrainer | FullTrainer {
+    const tr = this.training.require();
+    tr.baseScorer ??= (data, temperature) => this.score(data, { adapter: 'base', temperature });
+    return tr;
   }
 
-  forwardBackwardSteps(data: Datum[], spec: LossSpec): Generator<void, ForwardBackwardMetrics> { return this.training.require().forwardBackwardSteps(data, spec); }
+  forwardBackwardSteps(data: Datum[], spec: LossSpec): Generator<void, ForwardBackwardMetrics> { return this.stepTrainer().forwardBackwardSteps(data, spec); }
 
-  forwardBackward(data: Datum[], spec: LossSpec): ForwardBackwardMetrics { return this.training.require().forwardBackward(data, spec); }
+  forwardBackward(data: Datum[], spec: LossSpec): ForwardBackwardMetrics { return this.stepTrainer().forwardBackward(data, spec); }
 
   optimStep(p: AdamParams): OptimStepMetrics { return this.training.require().optimStep(p); }
 
@@ -494,7 +498,6 @@ export class EmbeddedRuntime {
   /** Resume training from a checkpoint; also adds its weights as a new version (returned), numbered on from the checkpoint's. */
   loadTrainingState(dir: string): number {
     const loaded = this.training.load(dir);
-    this.attachBaseScorer();
     if (loaded.version !== null) this.versions.continueAfter(loaded.version - 1);
     return this.versions.add(loaded.adapter, 0, loaded.weights);
   }

@@ -49,7 +49,11 @@ export abstract class TrainerCore {
   private baseLogprobsOf(data: Datum[], temperatureOf: (d: Datum) => number): Float32Array[] {
     const out: Float32Array[] = new Array(data.length);
     const byTemperature = new Map<number, number[]>();
-    data.forEach((d, i) => { const T = temperatureOf(d); byTemperature.set(T, [...(byTemperature.get(T) ?? []), i]); });
+    data.forEach((d, i) => {
+      const T = temperatureOf(d);
+      const at = byTemperature.get(T);
+      if (at) at.push(i); else byTemperature.set(T, [i]);
+    });
     for (const [T, at] of byTemperature) {
       const group = at.map((i) => data[i]);
       const lp = this.baseScorer ? this.baseScorer(group, T) : this.baseLogprobs(group, T);
