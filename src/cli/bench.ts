@@ -8,6 +8,7 @@ import type { PersonalizeResult } from '../bench/personalize.ts';
 import type { Persona } from '../bench/persona.ts';
 import type { JudgeConfig } from '../judge/config.ts';
 import type { Method } from '../learn/advantages.ts';
+import type { KlEstimator } from '../learn/losses.ts';
 import { RECIPE, recipeFor, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION } from '../trainer/recipe.ts';
 import { TOPK_DEFAULTS } from '../learn/topk-opd.ts';
 
@@ -142,8 +143,8 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     hindsight: opt.flag('hindsight answers (on by default): an answer the user approved after correcting an earlier one is also trained as an answer to the corrected request'),
     'no-hindsight': opt.flag('turn hindsight answers off'),
     'negative-weight': opt.number('scale of negative reward terms (0: learn from approved answers only)', { min: 0, max: 1, default: RECIPE.negativeWeight }),
-    'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: 'the trainer default' }),
-    'kl-estimator': opt.choice(KL_ESTIMATOR_OPTION.choices, KL_ESTIMATOR_OPTION.help, { default: RECIPE.klEstimator }),
+    'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: MODEL_AWARE_DEFAULT.klCoef }),
+    'kl-estimator': opt.choice(KL_ESTIMATOR_OPTION.choices, KL_ESTIMATOR_OPTION.help, { defaultText: MODEL_AWARE_DEFAULT.klEstimator }),
     'judge-satisfaction': opt.flag('also grade every held-out sample with the judge (self or llm): 0–1 in \\boxed{}, mean of 5 votes'),
     'until-stable': opt.flag('stop once satisfied-and-fluent held ≥ base + --stable-gain for 3 consecutive evaluations (--conversations caps the run)'),
     'stable-gain': opt.number('the effect that counts as learned: satisfied-and-fluent this far above the base (0.5 = 50 points)', { gt: 0, default: 0.5 }),
@@ -178,6 +179,8 @@ export interface ResolvedPersonalize {
   method: Method;
   opdMode: 'token' | 'topk' | 'both';
   judge: 'lexical' | 'self' | 'llm';
+  klCoef: number;
+  klEstimator: KlEstimator;
   /** what the model-aware defaults picked, for the progress output (null when every choice was a flag) */
   defaults: string | null;
 }
@@ -190,9 +193,11 @@ export async function resolvePersonalize(o: PersonalizeValues, model?: string): 
   const judge = o.judge ?? auto.judge;
   if (o['judge-satisfaction'] && judge === 'lexical') throw new UsageError('--judge-satisfaction needs --judge self or --judge llm (the lexical judge cannot grade an answer; this model\'s default judge is lexical)');
   const persona = withTurns(await personaFrom(o['persona-file'], o.persona ?? (chat ? 'chat-dog-lover' : 'dog-lover')), o.turns);
-  const defaulted = o.method === undefined || o.judge === undefined || o['opd-mode'] === undefined || (o.persona === undefined && !o['persona-file']);
+  const defaulted = o.method === undefined || o.judge === undefined || o['opd-mode'] === undefined || o['kl-coef'] === undefined || o['kl-estimator'] === undefined ||
+    (o.persona === undefined && !o['persona-file']);
   return {
     model: dir, persona, method: o.method ?? auto.method, opdMode: o['opd-mode'] ?? auto.opdMode, judge,
+    klCoef: o['kl-coef'] ?? auto.klCoef, klEstimator: o['kl-estimator'] ?? auto.klEstimator,
     defaults: defaulted ? `${auto.reason}; persona ${persona.name}` : null,
   };
 }
@@ -213,7 +218,7 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
         model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
         learningRate: o['learning-rate'], batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], loraRank: o['lora-rank'],
         keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, progress,
-        opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], topkSet: o['topk-set'], opdTeacher: o['opd-teacher'], klCoef: o['kl-coef'], klEstimator: o['kl-estimator'], hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
+        opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], topkSet: o['topk-set'], opdTeacher: o['opd-teacher'], klCoef: r.klCoef, klEstimator: r.klEstimator, hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
         judgeSatisfaction: o['judge-satisfaction'], untilStable: o['until-stable'], stableGain: o['stable-gain'],
       }));
     }
@@ -312,7 +317,7 @@ export const benchPersonalizeCommand = defineCommand({
       const serveArgs = ['--method', resolved.method, '--learning-rate', String(o['learning-rate']), '--batch-size', String(o['batch-size']),
         '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', o['reward-baseline'], ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
         '--opd-mode', resolved.opdMode === 'both' ? 'token' : resolved.opdMode, '--topk-k', String(o['topk-k']), '--topk-set', o['topk-set'], '--hint-selection', o['hint-selection'], '--opd-teacher', o['opd-teacher'],
-        '--negative-weight', String(o['negative-weight']), ...(o['kl-coef'] !== undefined ? ['--kl-coef', String(o['kl-coef'])] : []), '--kl-estimator', o['kl-estimator'], ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : [])];
+        '--negative-weight', String(o['negative-weight']), '--kl-coef', String(resolved.klCoef), '--kl-estimator', resolved.klEstimator, ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : [])];
       served = await runPersonalizeViaServe({
         model: resolved.model, persona, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
         serveArgs, drainSeconds: o['drain-seconds'], progress, judge: resolved.judge === 'self' ? 'self' : 'lexical',

@@ -57,6 +57,9 @@ export interface ModelRecipe {
   method: Method;
   opdMode: 'token' | 'topk';
   judge: 'lexical' | 'self';
+  /** β of the KL-to-base term and how it is estimated */
+  klCoef: number;
+  klEstimator: KlEstimator;
   /** one line for logs and --help: what was picked and why */
   reason: string;
 }
@@ -65,7 +68,10 @@ export interface ModelRecipe {
  * Combine with top-K OPD and the self judge where the model reads (a chat template) and the engine
  * can score top-K: on stories260k-chat it gained a median +56/+46/+46/+34 points of held-out
  * satisfied-and-fluent on four personas against binary's +50/+38/+12/+18 (docs/benchmarks.md,
- * issue 12 session 8). A model without a chat template
+ * issue 12 session 8). Its KL term is k2 at β = 0.1 (the reverse KL's gradient, which pulls back the
+ * misspellings the policy makes likelier instead of pushing up the words it made rarer): through
+ * `serve`, after the drain, 3 seeds × 4 chat personas, medians +62/+48/+56/+28 against k3 at β = 0.3's
+ * +56/+36/+30/+26 at the same fluency (docs/benchmarks.md, issue 12 sessions 9–11). A model without a chat template
  * (stories260K) cannot read the hint OPD distils from, and there combine learned less than binary
  * (+4 against +10, lexical judge), so it keeps binary and the lexical judge, which needs no model.
  * Remote engines keep binary too: top-K OPD needs the embedded engine's top-K scoring, and token
@@ -73,10 +79,10 @@ export interface ModelRecipe {
  */
 export function recipeFor(t: ModelTraits): ModelRecipe {
   if (t.chatTemplate && t.embedded) {
-    return { method: 'combine', opdMode: 'topk', judge: 'self', reason: 'a chat model on the embedded engine: combine with top-K OPD, the self judge' };
+    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: 0.1, klEstimator: 'k2', reason: 'a chat model on the embedded engine: combine with top-K OPD, the self judge, KL to base k2 at β 0.1' };
   }
   const why = !t.chatTemplate ? 'no chat template (the model cannot read a hint)' : 'a remote engine (no top-K scoring)';
-  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', reason: `${why}: ${RECIPE.method}, the lexical judge` };
+  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, reason: `${why}: ${RECIPE.method}, the lexical judge` };
 }
 
 /** `--kl-estimator` on every command that trains: its choices and help (learn/losses.ts, KlEstimator). */
@@ -90,4 +96,6 @@ export const MODEL_AWARE_DEFAULT = {
   method: 'combine for a chat model on the embedded engine, else binary',
   opdMode: 'topk for a chat model on the embedded engine, else token',
   judge: 'self for a chat model on the embedded engine, else lexical',
+  klCoef: `0.1 for a chat model on the embedded engine, else ${RECIPE.klCoef}`,
+  klEstimator: `k2 for a chat model on the embedded engine, else ${RECIPE.klEstimator}`,
 } as const;

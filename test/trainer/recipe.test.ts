@@ -1,5 +1,5 @@
-// The defaults that follow the model: combine + top-K OPD + the self judge for a chat model on the
-// embedded engine, binary + the lexical judge otherwise — as a table, and through the real `serve`,
+// The defaults that follow the model: combine + top-K OPD + the self judge (KL k2 at β 0.1) for a chat
+// model on the embedded engine, binary + the lexical judge (KL k3 at β 0.3) otherwise — as a table, and through the real `serve`,
 // `bench personalize` and `demo`.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,15 +17,16 @@ const tmp = tempDir('ocrl-recipe-');
 after(tmp.cleanup);
 
 test('recipeFor: the table', () => {
-  const rows: [ModelTraits, { method: string; opdMode: string; judge: string }][] = [
-    [{ chatTemplate: true, embedded: true }, { method: 'combine', opdMode: 'topk', judge: 'self' }],
-    [{ chatTemplate: false, embedded: true }, { method: RECIPE.method, opdMode: 'token', judge: 'lexical' }],
-    [{ chatTemplate: true, embedded: false }, { method: RECIPE.method, opdMode: 'token', judge: 'lexical' }],
-    [{ chatTemplate: false, embedded: false }, { method: RECIPE.method, opdMode: 'token', judge: 'lexical' }],
+  const plain = { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator };
+  const rows: [ModelTraits, { method: string; opdMode: string; judge: string; klCoef: number; klEstimator: string }][] = [
+    [{ chatTemplate: true, embedded: true }, { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: 0.1, klEstimator: 'k2' }],
+    [{ chatTemplate: false, embedded: true }, plain],
+    [{ chatTemplate: true, embedded: false }, plain],
+    [{ chatTemplate: false, embedded: false }, plain],
   ];
   for (const [traits, want] of rows) {
     const r = recipeFor(traits);
-    assert.deepEqual({ method: r.method, opdMode: r.opdMode, judge: r.judge }, want, JSON.stringify(traits));
+    assert.deepEqual({ method: r.method, opdMode: r.opdMode, judge: r.judge, klCoef: r.klCoef, klEstimator: r.klEstimator }, want, JSON.stringify(traits));
     assert.ok(r.reason.length > 0);
   }
   assert.match(recipeFor({ chatTemplate: false, embedded: true }).reason, /no chat template/);
@@ -72,9 +73,10 @@ test('serve picks the recipe from the model; flags win', { timeout: 120_000 }, a
   const chatLog = await serveLog(chat, []);
   assert.match(chatLog, /default recipe for this model: a chat model on the embedded engine/);
   assert.match(chatLog, /judge: self, learning: combine/);
-  const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token']);
+  assert.match(chatLog, /KL to base k2 at β 0\.1/);
+  const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token', '--kl-coef', '0.3', '--kl-estimator', 'k3']);
   assert.doesNotMatch(flagged, /default recipe for this model/);
-  assert.match(flagged, /judge: lexical, learning: binary/);
+  assert.match(flagged, /judge: lexical, learning: binary \(version \d+\), KL to base k3 at β 0\.3/);
   // serving without training keeps the cheap judge
   assert.match(await serveLog(chat, ['--no-train']), /judge: lexical, learning: off/);
 });
