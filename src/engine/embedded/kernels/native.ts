@@ -39,7 +39,7 @@ export interface NativeAddon {
 }
 
 /** Query vectors one attention work unit holds at most (MAX_Q in native/attention-avx2.c). */
-const ATTENTION_MAX_Q = 32;
+const ATTENTION_MAX_Q = 256;
 /** The same for the float32-block forward (MAX_QF in native/attention-f32-avx2.c). */
 const ATTENTION_F32_MAX_Q = 48;
 /**
@@ -124,10 +124,13 @@ export class NativeKernel extends WasmKernel {
    * Attention over paged bfloat16 caches (native/attention-avx2.c). Rows of one cache at
    * consecutive positions (a prefill chunk, or one decode row) are cut into tiles of up to
    * ATTENTION_MAX_Q / group rows; a work unit is one key/value head of one tile, head-major so
-   * that consecutive units share that head's keys and values in the caches.
+   * that consecutive units share that head's keys and values in the caches. Long tiles read a long
+   * cached prefix fewer times; with few key/value heads they are cut shorter so that every thread
+   * gets two units (a query's bits do not depend on its tile).
    */
   attentionPaged(b: PagedAttentionBatch, s: AttentionShape): void {
-    const group = s.numHeads / s.numKvHeads, tileRows = Math.max(1, Math.floor(ATTENTION_MAX_Q / group));
+    const group = s.numHeads / s.numKvHeads, cap = Math.max(1, Math.floor(ATTENTION_MAX_Q / group));
+    const tileRows = Math.max(1, Math.min(cap, Math.ceil(b.rows / Math.ceil((2 * this.threads) / s.numKvHeads))));
     const tiles: number[] = [], pageAddresses: number[] = [];
     const first = new Map<unknown, number>();
     let maxPos = 0;
