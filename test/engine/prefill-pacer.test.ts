@@ -1,10 +1,10 @@
 // The prefill pacer (src/engine/embedded/prefill-pacer.ts) against simulated step costs: decoders
 // keep their share of idle speed whether prompt rows are cheap or cost more than a whole decode step
 // (long positions), the prompt still finishes, background scoring is paid from the same credit, and
-// with nothing decoding prompts take full chunks.
+// with nothing decoding prompts take full chunks; a background step takes the rows that fit its target time.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PrefillPacer } from '../../src/engine/embedded/prefill-pacer.ts';
+import { BackgroundStep, PrefillPacer } from '../../src/engine/embedded/prefill-pacer.ts';
 
 interface Case { name: string; decodeMs: number; rowMs: (position: number) => number; batchSaving: number; promptRows: number; share: number }
 
@@ -69,4 +69,22 @@ test('a long decode-only stretch does not buy one huge step later', () => {
   for (let i = 0; i < 1000; i++) p.step(20, 1, 0);
   const rows = p.rows(true);
   assert.ok(rows * 2 <= 4 * (20 * 0.4 / 0.6) + 2, `${rows} rows after a long decode-only stretch`);
+});
+
+test('BackgroundStep: the rows that fit the target time by the learnt cost per row, between 1 and the cap', () => {
+  const rows: [string, [number, number][], number][] = [
+    // [case, background steps (ms, rows) already run, rows for the next step] — target 500 ms, cap 32
+    ['nothing learnt yet: the cap', [], 32],
+    ['a tiny model (0.05 ms a row): the cap', [[1.6, 32]], 32],
+    ['Qwen3-0.6B at 10K positions (~30 ms a row): 16', [[960, 32]], 16],
+    ['a row dearer than the target: still one row', [[2_000, 1]], 1],
+    ['the cost moves halfway towards each new step', [[960, 32], [320, 32]], 25],
+  ];
+  for (const [name, steps, want] of rows) {
+    const b = new BackgroundStep(500, 32);
+    for (const [ms, n] of steps) b.ran(ms, n);
+    assert.equal(b.rows(), want, name);
+  }
+  assert.throws(() => new BackgroundStep(0, 32), RangeError);
+  assert.throws(() => new BackgroundStep(500, 0), RangeError);
 });

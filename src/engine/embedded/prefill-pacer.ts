@@ -79,3 +79,34 @@ export class PrefillPacer {
 
   state(): PacerState { return { decodeMs: this.decodeMs, rowMs: this.rowMs, creditMs: this.creditMs }; }
 }
+
+/**
+ * How many rows one background step takes (a scoring pass through the worker, or a low-priority
+ * prompt's share of a step). A user request that arrives meanwhile waits for the step in progress,
+ * so a step is sized by time, not rows: its cost per row is learnt from the background steps
+ * themselves (a row at 10K positions of Qwen3-0.6B costs ~30 ms on 2 cores, of a tiny model well
+ * under 1 ms), and a step takes what fits in `targetMs`, between 1 and `maxRows` rows.
+ */
+export class BackgroundStep {
+  readonly targetMs: number;
+  readonly maxRows: number;
+  /** moving average of a background step's time per row */
+  private rowMs = 0;
+
+  constructor(targetMs: number, maxRows: number) {
+    if (!(targetMs > 0) || !(maxRows >= 1)) throw new RangeError(`bad background step limits: ${targetMs} ms, ${maxRows} rows`);
+    this.targetMs = targetMs;
+    this.maxRows = Math.floor(maxRows);
+  }
+
+  /** Rows for the next background step. */
+  rows(): number {
+    if (this.rowMs === 0) return this.maxRows;
+    return Math.max(1, Math.min(this.maxRows, Math.floor(this.targetMs / this.rowMs)));
+  }
+
+  /** A background step of `rows` rows took `ms`. */
+  ran(ms: number, rows: number): void {
+    if (rows > 0 && ms >= 0) this.rowMs = ema(this.rowMs, ms / rows, 0.5);
+  }
+}

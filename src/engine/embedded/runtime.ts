@@ -22,7 +22,7 @@ import type { LoraAdapter, LoraConfig } from './lora.ts';
 import { saveAdapter, loadAdapter } from './peft.ts';
 import { TrainingSlot } from './training-slot.ts';
 import { modelTensors, writeHfModel } from './hf-export.ts';
-import { PrefillPacer, type PacerState } from './prefill-pacer.ts';
+import { BackgroundStep, PrefillPacer, type PacerState } from './prefill-pacer.ts';
 import { WeightsVersions } from './versions.ts';
 import { planKvMemory, planPagedKvMemory, plannedKvBytes, contextProblem, type KvPlan } from './kv-memory.ts';
 import { KvPagePool, PagedKvCache } from './kv-pages.ts';
@@ -41,10 +41,13 @@ export const DECODE_SHARE = 0.6;
 /** Default prefix-cache budget. */
 export const PREFIX_CACHE_MIB = 1024;
 /**
- * Most rows a background step takes: a scoring pass run through the worker, or a low-priority
- * prompt's share of a step. A user request that arrives meanwhile waits for at most one such step
- * (~1 s for Qwen3-0.6B at 10K positions on 2 cores), not for a full 256-row chunk.
+ * A background step (a scoring pass run through the worker while users are in the engine, or a
+ * low-priority prompt's share of a step) takes the rows that fit in BACKGROUND_STEP_MS by its
+ * learnt cost per row, at most BACKGROUND_ROWS: a user request that arrives meanwhile waits for at
+ * most one such step, not for a 256-row chunk. For Qwen3-0.6B at 10K positions on 2 cores (~30 ms
+ * a row) that is ~16 rows; a small model takes the full 32 (docs/benchmarks.md, issue 16 session 11).
  */
+export const BACKGROUND_STEP_MS = 500;
 export const BACKGROUND_ROWS = 32;
 /**
  * Positions the default prefix-cache budget of paged caches holds at least: three OpenClaw-sized
@@ -114,6 +117,9 @@ export class EmbeddedRuntime {
   /** open scoring caches (their memory counts as live) */
   private readonly scoring = new Set<KvCache>();
   private readonly pacer: PrefillPacer;
+  private readonly background = new BackgroundStep(BACKGROUND_STEP_MS, BACKGROUND_ROWS);
+  /** rows the background scoring step in progress was given (0: none), to learn its cost per row */
+  private backgroundRows = 0;
   private readonly sampling: SampleContext;
 
   /** the model folder loaded (saveModel copies its tokenizer files) */
@@ -260,7 +266,7 @@ export class EmbeddedRuntime {
       const cache = s.cache!;
       if (s.prefilled) { items.push({ tokens: [s.ids[s.ids.length - 1]], cache, adapter: s.adapter, weights: s.weights }); fed.push(s); sampled.push(true); continue; }
       if (budget === 0 || (userPrompt && s.params.priority === 'low')) continue;
-      const from = cache.length, to = Math.min(s.promptIds.length, from + (s.params.priority === 'low' ? Math.min(budget, BACKGROUND_ROWS) : budget));
+      const from = cache.length, to = Math.min(s.promptIds.length, from + (s.params.priority === 'low' ? Math.min(budget, this.background.rows()) : budget));
       items.push({ tokens: s.promptIds.slice(from, to), cache, adapter: s.adapter, weights: s.weights });
       fed.push(s); sampled.push(to === s.promptIds.length);
       budget -= to - from; prefillRows += to - from;
@@ -355,10 +361,11 @@ export class EmbeddedRuntime {
     return this.paced(scoreStepsTopK(this.model, requests, adapter, opts.temperature ?? 1, () => this.scoringRows(paced), k, caches, weights), paced);
   }
 
-  /** Rows of the next scoring pass: through the worker (paced) at most BACKGROUND_ROWS, and only what the pacer's credit allows while users are in the engine. */
+  /** Rows of the next scoring step: through the worker (paced) a background step's worth, and only what the pacer's credit allows while users are in the engine. */
   private scoringRows(paced: boolean): number {
     const rows = this.pacer.rows(paced && this.servingUsers);
-    return paced ? Math.min(BACKGROUND_ROWS, rows) : rows;
+    if (!paced) return rows;
+    return (this.backgroundRows = Math.min(this.background.rows(), rows));
   }
 
   /** whether a normal-priority sequence is decoding (what the pacer protects) */
@@ -373,8 +380,11 @@ export class EmbeddedRuntime {
   private *paced<T>(passes: Generator<void, T>, paced: boolean): Generator<void, T> {
     for (;;) {
       const paying = paced && this.decoding(), t0 = performance.now();
+      this.backgroundRows = 0;
       const r = passes.next();
-      if (paying) this.pacer.background(performance.now() - t0);
+      const ms = performance.now() - t0;
+      if (paying) this.pacer.background(ms);
+      if (this.backgroundRows > 0) this.background.ran(ms, this.backgroundRows);
       if (r.done) return r.value;
       yield;
     }
