@@ -86,3 +86,19 @@ test('demo with no model and no built chat model says how to get one', () => {
   assert.equal(r.status, 2, r.stderr);
   assert.match(r.stderr, /no model: the demo runs on stories260k-chat once it is built .*npm run make:chat-model.*--model DIR/s);
 });
+
+test('bench personalize and demo resolve the KL term from the model; a flag wins', async () => {
+  const { resolvePersonalize } = await import('../../src/cli/bench.ts');
+  type Values = Parameters<typeof resolvePersonalize>[0];
+  const chat = join(tmp.dir, 'chat-resolve');
+  tinyModel(chat, tinyConfig('llama'));
+  writeFileSync(join(chat, 'chat_template.jinja'), TEMPLATE);
+  const none = {} as Values;
+  const c = await resolvePersonalize(none, chat);
+  assert.deepEqual({ method: c.method, judge: c.judge, klCoef: c.klCoef, klEstimator: c.klEstimator }, { method: 'combine', judge: 'self', klCoef: 0.1, klEstimator: 'k2' });
+  assert.match(c.defaults ?? '', /KL to base k2 at β 0\.1/);
+  const plain = await resolvePersonalize(none, STORIES);
+  assert.deepEqual({ method: plain.method, klCoef: plain.klCoef, klEstimator: plain.klEstimator }, { method: RECIPE.method, klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator });
+  const flagged = await resolvePersonalize({ 'kl-coef': 0.3 } as Values, chat);
+  assert.deepEqual({ klCoef: flagged.klCoef, klEstimator: flagged.klEstimator }, { klCoef: 0.3, klEstimator: 'k2' }, 'a flag sets only what it names');
+});
