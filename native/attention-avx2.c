@@ -179,8 +179,7 @@ void attention_paged_bf16(const float *q, long ldq, float *out, const int32_t *t
       const long j0 = b * P, nk = last + 1 - j0 < P ? last + 1 - j0 : P, nk4 = (nk + 3) & ~3L, nk8 = (nk + 7) & ~7L;
       const uint16_t *page = (const uint16_t *)(uintptr_t)pt[b];
       const uint16_t *kb = page + ((layer * nKv + kvh) * 2) * P * hd, *vb = kb + P * hd;
-      /* this block's keys and values as float32, once for all the unit's queries */
-      /* the next block's keys and values are fetched towards the cache while this one is computed */
+      /* this block's keys and values as float32, once for all the unit's queries; the next block's are fetched meanwhile */
       const uint16_t *nkb = b < last / P ? (const uint16_t *)(uintptr_t)pt[b + 1] + ((layer * nKv + kvh) * 2) * P * hd : NULL;
       widen_block(kf, kb, nk4, hd, HD, nkb);
       widen_block(vf, vb, nk, hd, HD, nkb ? nkb + P * hd : NULL);

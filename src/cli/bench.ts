@@ -9,7 +9,7 @@ import type { Persona } from '../bench/persona.ts';
 import type { JudgeConfig } from '../judge/config.ts';
 import type { Method } from '../learn/advantages.ts';
 import type { KlEstimator } from '../learn/losses.ts';
-import { RECIPE, recipeFor, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION } from '../trainer/recipe.ts';
 import { TOPK_DEFAULTS } from '../learn/topk-opd.ts';
 
 const log = (l: string) => process.stderr.write(l + '\n');
@@ -193,8 +193,7 @@ export async function resolvePersonalize(o: PersonalizeValues, model?: string): 
   const judge = o.judge ?? auto.judge;
   if (o['judge-satisfaction'] && judge === 'lexical') throw new UsageError('--judge-satisfaction needs --judge self or --judge llm (the lexical judge cannot grade an answer; this model\'s default judge is lexical)');
   const persona = withTurns(await personaFrom(o['persona-file'], o.persona ?? (chat ? 'chat-dog-lover' : 'dog-lover')), o.turns);
-  const defaulted = o.method === undefined || o.judge === undefined || o['opd-mode'] === undefined || o['kl-coef'] === undefined || o['kl-estimator'] === undefined ||
-    (o.persona === undefined && !o['persona-file']);
+  const defaulted = leavesToModel(o) || (o.persona === undefined && !o['persona-file']);
   return {
     model: dir, persona, method: o.method ?? auto.method, opdMode: o['opd-mode'] ?? auto.opdMode, judge,
     klCoef: o['kl-coef'] ?? auto.klCoef, klEstimator: o['kl-estimator'] ?? auto.klEstimator,

@@ -6,7 +6,7 @@ import { parseOrigins } from '../api/cors.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId, weightsDtypeOption, kvDtypeOption } from './args.ts';
 import { JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
-import { RECIPE, recipeFor, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION } from '../trainer/recipe.ts';
 import { learningRateProblem } from '../learn/weights-guard.ts';
 import type { Store as StoreType } from '../store/store.ts';
 
@@ -200,7 +200,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     votes: o['judge-votes'], maxTokens: o['judge-max-tokens'], temperature: o['judge-temperature'],
     timeoutMs: o['judge-timeout-seconds'] * 1000, concurrency: o['judge-concurrency'],
   };
-  if (o.method === undefined || o.judge === undefined || o['opd-mode'] === undefined || o['kl-coef'] === undefined || o['kl-estimator'] === undefined) logger.info(`default recipe for this model: ${auto.reason}`);
+  if (leavesToModel(o)) logger.info(`default recipe for this model: ${auto.reason}`);
   // /metrics is answered synchronously: keep the embedded engine's figures fresh in the background
   let engineMetrics = '';
   const refreshMetrics = () => { if (engine instanceof EmbeddedEngine) engine.stats().then((st) => { engineMetrics = engineStatsMetrics(st); }, () => {}); };

@@ -85,6 +85,11 @@ export function recipeFor(t: ModelTraits): ModelRecipe {
   return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, reason: `${why}: ${RECIPE.method}, the lexical judge` };
 }
 
+/** Whether any choice that follows the model was left to it (then the commands say what was picked). */
+export function leavesToModel(o: { method?: unknown; judge?: unknown; 'opd-mode'?: unknown; 'kl-coef'?: unknown; 'kl-estimator'?: unknown }): boolean {
+  return o.method === undefined || o.judge === undefined || o['opd-mode'] === undefined || o['kl-coef'] === undefined || o['kl-estimator'] === undefined;
+}
+
 /** `--kl-estimator` on every command that trains: its choices and help (learn/losses.ts, KlEstimator). */
 export const KL_ESTIMATOR_OPTION = {
   choices: ['k3', 'k2'] as const,

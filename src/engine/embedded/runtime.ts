@@ -41,10 +41,10 @@ export const DECODE_SHARE = 0.6;
 /** Default prefix-cache budget. */
 export const PREFIX_CACHE_MIB = 1024;
 /**
- * A background step (a scoring pass run through the worker while users are in the engine, or a
- * low-priority prompt's share of a step) takes the rows that fit in BACKGROUND_STEP_MS by its
- * learnt cost per row, at most BACKGROUND_ROWS: a user request that arrives meanwhile waits for at
- * most one such step, not for a 256-row chunk. For Qwen3-0.6B at 10K positions on 2 cores (~30 ms
+ * A background step (a scoring pass run through the worker, or a low-priority prompt's share of a
+ * step) takes the rows that fit in BACKGROUND_STEP_MS by its learnt cost per row, at most
+ * BACKGROUND_ROWS: a user request that arrives meanwhile waits for at most one such step, not for a
+ * 256-row chunk. For Qwen3-0.6B at 10K positions on 2 cores (~30 ms
  * a row) that is ~16 rows; a small model takes the full 32 (docs/benchmarks.md, issue 16 session 11).
  */
 export const BACKGROUND_STEP_MS = 500;
