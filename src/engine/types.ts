@@ -223,8 +223,10 @@ export interface ForwardBackwardMetrics {
   /** share of tokens whose PPO ratio was clipped (no gradient) */
   clipFraction: number;
   meanRatio: number;
-  /** mean k3 KL to the base model (only when the loss has a KL term) */
+  /** mean KL to the base model (only when the loss has a KL term): k3's estimate at the sampled tokens, or the exact sum over the vocabulary with the `full` estimator */
   kl: number | null;
+  /** mean entropy excess over the base, max(0, H(π) − H(π_base)) per token (only with the entropy guard on) */
+  entropyExcess?: number;
   /** mean |teacher − behaviour| over tokens that carry teacher log-probs */
   teacherBehaviourGap: number | null;
   /** learner log-probs of every response token, per datum */

@@ -14,6 +14,12 @@ export interface PpoLoss {
   klCoef?: number;
   /** how the penalty is estimated at the sampled tokens (see KlEstimator; default k3) */
   klEstimator?: KlEstimator;
+  /**
+   * λ of the entropy guard, λ·max(0, H(π) − H(π_base)) at each response position (entropyExcessRow),
+   * 0 = off; like the `full` KL term it rebuilds the base's logits from its hidden states (one more
+   * LM-head product per response token)
+   */
+  entropyGuard?: number;
 }
 /**
  * The per-token KL-to-base term in the loss, at tokens sampled from the policy:
@@ -24,15 +30,19 @@ export interface PpoLoss {
  * - `k2` (½(p − b)²): its expected gradient is that of the *reverse* KL(π_θ‖π_base), the quantity
  *   the evaluation reports: the coefficient p − b grows with how much likelier the policy made the
  *   token than the base, so tokens the base would almost never write are pushed back hardest.
+ * - `full`: KL(π‖π_base) itself, summed over the whole vocabulary at each response position (the base's
+ *   distribution there is kept for the step). The same expected gradient as k2 without its sampling
+ *   noise: a policy that moved mass onto tokens the base finds unlikely is pushed back at every
+ *   position, not only where such a token happened to be sampled. Costs [tokens × vocab] floats.
  */
-export type KlEstimator = 'k3' | 'k2';
+export type KlEstimator = 'k3' | 'k2' | 'full';
 export interface CrossEntropyLoss { kind: 'cross_entropy' }
 export type LossSpec = (PpoLoss | CrossEntropyLoss) & {
   /** log-probs are of softmax(logits / T): use the temperature the tokens were sampled at (default 1) */
   temperature?: number;
 };
 
-export const PPO_DEFAULTS = { clipLow: 0.2, clipHigh: 0.28, klCoef: 0, klEstimator: 'k3' as KlEstimator };
+export const PPO_DEFAULTS = { clipLow: 0.2, clipHigh: 0.28, klCoef: 0, klEstimator: 'k3' as KlEstimator, entropyGuard: 0 };
 
 export interface TokenTerm { loss: number; dlogp: number; ratio: number; clipped: boolean }
 
@@ -60,9 +70,55 @@ export function k2Token(logp: number, baseLogp: number): { kl: number; dlogp: nu
   return { kl: 0.5 * d * d, dlogp: d };
 }
 
-/** The KL term of `estimator` at a sampled token. */
-export function klToken(estimator: KlEstimator, logp: number, baseLogp: number): { kl: number; dlogp: number } {
+/** The KL term of a sampled-token `estimator` at a sampled token. */
+export function klToken(estimator: Exclude<KlEstimator, 'full'>, logp: number, baseLogp: number): { kl: number; dlogp: number } {
   return estimator === 'k2' ? k2Token(logp, baseLogp) : k3Token(logp, baseLogp);
+}
+
+/**
+ * KL(π‖π_base) = Σ_j π_j (log π_j − log b_j) at one position, from both distributions' log-probs over
+ * the vocabulary, and (into `dz` when given) its gradient in the tempered logits z = logits / T:
+ * ∂KL/∂z_j = π_j (log π_j − log b_j − KL). Terms with π_j = 0 add nothing.
+ */
+export function fullKlRow(logp: ArrayLike<number>, baseLogp: ArrayLike<number>, dz?: Float32Array | Float64Array): number {
+  if (logp.length !== baseLogp.length) throw new Error(`fullKlRow: ${logp.length} policy log-probs against ${baseLogp.length} base log-probs`);
+  let kl = 0;
+  for (let j = 0; j < logp.length; j++) {
+    const p = Math.exp(logp[j]);
+    if (p > 0) kl += p * (logp[j] - baseLogp[j]);
+  }
+  if (dz) {
+    for (let j = 0; j < logp.length; j++) {
+      const p = Math.exp(logp[j]);
+      dz[j] = p > 0 ? p * (logp[j] - baseLogp[j] - kl) : 0;
+    }
+  }
+  return kl;
+}
+
+/**
+ * The entropy guard at one position: how far the policy's entropy H(π) = −Σ π_j log π_j rose above the
+ * base's, max(0, H(π) − H(π_base)), and (into `dz` when given) its gradient in the tempered logits:
+ * −π_j (log π_j + H(π)) where the policy is the more uncertain, else 0. A policy that spreads mass over
+ * the vocabulary's tail writes misspelt words at T = 1; the guard pushes only that spread back, and
+ * leaves a policy that became surer than the base alone.
+ */
+export function entropyExcessRow(logp: ArrayLike<number>, baseLogp: ArrayLike<number>, dz?: Float32Array | Float64Array): number {
+  if (logp.length !== baseLogp.length) throw new Error(`entropyExcessRow: ${logp.length} policy log-probs against ${baseLogp.length} base log-probs`);
+  let h = 0, hb = 0;
+  for (let j = 0; j < logp.length; j++) {
+    const p = Math.exp(logp[j]), b = Math.exp(baseLogp[j]);
+    if (p > 0) h -= p * logp[j];
+    if (b > 0) hb -= b * baseLogp[j];
+  }
+  const excess = Math.max(0, h - hb);
+  if (dz) {
+    for (let j = 0; j < logp.length; j++) {
+      const p = Math.exp(logp[j]);
+      dz[j] = excess > 0 && p > 0 ? -p * (logp[j] + h) : 0;
+    }
+  }
+  return excess;
 }
 
 /** Negative log-likelihood of the target token. */

@@ -1,7 +1,7 @@
 // Hand-computed cases for the per-token losses (src/learn/losses.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ppoToken, k3Token, k2Token, klToken, crossEntropyToken } from '../../src/learn/losses.ts';
+import { ppoToken, k3Token, k2Token, klToken, fullKlRow, entropyExcessRow, crossEntropyToken } from '../../src/learn/losses.ts';
 
 const close = (a: number, b: number, msg: string) => assert.ok(Math.abs(a - b) < 1e-9, `${msg}: ${a} vs ${b}`);
 
@@ -86,6 +86,61 @@ test('k2 in the loss: its expected gradient over tokens drawn from π is that of
     const numeric = (reverseKl(zp) - reverseKl(zm)) / (2 * h);
     assert.ok(Math.abs(expected - numeric) < 1e-6, `z${j}: ${expected} vs ${numeric}`);
   }
+});
+
+test('the exact KL over the vocabulary: hand-computed values, and its gradient in the logits equals k2\'s expected gradient', () => {
+  const table: [number[], number[], number][] = [
+    // [π, base, Σ π log(π/b)]
+    [[0.5, 0.5], [0.5, 0.5], 0],
+    [[1, 0], [0.5, 0.5], Math.log(2)], // a token with π = 0 adds nothing
+    [[0.5, 0.3, 0.2], [0.2, 0.3, 0.5], 0.5 * Math.log(2.5) + 0.2 * Math.log(0.4)],
+    [[0.9, 0.1], [0.99, 0.01], 0.9 * Math.log(0.9 / 0.99) + 0.1 * Math.log(10)], // mass moved onto a token the base finds unlikely
+  ];
+  for (const [pi, b, kl] of table) close(fullKlRow(pi.map(Math.log), b.map(Math.log)), kl, `KL(${pi} ‖ ${b})`);
+  assert.throws(() => fullKlRow([0, 0], [0]), /2 policy log-probs against 1 base/);
+  // the gradient in z (π = softmax(z)) against a central difference and against E_π[dk2/dlogp · ∂logπ/∂z]
+  const z = [0.3, -0.2, 0.9, -1.4], b = [0.4, 0.3, 0.2, 0.1].map(Math.log);
+  const logSoftmax = (x: number[]) => { const m = Math.max(...x), s = x.reduce((a, v) => a + Math.exp(v - m), 0); return x.map((v) => v - m - Math.log(s)); };
+  const dz = new Float64Array(4);
+  fullKlRow(logSoftmax(z), b, dz);
+  const pi = logSoftmax(z).map(Math.exp);
+  for (let j = 0; j < 4; j++) {
+    const h = 1e-6, zp = [...z], zm = [...z];
+    zp[j] += h; zm[j] -= h;
+    const numeric = (fullKlRow(logSoftmax(zp), b) - fullKlRow(logSoftmax(zm), b)) / (2 * h);
+    assert.ok(Math.abs(dz[j] - numeric) < 1e-6, `z${j}: ${dz[j]} vs ${numeric}`);
+    const k2Expected = pi.reduce((s, p, i) => s + p * k2Token(Math.log(p), b[i]).dlogp * ((i === j ? 1 : 0) - pi[j]), 0);
+    assert.ok(Math.abs(dz[j] - k2Expected) < 1e-9, `z${j}: exact ${dz[j]} vs k2's expectation ${k2Expected}`);
+  }
+});
+
+test('the entropy guard: how far H(π) rose above H(π_base), 0 where the policy is surer, and its gradient in the logits', () => {
+  const H = (p: number[]) => -p.reduce((s, x) => s + (x > 0 ? x * Math.log(x) : 0), 0);
+  const table: [number[], number[], number][] = [
+    // [π, base, max(0, H(π) − H(base))]
+    [[0.5, 0.5], [0.5, 0.5], 0],
+    [[0.5, 0.5], [0.9, 0.1], Math.log(2) - H([0.9, 0.1])], // the policy spread the base's sure choice over two tokens
+    [[0.9, 0.1], [0.5, 0.5], 0], // surer than the base: no push
+    [[0.25, 0.25, 0.25, 0.25], [0.97, 0.01, 0.01, 0.01], Math.log(4) - H([0.97, 0.01, 0.01, 0.01])],
+  ];
+  for (const [pi, b, want] of table) close(entropyExcessRow(pi.map(Math.log), b.map(Math.log)), want, `excess(${pi} ‖ ${b})`);
+  assert.throws(() => entropyExcessRow([0, 0], [0]), /2 policy log-probs against 1 base/);
+  const logSoftmax = (x: number[]) => { const m = Math.max(...x), s = x.reduce((a, v) => a + Math.exp(v - m), 0); return x.map((v) => v - m - Math.log(s)); };
+  const b = logSoftmax([3, 0, -1, -2]);
+  for (const z of [[0.1, 0.2, 0.15, -0.1], [2.5, 0.3, -0.5, -1.5]]) {
+    const dz = new Float64Array(4);
+    const excess = entropyExcessRow(logSoftmax(z), b, dz);
+    assert.ok(excess > 0, `the policy ${z} is less sure than the base`);
+    for (let j = 0; j < 4; j++) {
+      const h = 1e-6, zp = [...z], zm = [...z];
+      zp[j] += h; zm[j] -= h;
+      const numeric = (entropyExcessRow(logSoftmax(zp), b) - entropyExcessRow(logSoftmax(zm), b)) / (2 * h);
+      assert.ok(Math.abs(dz[j] - numeric) < 1e-6, `z${j}: ${dz[j]} vs ${numeric}`);
+    }
+  }
+  const sure = new Float64Array(4).fill(9);
+  assert.equal(entropyExcessRow(b, logSoftmax([0.1, 0.2, 0.15, -0.1]), sure), 0);
+  assert.deepEqual([...sure], [0, 0, 0, 0], 'no gradient where the policy is surer than the base');
 });
 
 test('cross-entropy token loss is −logp with derivative −1', () => {

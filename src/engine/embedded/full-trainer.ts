@@ -10,8 +10,8 @@ import type { ModelWeights } from './weights.ts';
 import { FullBackprop, type LayerGrads } from './full-backward.ts';
 import { cloneWeights, freeWeights, fullParams, sumSquares, adamwFull, type FullParam } from './full-weights.ts';
 import { rmsnormBackward, rmsnormWeightGrad } from './ops/rmsnorm.ts';
-import { scoreResponses, fedTokens, type ResponseRequest } from './score.ts';
-import { TrainerCore, WASM_MEMORY_BYTES, type TokenTerm } from './trainer-core.ts';
+import { scoreResponses, scoreHidden, fedTokens, type ResponseRequest } from './score.ts';
+import { TrainerCore, WASM_MEMORY_BYTES, type TokenTerm, type DenseTermsOf } from './trainer-core.ts';
 import { updateVerdict, GUARD_DEFAULTS, type GuardLimits } from '../../learn/weights-guard.ts';
 import { EngineError, type Datum, type OptimStepMetrics, type AdamParams } from '../types.ts';
 
@@ -72,9 +72,11 @@ export class FullTrainer extends TrainerCore {
 
   protected baseLogprobs(data: Datum[], temperature: number): Float32Array[] { return this.logprobs(data, true, temperature); }
 
+  protected baseHidden(data: Datum[]): Float32Array[] { return scoreHidden(this.model, data, null); }
+
   protected pendingGradNorm(): number { return Math.sqrt(sumSquares(this.grads)) / Math.max(this.pendingTokens, 1); }
 
-  protected step(group: Datum[], term: TokenTerm, temperatureOf: (d: Datum) => number): void {
+  protected step(group: Datum[], term: TokenTerm, temperatureOf: (d: Datum) => number, dense: DenseTermsOf | null): void {
     const { model, weights } = this;
     const { arena, cfg } = model;
     const H = cfg.hiddenSize, L = cfg.numLayers;
@@ -90,7 +92,7 @@ export class FullTrainer extends TrainerCore {
       const { hidden, ctx } = model.forwardWithContext(items, checkpoints, tapes);
       let row = 0;
       group.forEach((d, k) => {
-        this.head(hidden, row + d.promptIds.length - 1, d.responseIds, d.distill?.ids ?? null, temperatureOf(d), (t, logp, setLogp) => term(k, t, logp, setLogp), dx, weights.lmHead, this.gHead);
+        this.head(hidden, row + d.promptIds.length - 1, d.responseIds, d.distill?.ids ?? null, temperatureOf(d), (t, logp, setLogp) => term(k, t, logp, setLogp), dx, weights.lmHead, this.gHead, dense?.(k) ?? null);
         row += items[k].tokens.length;
       });
       const dFinal = arena.alloc(R * H);

@@ -33,35 +33,61 @@ export function fedTokens(r: ResponseRequest): number[] {
   return [...r.promptIds, ...r.responseIds.slice(0, -1)];
 }
 
+/**
+ * Packed forward passes over `requests` (fresh caches); `visit(index, hidden, first)` sees each request's
+ * final hidden rows, `first` being the row whose output predicts its first response token.
+ */
+function forwardResponses(model: Transformer, requests: ResponseRequest[], adapter: LoraAdapter | null, weights: ModelWeights | undefined,
+  visit: (index: number, hidden: Float32Array, first: number) => void): void {
+  let index = 0;
+  for (const group of packRows(requests)) {
+    const items = group.map((r) => ({ tokens: fedTokens(r), cache: model.newCache(), adapter, weights }));
+    try {
+      const hidden = model.forward(items);
+      let row = 0;
+      group.forEach((r, k) => {
+        visit(index++, hidden, row + r.promptIds.length - 1);
+        row += items[k].tokens.length;
+      });
+    } finally {
+      for (const it of items) it.cache.release();
+    }
+  }
+}
+
 export function scoreResponses(model: Transformer, requests: ResponseRequest[], adapter: LoraAdapter | null, temperature = 1, weights?: ModelWeights): Float32Array[] {
   const { hiddenSize: H, vocabSize: V } = model.cfg;
   const invT = 1 / temperature;
   const out: Float32Array[] = [];
   const logits = model.arena.alloc(SCORE_ROWS * V);
   try {
-    for (const group of packRows(requests)) {
-      const items = group.map((r) => ({ tokens: fedTokens(r), cache: model.newCache(), adapter, weights }));
-      try {
-        const hidden = model.forward(items);
-        let base = 0;
-        group.forEach((r, k) => {
-          const lp = new Float32Array(r.responseIds.length);
-          const first = base + r.promptIds.length - 1; // the row whose output predicts responseIds[0]
-          for (let t0 = 0; t0 < lp.length; t0 += SCORE_ROWS) {
-            const rows = Math.min(SCORE_ROWS, lp.length - t0);
-            model.logits(logits, hidden.subarray((first + t0) * H, (first + t0 + rows) * H), rows, weights);
-            for (let i = 0; i < rows; i++) lp[t0 + i] = logits[i * V + r.responseIds[t0 + i]] * invT - logSumExp(logits, i * V, V, invT);
-          }
-          out.push(lp);
-          base += items[k].tokens.length;
-        });
-      } finally {
-        for (const it of items) it.cache.release();
+    forwardResponses(model, requests, adapter, weights, (index, hidden, first) => {
+      const r = requests[index], lp = new Float32Array(r.responseIds.length);
+      for (let t0 = 0; t0 < lp.length; t0 += SCORE_ROWS) {
+        const rows = Math.min(SCORE_ROWS, lp.length - t0);
+        model.logits(logits, hidden.subarray((first + t0) * H, (first + t0 + rows) * H), rows, weights);
+        for (let i = 0; i < rows; i++) lp[t0 + i] = logits[i * V + r.responseIds[t0 + i]] * invT - logSumExp(logits, i * V, V, invT);
       }
-    }
+      out.push(lp);
+    });
   } finally {
     model.arena.free(logits);
   }
+  return out;
+}
+
+/**
+ * The final hidden state of every response position ([responseIds.length × hidden] per request: row t is
+ * the one whose logits response token t was drawn from), under `adapter` / `weights`. The reference of
+ * the whole-distribution loss terms (learn/losses.ts: the exact KL, the entropy guard): the base's logits
+ * are rebuilt from these rows a block at a time, so no [tokens × vocab] matrix is kept.
+ */
+export function scoreHidden(model: Transformer, requests: ResponseRequest[], adapter: LoraAdapter | null, weights?: ModelWeights): Float32Array[] {
+  const H = model.cfg.hiddenSize;
+  const out: Float32Array[] = [];
+  forwardResponses(model, requests, adapter, weights, (index, hidden, first) => {
+    out.push(hidden.slice(first * H, (first + requests[index].responseIds.length) * H));
+  });
   return out;
 }
 

@@ -1,11 +1,12 @@
 // What LoRA and full-parameter training share: datum validation, the loss head (log-softmax over
 // chunks of rows, never a [tokens × vocab] matrix), and forwardBackward's per-token loss terms
-// (PPO with optional k3 KL, or cross-entropy) with token-level aggregation. A subclass supplies the
-// packed forward + backward of one group of sequences and the norm of its accumulated gradients.
+// (PPO with an optional KL term, or cross-entropy) and the terms over whole distributions (the exact KL,
+// the entropy guard), with token-level aggregation. A subclass supplies the packed forward + backward of
+// one group of sequences, the base's hidden states, and the norm of its accumulated gradients.
 import type { Transformer } from './model.ts';
 import type { PackedMatrix } from './kernels/packed.ts';
 import { packRows } from './score.ts';
-import { ppoToken, k3Token, klToken, crossEntropyToken, PPO_DEFAULTS, type LossSpec } from '../../learn/losses.ts';
+import { ppoToken, k3Token, klToken, fullKlRow, entropyExcessRow, crossEntropyToken, PPO_DEFAULTS, type LossSpec } from '../../learn/losses.ts';
 import { topkToken } from '../../learn/topk-opd.ts';
 import { EngineError, checkTokenIds, type Datum, type ForwardBackwardMetrics } from '../types.ts';
 
@@ -24,6 +25,16 @@ export interface TokenGrad { dlogp: number; dSet: number[] | null }
 export type TokenTerm = (datum: number, t: number, logp: number, setLogp: number[] | null) => TokenGrad;
 /** A head's view of one datum's term: token t's log-prob and its set's log-probs → gradients. */
 export type RowTerm = (t: number, logp: number, setLogp: number[] | null) => TokenGrad;
+/**
+ * The terms that compare whole distributions with the base's on one datum's response rows
+ * (learn/losses.ts): the exact KL term's coefficient at token t (β × loss mask) and the entropy guard's
+ * (λ × loss mask; both 0 skips the row), the base model's final hidden states at the response positions
+ * ([tokens × hidden]; the head rebuilds the base's logits from them with the base LM head), and where
+ * each row's KL and entropy excess are reported.
+ */
+export interface DenseTerms { klCoef(t: number): number; entropyCoef(t: number): number; baseHidden: Float32Array; report(t: number, kl: number, entropyExcess: number): void }
+/** The whole-distribution terms of datum k of a group, or null where it has none. */
+export type DenseTermsOf = (datum: number) => DenseTerms | null;
 
 export abstract class TrainerCore {
   readonly model: Transformer;
@@ -36,9 +47,11 @@ export abstract class TrainerCore {
   constructor(model: Transformer) { this.model = model; }
 
   /** One packed forward + loss + backward over `group`, adding into the gradients. */
-  protected abstract step(group: Datum[], term: TokenTerm, temperatureOf: (d: Datum) => number): void;
+  protected abstract step(group: Datum[], term: TokenTerm, temperatureOf: (d: Datum) => number, dense: DenseTermsOf | null): void;
   /** Log-probs of the data's responses under the base model (the KL term's reference), packed into shared passes. */
   protected abstract baseLogprobs(data: Datum[], temperature: number): Float32Array[];
+  /** The base model's final hidden states at each response position ([tokens × hidden] per datum; the whole-distribution terms' reference). */
+  protected abstract baseHidden(data: Datum[]): Float32Array[];
   /**
    * Where the engine scores the base model itself (through its prefix cache, where the prompts'
    * base-weight KV is kept across steps: the same bits, fewer rows); null: `baseLogprobs`.
@@ -102,16 +115,27 @@ export abstract class TrainerCore {
    * weights too.
    */
   protected head(hidden: Float32Array, first: number, targets: number[], sets: number[][] | null, temperature: number, term: RowTerm,
-    dHidden: Float32Array, lmHead: PackedMatrix, dHead: Float32Array | null = null): void {
+    dHidden: Float32Array, lmHead: PackedMatrix, dHead: Float32Array | null = null, dense: DenseTerms | null = null): void {
     const { cfg, arena, kernel } = this.model;
     const H = cfg.hiddenSize, V = cfg.vocabSize, invT = 1 / temperature;
     const logits = arena.alloc(HEAD_ROWS * V), lse = arena.alloc(HEAD_ROWS), coef = arena.alloc(HEAD_ROWS);
+    // the whole-distribution terms (exact KL, entropy guard): the base's logits of the same rows (from its
+    // hidden states and LM head), and the terms' gradient in the policy's logits, added after the softmax gradient
+    const baseRows = dense ? arena.alloc(HEAD_ROWS * H) : null, baseLogits = dense ? arena.alloc(HEAD_ROWS * V) : null, baseLse = dense ? arena.alloc(HEAD_ROWS) : null;
+    const scratch = dense ? this.denseScratch(V) : null;
+    const denseGrad = scratch?.grad ?? null, rowLogp = scratch?.logp ?? null, rowBase = scratch?.base ?? null;
+    const rowGrad = scratch?.klGrad ?? null, rowEntropyGrad = scratch?.entropyGrad ?? null;
     try {
       for (let t0 = 0; t0 < targets.length; t0 += HEAD_ROWS) {
         const rows = Math.min(HEAD_ROWS, targets.length - t0);
         const rowsHidden = hidden.subarray((first + t0) * H, (first + t0 + rows) * H);
         kernel.matmulPacked(logits, rowsHidden, lmHead, rows);
         kernel.rowsLogSumExp(logits, rows, V, invT, lse);
+        if (dense) {
+          baseRows!.set(dense.baseHidden.subarray(t0 * H, (t0 + rows) * H));
+          this.model.logits(baseLogits!, baseRows!, rows);
+          kernel.rowsLogSumExp(baseLogits!, rows, V, invT, baseLse!);
+        }
         let anyGrad = false;
         const grads: TokenGrad[] = new Array(rows);
         for (let i = 0; i < rows; i++) {
@@ -123,6 +147,15 @@ export abstract class TrainerCore {
           if (g.dSet) for (const x of g.dSet) total += x;
           coef[i] = total * invT;
           if (g.dlogp !== 0 || (g.dSet && g.dSet.some((x) => x !== 0))) anyGrad = true;
+          if (dense) {
+            const c = dense.klCoef(t0 + i), ce = dense.entropyCoef(t0 + i), o = i * V;
+            if (c === 0 && ce === 0) { denseGrad!.fill(0, o, o + V); continue; }
+            for (let v = 0; v < V; v++) { rowLogp![v] = logits[o + v] * invT - lse[i]; rowBase![v] = baseLogits![o + v] * invT - baseLse![i]; }
+            const kl = fullKlRow(rowLogp!, rowBase!, rowGrad!), excess = entropyExcessRow(rowLogp!, rowBase!, rowEntropyGrad!);
+            dense.report(t0 + i, kl, excess);
+            for (let v = 0; v < V; v++) denseGrad![o + v] = invT * (c * rowGrad![v] + ce * rowEntropyGrad![v]);
+            anyGrad = true;
+          }
         }
         if (!anyGrad) continue;
         // dlogits = Σ_j (g_j/T)·(onehot_j − softmax(x/T)) over the target and the set ids, then the
@@ -132,13 +165,24 @@ export abstract class TrainerCore {
           logits[i * V + targets[t0 + i]] += grads[i].dlogp * invT;
           const set = sets?.[t0 + i], dSet = grads[i].dSet;
           if (set && dSet) for (let j = 0; j < set.length; j++) logits[i * V + set[j]] += dSet[j] * invT;
+          if (denseGrad) for (let v = i * V; v < (i + 1) * V; v++) logits[v] += denseGrad[v];
         }
         kernel.matmulPackedT(dHidden.subarray((first + t0) * H), logits, lmHead, rows, { accumulate: true });
         if (dHead) kernel.matmulTN(dHead, logits, rowsHidden, V, H, rows, { accumulate: true });
       }
     } finally {
       arena.free(logits); arena.free(lse); arena.free(coef);
+      if (baseRows) { arena.free(baseRows); arena.free(baseLogits!); arena.free(baseLse!); }
     }
+  }
+
+  private scratch: { grad: Float32Array; logp: Float32Array; base: Float32Array; klGrad: Float32Array; entropyGrad: Float32Array } | null = null;
+  /** the head's buffers for the whole-distribution terms, kept across calls ([HEAD_ROWS × vocab] is ~78 MB at a 152K vocabulary) */
+  private denseScratch(V: number) {
+    if (this.scratch?.logp.length !== V) {
+      this.scratch = { grad: new Float32Array(HEAD_ROWS * V), logp: new Float32Array(V), base: new Float32Array(V), klGrad: new Float32Array(V), entropyGrad: new Float32Array(V) };
+    }
+    return this.scratch;
   }
 
   forwardBackward(data: Datum[], spec: LossSpec): ForwardBackwardMetrics {
@@ -155,13 +199,30 @@ export abstract class TrainerCore {
     for (const d of data) this.validate(d, spec);
     const temperatureOf = (d: Datum) => d.temperature ?? spec.temperature ?? 1;
     const ppo = spec.kind === 'ppo' ? { ...PPO_DEFAULTS, ...spec } : null;
-    const base = ppo && ppo.klCoef > 0 ? this.baseLogprobsOf(data, temperatureOf) : null;
-    const metrics = { loss: 0, tokens: 0, clipped: 0, ratio: 0, kl: 0, gap: 0, gapTokens: 0, setLoss: 0, setTokens: 0, setClipped: 0, setEntries: 0 };
+    const fullKl = ppo !== null && ppo.klCoef > 0 && ppo.klEstimator === 'full';
+    const base = ppo && ppo.klCoef > 0 && !fullKl ? this.baseLogprobsOf(data, temperatureOf) : null;
+    const entropyGuard = ppo ? ppo.entropyGuard : 0;
+    if (!(Number.isFinite(entropyGuard) && entropyGuard >= 0)) throw new EngineError('bad_request', `entropyGuard must be a finite number ≥ 0 (got ${entropyGuard})`);
+    const baseHidden = fullKl || entropyGuard > 0 ? this.baseHidden(data) : null;
+    const metrics = { loss: 0, tokens: 0, clipped: 0, ratio: 0, kl: 0, entropyExcess: 0, gap: 0, gapTokens: 0, setLoss: 0, setTokens: 0, setClipped: 0, setEntries: 0 };
     const logprobs: number[][] = [];
     let index = 0;
     for (const group of packRows(data)) {
       const first = index;
       index += group.length;
+      const dense: DenseTermsOf | null = baseHidden ? (k) => {
+        const d = group[k];
+        return {
+          klCoef: (t) => (fullKl ? ppo!.klCoef * (d.lossMask?.[t] ?? 1) : 0),
+          entropyCoef: (t) => entropyGuard * (d.lossMask?.[t] ?? 1),
+          baseHidden: baseHidden[first + k],
+          report: (t, kl, excess) => {
+            const m = d.lossMask?.[t] ?? 1;
+            if (fullKl) { metrics.kl += kl * m; metrics.loss += ppo!.klCoef * kl * m; }
+            metrics.loss += entropyGuard * excess * m; metrics.entropyExcess += excess * m;
+          },
+        };
+      } : null;
       this.step(group, (k, t, logp, setLogp) => {
         const d = group[k], mask = d.lossMask?.[t] ?? 1;
         (logprobs[first + k] ??= [])[t] = logp;
@@ -175,7 +236,7 @@ export abstract class TrainerCore {
           if (base) {
             // the reported KL is k3's value whatever the gradient's estimator: an unbiased estimate of KL(π‖π_base)
             const baseLogp = base[first + k][t], k3 = k3Token(logp, baseLogp);
-            const term = ppo.klEstimator === 'k3' ? k3 : klToken(ppo.klEstimator, logp, baseLogp);
+            const term = ppo.klEstimator === 'k2' ? klToken('k2', logp, baseLogp) : k3;
             loss += ppo.klCoef * term.kl; dlogp += ppo.klCoef * term.dlogp;
             metrics.kl += k3.kl;
           }
@@ -194,7 +255,7 @@ export abstract class TrainerCore {
         metrics.loss += loss * mask;
         metrics.tokens += mask;
         return { dlogp: dlogp * mask, dSet };
-      }, temperatureOf);
+      }, temperatureOf, dense);
       if (index < data.length) yield;
     }
     this.pendingTokens += metrics.tokens;
@@ -202,7 +263,7 @@ export abstract class TrainerCore {
     return {
       loss: metrics.loss / n, tokens: metrics.tokens,
       clipFraction: ppo ? metrics.clipped / n : 0, meanRatio: ppo ? metrics.ratio / n : 1,
-      kl: base ? metrics.kl / n : null, teacherBehaviourGap: metrics.gapTokens > 0 ? metrics.gap / metrics.gapTokens : null,
+      kl: base || fullKl ? metrics.kl / n : null, ...(entropyGuard > 0 ? { entropyExcess: metrics.entropyExcess / n } : {}), teacherBehaviourGap: metrics.gapTokens > 0 ? metrics.gap / metrics.gapTokens : null,
       logprobs, gradNorm: this.pendingGradNorm(),
       ...(metrics.setTokens > 0 ? { distill: { loss: metrics.setLoss / metrics.setTokens, tokens: metrics.setTokens, clipFraction: metrics.setClipped / Math.max(1, metrics.setEntries) } } : {}),
     };

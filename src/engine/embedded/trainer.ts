@@ -6,8 +6,8 @@ import { LoraAdapter, validateLoraConfig, type LoraConfig } from './lora.ts';
 import { Backprop } from './backward.ts';
 import { AdamW, gradNorm } from './optimizer.ts';
 import { rmsnormBackward } from './ops/rmsnorm.ts';
-import { scoreResponses, fedTokens, type ResponseRequest } from './score.ts';
-import { TrainerCore, WASM_MEMORY_BYTES, type TokenTerm } from './trainer-core.ts';
+import { scoreResponses, scoreHidden, fedTokens, type ResponseRequest } from './score.ts';
+import { TrainerCore, WASM_MEMORY_BYTES, type TokenTerm, type DenseTermsOf } from './trainer-core.ts';
 import { accumulateUpdate, updateVerdict, GUARD_DEFAULTS, type GuardLimits } from '../../learn/weights-guard.ts';
 import { EngineError, type Datum, type OptimStepMetrics, type AdamParams } from '../types.ts';
 
@@ -41,10 +41,12 @@ export class LoraTrainer extends TrainerCore {
 
   protected baseLogprobs(data: Datum[], temperature: number): Float32Array[] { return this.logprobs(data, null, temperature); }
 
+  protected baseHidden(data: Datum[]): Float32Array[] { return scoreHidden(this.model, data, null); }
+
   protected pendingGradNorm(): number { return gradNorm(this.grads, 1 / Math.max(this.pendingTokens, 1)); }
 
   /** One packed forward + loss + backward over `group`, adding into the gradients. */
-  protected step(group: Datum[], term: TokenTerm, temperatureOf: (d: Datum) => number): void {
+  protected step(group: Datum[], term: TokenTerm, temperatureOf: (d: Datum) => number, dense: DenseTermsOf | null): void {
     const { model } = this;
     const { arena, cfg } = model;
     const H = cfg.hiddenSize, L = cfg.numLayers;
@@ -62,7 +64,7 @@ export class LoraTrainer extends TrainerCore {
       // loss head: dx collects ∂L/∂(final hidden) on response rows
       let row = 0;
       group.forEach((d, k) => {
-        this.head(hidden, row + d.promptIds.length - 1, d.responseIds, d.distill?.ids ?? null, temperatureOf(d), (t, logp, setLogp) => term(k, t, logp, setLogp), dx, model.weights.lmHead);
+        this.head(hidden, row + d.promptIds.length - 1, d.responseIds, d.distill?.ids ?? null, temperatureOf(d), (t, logp, setLogp) => term(k, t, logp, setLogp), dx, model.weights.lmHead, null, dense?.(k) ?? null);
         row += items[k].tokens.length;
       });
       const dFinal = arena.alloc(R * H);
