@@ -92,6 +92,8 @@ export interface PersonalizeOptions {
   klCoef?: number;
   /** its estimator (default: the recipe's) */
   klEstimator?: KlEstimator;
+  /** λ of the entropy guard (default: the trainer's, off) */
+  entropyGuard?: number;
   /** hindsight answers (trainer/hindsight.ts; default: the recipe's) */
   hindsight?: boolean;
   /** scale of negative reward terms (default: the recipe's) */
@@ -126,7 +128,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const opdMode = o.opdMode ?? 'token', klCoef = o.klCoef ?? TRAINER_DEFAULTS.klCoef;
   const label = o.method === 'binary' ? 'binary' : `${o.method} (${opdMode})`;
   const trainer = new TrainerLoop(store, engine, {
-    method: o.method, opdMode, klCoef, klEstimator: o.klEstimator ?? RECIPE.klEstimator, hindsight: o.hindsight ?? RECIPE.hindsight, negativeWeight: o.negativeWeight ?? RECIPE.negativeWeight, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
+    method: o.method, opdMode, klCoef, klEstimator: o.klEstimator ?? RECIPE.klEstimator, entropyGuard: o.entropyGuard ?? RECIPE.entropyGuard, hindsight: o.hindsight ?? RECIPE.hindsight, negativeWeight: o.negativeWeight ?? RECIPE.negativeWeight, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
     topk: { ...TRAINER_DEFAULTS.topk, selection: o.hintSelection ?? TRAINER_DEFAULTS.topk.selection, k: o.topkK ?? TRAINER_DEFAULTS.topk.k, set: o.topkSet ?? TRAINER_DEFAULTS.topk.set },
     batchSize: o.batchSize ?? RECIPE.batchSize, learningRate: o.learningRate ?? RECIPE.learningRate, rewardBaseline: o.rewardBaseline ?? RECIPE.rewardBaseline,
     keepNeutral: o.keepNeutral ?? RECIPE.keepNeutral, lora: { rank: o.loraRank ?? RECIPE.lora.rank, alpha: 2 * (o.loraRank ?? RECIPE.lora.rank), seed },

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { defineCommand, opt, UsageError } from './command.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, jsonOption } from './args.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
-import { KL_ESTIMATOR_OPTION } from '../trainer/recipe.ts';
+import { KL_ESTIMATOR_OPTION, ENTROPY_GUARD_HELP } from '../trainer/recipe.ts';
 import type { EnvPool } from '../env/types.ts';
 import type { ModelBudget } from '../env/budget.ts';
 import { ENV_NAMES, SANDBOXED_ENVS } from '../env/names.ts';
@@ -87,6 +87,7 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
     'learning-rate': opt.number('optimizer learning rate', { gt: 0, default: TRAINER_DEFAULTS.learningRate }),
     'kl-coef': opt.number('β of the KL-to-base term in the loss (0 turns it off, and the base forward pass with it)', { min: 0, default: TRAINER_DEFAULTS.klCoef }),
     'kl-estimator': opt.choice(KL_ESTIMATOR_OPTION.choices, KL_ESTIMATOR_OPTION.help, { default: TRAINER_DEFAULTS.klEstimator }),
+    'entropy-guard': opt.number(ENTROPY_GUARD_HELP, { min: 0, default: TRAINER_DEFAULTS.entropyGuard }),
     'stale-correction': opt.choice(['decoupled', 'behaviour'] as const, 'samples of older versions: decoupled rescores them under the current weights (an extra forward pass) and weights by the truncated importance ratio; behaviour clips the PPO ratio against their sampling log-probs (no extra pass)', { default: 'decoupled' }),
     'max-minutes': opt.number('stop training after this many minutes of wall clock (rollouts and steps; evaluations not counted): no new episodes, the step in progress finishes', { gt: 0 }),
     'lr-decay': opt.choice(['none', 'linear'] as const, 'learning-rate schedule: linear falls to a tenth of --learning-rate over the run (--max-minutes when given, else --episodes)', { default: 'none' }),
@@ -184,7 +185,7 @@ and after. Everything is recorded in --data-dir (store, episodes.jsonl, checkpoi
         workers: o.workers, groupSize: o['group-size'], episodes: o.episodes, maxTokensPerTurn: o['max-tokens'], temperature: o.temperature, topP: o['top-p'], prm,
         trainer: {
           checkpointDir: join(dataDir, 'checkpoints'), batchSize: o['batch-size'], learningRate: o['learning-rate'], maxStaleness: o['max-staleness'],
-          lora: { rank: o['lora-rank'], alpha: o['lora-alpha'] }, klCoef: o['kl-coef'], klEstimator: o['kl-estimator'], staleCorrection: o['stale-correction'],
+          lora: { rank: o['lora-rank'], alpha: o['lora-alpha'] }, klCoef: o['kl-coef'], klEstimator: o['kl-estimator'], entropyGuard: o['entropy-guard'], staleCorrection: o['stale-correction'],
         },
         maxMs: o['max-minutes'] !== undefined ? o['max-minutes'] * 60_000 : undefined, lrDecay: o['lr-decay'],
         anchors: o.anchors > 0 ? { perGroup: o.anchors, advantage: o['anchor-advantage'], maxTokens: 96 } : null,

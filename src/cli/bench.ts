@@ -9,7 +9,7 @@ import type { Persona } from '../bench/persona.ts';
 import type { JudgeConfig } from '../judge/config.ts';
 import type { Method } from '../learn/advantages.ts';
 import type { KlEstimator } from '../learn/losses.ts';
-import { RECIPE, recipeFor, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, ENTROPY_GUARD_HELP } from '../trainer/recipe.ts';
 import { TOPK_DEFAULTS } from '../learn/topk-opd.ts';
 
 const log = (l: string) => process.stderr.write(l + '\n');
@@ -145,6 +145,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'negative-weight': opt.number('scale of negative reward terms (0: learn from approved answers only)', { min: 0, max: 1, default: RECIPE.negativeWeight }),
     'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: MODEL_AWARE_DEFAULT.klCoef }),
     'kl-estimator': opt.choice(KL_ESTIMATOR_OPTION.choices, KL_ESTIMATOR_OPTION.help, { defaultText: MODEL_AWARE_DEFAULT.klEstimator }),
+    'entropy-guard': opt.number(ENTROPY_GUARD_HELP, { min: 0, defaultText: MODEL_AWARE_DEFAULT.entropyGuard }),
     'judge-satisfaction': opt.flag('also grade every held-out sample with the judge (self or llm): 0–1 in \\boxed{}, mean of 5 votes'),
     'until-stable': opt.flag('stop once satisfied-and-fluent held ≥ base + --stable-gain for 3 consecutive evaluations (--conversations caps the run)'),
     'stable-gain': opt.number('the effect that counts as learned: satisfied-and-fluent this far above the base (0.5 = 50 points)', { gt: 0, default: 0.5 }),
@@ -181,6 +182,7 @@ export interface ResolvedPersonalize {
   judge: 'lexical' | 'self' | 'llm';
   klCoef: number;
   klEstimator: KlEstimator;
+  entropyGuard: number;
   /** what the model-aware defaults picked, for the progress output (null when every choice was a flag) */
   defaults: string | null;
 }
@@ -196,7 +198,7 @@ export async function resolvePersonalize(o: PersonalizeValues, model?: string): 
   const defaulted = leavesToModel(o) || (o.persona === undefined && !o['persona-file']);
   return {
     model: dir, persona, method: o.method ?? auto.method, opdMode: o['opd-mode'] ?? auto.opdMode, judge,
-    klCoef: o['kl-coef'] ?? auto.klCoef, klEstimator: o['kl-estimator'] ?? auto.klEstimator,
+    klCoef: o['kl-coef'] ?? auto.klCoef, klEstimator: o['kl-estimator'] ?? auto.klEstimator, entropyGuard: o['entropy-guard'] ?? auto.entropyGuard,
     defaults: defaulted ? `${auto.reason}; persona ${persona.name}` : null,
   };
 }
@@ -217,7 +219,7 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
         model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
         learningRate: o['learning-rate'], batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], loraRank: o['lora-rank'],
         keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, progress,
-        opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], topkSet: o['topk-set'], opdTeacher: o['opd-teacher'], klCoef: r.klCoef, klEstimator: r.klEstimator, hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
+        opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], topkSet: o['topk-set'], opdTeacher: o['opd-teacher'], klCoef: r.klCoef, klEstimator: r.klEstimator, entropyGuard: r.entropyGuard, hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
         judgeSatisfaction: o['judge-satisfaction'], untilStable: o['until-stable'], stableGain: o['stable-gain'],
       }));
     }
@@ -316,7 +318,7 @@ export const benchPersonalizeCommand = defineCommand({
       const serveArgs = ['--method', resolved.method, '--learning-rate', String(o['learning-rate']), '--batch-size', String(o['batch-size']),
         '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', o['reward-baseline'], ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
         '--opd-mode', resolved.opdMode === 'both' ? 'token' : resolved.opdMode, '--topk-k', String(o['topk-k']), '--topk-set', o['topk-set'], '--hint-selection', o['hint-selection'], '--opd-teacher', o['opd-teacher'],
-        '--negative-weight', String(o['negative-weight']), '--kl-coef', String(resolved.klCoef), '--kl-estimator', resolved.klEstimator, ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : [])];
+        '--negative-weight', String(o['negative-weight']), '--kl-coef', String(resolved.klCoef), '--kl-estimator', resolved.klEstimator, '--entropy-guard', String(resolved.entropyGuard), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : [])];
       served = await runPersonalizeViaServe({
         model: resolved.model, persona, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
         serveArgs, drainSeconds: o['drain-seconds'], progress, judge: resolved.judge === 'self' ? 'self' : 'lexical',

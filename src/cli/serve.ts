@@ -6,7 +6,7 @@ import { parseOrigins } from '../api/cors.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId, weightsDtypeOption, kvDtypeOption } from './args.ts';
 import { JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
-import { RECIPE, recipeFor, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, ENTROPY_GUARD_HELP } from '../trainer/recipe.ts';
 import { learningRateProblem } from '../learn/weights-guard.ts';
 import type { Store as StoreType } from '../store/store.ts';
 
@@ -56,6 +56,7 @@ const SERVE_OPTIONS = {
   'max-staleness': opt.int('drop samples this many versions older than the policy (default: none dropped; stale samples are corrected by truncated importance weights)', { min: 0 }),
   'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: `${MODEL_AWARE_DEFAULT.klCoef} (0 with --engine tinker or --trainer tinker)` }),
   'kl-estimator': opt.choice(KL_ESTIMATOR_OPTION.choices, KL_ESTIMATOR_OPTION.help, { defaultText: MODEL_AWARE_DEFAULT.klEstimator }),
+  'entropy-guard': opt.number(ENTROPY_GUARD_HELP, { min: 0, defaultText: `${MODEL_AWARE_DEFAULT.entropyGuard} (0 with --engine tinker or --trainer tinker)` }),
   'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher', { default: TRAINER_DEFAULTS.opdTeacher }),
   'opd-mode': opt.choice(['token', 'topk'], 'OPD on the sampled token, or top-K distillation over the student\'s top-4 with up to 3 hints per turn (embedded engine)', { defaultText: MODEL_AWARE_DEFAULT.opdMode }),
   'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: TRAINER_DEFAULTS.topk.selection }),
@@ -113,10 +114,12 @@ export const serveCommand = defineCommand({
     if (o.full && o.engine !== 'embedded') throw new UsageError(`--full needs --engine embedded: --engine ${o.engine} trains and serves LoRA adapters only`);
     if ((o.engine === 'vllm' || o.engine === 'sglang') && !o['serving-url']) throw new UsageError(`--engine ${o.engine} needs --serving-url (the server's base URL)`);
     if (o.engine === 'tinker' && (o['kl-coef'] ?? 0) > 0) throw new UsageError('--kl-coef needs the embedded engine: the Tinker API has no KL-to-base loss term');
+    if (o.engine === 'tinker' && (o['entropy-guard'] ?? 0) > 0) throw new UsageError('--entropy-guard needs the embedded engine: the Tinker API has no such loss term');
     if (o.trainer === 'tinker') {
       if (o.engine !== 'vllm' && o.engine !== 'sglang') throw new UsageError(`--trainer tinker goes with --engine vllm or sglang (--engine ${o.engine} ${o.engine === 'tinker' ? 'already trains on Tinker' : 'trains itself'})`);
       if (!o['tinker-url']) throw new UsageError('--trainer tinker needs --tinker-url (or TINKER_BASE_URL)');
       if ((o['kl-coef'] ?? 0) > 0) throw new UsageError('--kl-coef needs the embedded trainer: the Tinker API has no KL-to-base loss term');
+      if ((o['entropy-guard'] ?? 0) > 0) throw new UsageError('--entropy-guard needs the embedded trainer: the Tinker API has no such loss term');
     }
     if (o.engine !== 'embedded' && o['opd-mode'] === 'topk') throw new UsageError(`--opd-mode topk needs --engine embedded: --engine ${o.engine} has no top-K scoring`);
   },
@@ -244,6 +247,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     method, opdTeacher: o['opd-teacher'], rewardBaseline: o['reward-baseline'], overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
     batchSize: o['batch-size'], maxStaleness: o['max-staleness'] ?? null, keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, learningRate: o['learning-rate'],
     klCoef: o['kl-coef'] ?? (o.engine === 'tinker' || o.trainer === 'tinker' ? 0 : auto.klCoef), klEstimator: o['kl-estimator'] ?? auto.klEstimator,
+    entropyGuard: o['entropy-guard'] ?? (o.engine === 'tinker' || o.trainer === 'tinker' ? 0 : auto.entropyGuard),
     opdMode, topk: { ...TRAINER_DEFAULTS.topk, selection: o['hint-selection'], k: o['topk-k'], set: o['topk-set'] },
     hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
     lora: o.full ? null : { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'],
@@ -272,7 +276,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   judgeLoop?.start();
   trainer?.start();
   started = true;
-  logger.info(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}, learning: ${trainer ? `${method} (version ${trainer.version}), KL to base ${trainer.o.klEstimator} at β ${trainer.o.klCoef}` : 'off'}`);
+  logger.info(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}, learning: ${trainer ? `${method} (version ${trainer.version}), KL to base ${trainer.o.klEstimator} at β ${trainer.o.klCoef}${trainer.o.entropyGuard > 0 ? `, entropy guard λ ${trainer.o.entropyGuard}` : ''}` : 'off'}`);
   // an LLM judge that does not answer is reported now, not when the first turn waits for it
   if (judgeLoop && judgeConfig.kind === 'llm') {
     const loop = judgeLoop;

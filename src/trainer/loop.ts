@@ -268,7 +268,7 @@ export class TrainerLoop {
     const ids = fresh.map((r) => r.turn_id);
     const staleness = fresh.map((r) => Math.max(0, this.version - r.behaviour_version));
     // a step without gradient signal would only move the weights by optimizer momentum: take none, publish nothing
-    if (this.o.klCoef === 0 && data.every((d) => !d.distill && (d.advantages ?? []).every((a, i) => a === 0 || d.lossMask?.[i] === 0))) {
+    if (this.o.klCoef === 0 && this.o.entropyGuard === 0 && data.every((d) => !d.distill && (d.advantages ?? []).every((a, i) => a === 0 || d.lossMask?.[i] === 0))) {
       const why = 'no learning signal in the batch (every advantage 0): no step taken, no version published';
       this.store.transaction(() => {
         const mark = this.store.sql(`UPDATE samples SET status = 'skipped', reason = ? WHERE turn_id = ?`);
@@ -290,13 +290,13 @@ export class TrainerLoop {
     }
     data = [...data, ...hindsight];
     if (hindsight.length) distillNote += `, ${hindsight.length} hindsight answer(s)`;
-    const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.o.klCoef, klEstimator: this.o.klEstimator });
+    const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.o.klCoef, klEstimator: this.o.klEstimator, entropyGuard: this.o.entropyGuard });
     const learningRate = this.o.learningRateAt?.(this.step + 1) ?? this.o.learningRate;
     const opt = await this.engine.optimStep({ learningRate, gradClipNorm: this.o.gradClipNorm });
     const rewards = fresh.map((r) => r.reward).filter((x): x is number => x !== null);
     const record: StepRecord = {
       step: null, status: 'rejected', version: null, samples: fresh.length, tokens: fb.tokens, loss: fb.loss, rewardMean: rewards.length ? rewards.reduce((a, b) => a + b, 0) / rewards.length : null,
-      clipFraction: fb.clipFraction, kl: fb.kl, teacherGap: fb.teacherBehaviourGap, gradNorm: opt.gradNorm,
+      clipFraction: fb.clipFraction, kl: fb.kl, ...(fb.entropyExcess !== undefined ? { entropyExcess: fb.entropyExcess } : {}), teacherGap: fb.teacherBehaviourGap, gradNorm: opt.gradNorm,
       stalenessMean: staleness.reduce((a, b) => a + b, 0) / Math.max(1, staleness.length), durationMs: 0,
       stalenessMax: Math.max(0, ...staleness), importanceWeightMean: correction.weightMean ?? fb.meanRatio, importanceTruncated: correction.truncatedShare,
     };

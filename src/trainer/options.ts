@@ -50,6 +50,8 @@ export interface TrainerOptions {
   klCoef: number;
   /** the KL term's estimator at the sampled tokens (learn/losses.ts) */
   klEstimator: KlEstimator;
+  /** λ of the entropy guard (learn/losses.ts, entropyExcessRow; 0 = off) */
+  entropyGuard: number;
   gradClipNorm: number;
   opdTeacher: 'base' | 'policy';
   /**
@@ -100,14 +102,14 @@ export interface TrainerOptions {
 
 export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
   method: RECIPE.method, batchSize: RECIPE.batchSize, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, keepNeutral: RECIPE.keepNeutral,
-  klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
+  klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
   opdTeacher: 'base', opdMode: 'token', opdClip: OPD_ADVANTAGE_CLIP, topk: { k: TOPK_DEFAULTS.k, maxCandidates: TOPK_DEFAULTS.maxCandidates, selection: TOPK_DEFAULTS.selection, set: RECIPE.topkSet },
   weights: { opd: 1, rl: 1 }, overlong: null, checkpointEvery: 1, maxCanaryDrop: GUARD_DEFAULTS.maxCanaryDrop, pollMs: 200, log: () => {},
 };
 
 export interface StepRecord {
   step: number | null; status: string; version: number | null; samples: number; tokens: number; loss: number | null; rewardMean: number | null;
-  clipFraction: number | null; kl: number | null; teacherGap: number | null; gradNorm: number | null; stalenessMean: number | null; durationMs: number;
+  clipFraction: number | null; kl: number | null; entropyExcess?: number | null; teacherGap: number | null; gradNorm: number | null; stalenessMean: number | null; durationMs: number;
   /** the stalest sample (versions behind), the mean importance weight over its tokens, and the share of tokens at the cap */
   stalenessMax?: number | null; importanceWeightMean?: number | null; importanceTruncated?: number | null;
 }

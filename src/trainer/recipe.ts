@@ -17,6 +17,8 @@ export interface Recipe {
   klCoef: number;
   /** how that term is estimated at the sampled tokens (learn/losses.ts, KlEstimator) */
   klEstimator: KlEstimator;
+  /** λ of the entropy guard (learn/losses.ts, entropyExcessRow) */
+  entropyGuard: number;
   /** hindsight answers: an approved answer after a correction also trains the corrected request */
   hindsight: boolean;
   /** scale of negative reward terms (1: as hard as positive ones) */
@@ -35,6 +37,8 @@ export const RECIPE: Readonly<Recipe> = Object.freeze({
   // β = 0.3: chosen by measurement on stories260k-chat over 3 seeds (docs/benchmarks.md, the β study)
   klCoef: 0.3,
   klEstimator: 'k3',
+  // off for stories260K's recipe, where it was not measured; the chat model's recipe turns it on (recipeFor)
+  entropyGuard: 0,
   // hindsight on: binary gained +26 to +60 points of held-out satisfied-and-fluent with it on chat-cat/dog/frog-lover
   // (medians of 3 seeds), against +0 to +18 without (seed 1); docs/benchmarks.md, issue 12 session 6
   hindsight: true,
@@ -52,6 +56,9 @@ export interface ModelTraits {
   embedded: boolean;
 }
 
+/** λ of the entropy guard in the chat model's recipe (docs/benchmarks.md, issue 12 session 12). */
+export const CHAT_ENTROPY_GUARD = 1;
+
 /** The defaults that follow the model: how to learn and who judges, when no flag says otherwise. */
 export interface ModelRecipe {
   method: Method;
@@ -60,6 +67,8 @@ export interface ModelRecipe {
   /** β of the KL-to-base term and how it is estimated */
   klCoef: number;
   klEstimator: KlEstimator;
+  /** λ of the entropy guard */
+  entropyGuard: number;
   /** one line for logs and --help: what was picked and why */
   reason: string;
 }
@@ -68,10 +77,13 @@ export interface ModelRecipe {
  * Combine with top-K OPD and the self judge where the model reads (a chat template) and the engine
  * can score top-K: on stories260k-chat it gained a median +56/+46/+46/+34 points of held-out
  * satisfied-and-fluent on four personas against binary's +50/+38/+12/+18 (docs/benchmarks.md,
- * issue 12 session 8). Its KL term is k2 at β = 0.1 (the reverse KL's gradient, which pulls back the
- * misspellings the policy makes likelier instead of pushing up the words it made rarer): through
- * `serve`, after the drain, 3 seeds × 4 chat personas, medians +62/+48/+56/+28 against k3 at β = 0.3's
- * +56/+36/+30/+26 at the same fluency (docs/benchmarks.md, issue 12 sessions 9–11). A model without a chat template
+ * issue 12 session 8). Its regularisers compare whole distributions with the base's at every response
+ * position: the exact reverse KL at β = 0.1 (k2's expected gradient without its sampling noise) and the
+ * entropy guard at λ = 1. The guard is what keeps the text intact: the policy's samples had grown more
+ * uncertain than the base's (mean base log-likelihood −0.59 → −0.84 nats/token at KL ≈ 0.13), and at
+ * T = 1 that spread is misspelt words. In-process, 3 seeds × 4 chat personas, the held-out gains went from
+ * k2's +60/+52/+36/+32 at 82–90% fluent to +66/+66/+52/+52 at 92–100% (base 96%) (docs/benchmarks.md,
+ * issue 12 session 12). A model without a chat template
  * (stories260K) cannot read the hint OPD distils from, and there combine learned less than binary
  * (+4 against +10, lexical judge), so it keeps binary and the lexical judge, which needs no model.
  * Remote engines keep binary too: top-K OPD needs the embedded engine's top-K scoring, and token
@@ -79,21 +91,21 @@ export interface ModelRecipe {
  */
 export function recipeFor(t: ModelTraits): ModelRecipe {
   if (t.chatTemplate && t.embedded) {
-    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: 0.1, klEstimator: 'k2', reason: 'a chat model on the embedded engine: combine with top-K OPD, the self judge, KL to base k2 at β 0.1' };
+    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: 0.1, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, reason: `a chat model on the embedded engine: combine with top-K OPD, the self judge, the exact KL to base at β 0.1, the entropy guard at λ ${CHAT_ENTROPY_GUARD}` };
   }
   const why = !t.chatTemplate ? 'no chat template (the model cannot read a hint)' : 'a remote engine (no top-K scoring)';
-  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, reason: `${why}: ${RECIPE.method}, the lexical judge` };
+  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, reason: `${why}: ${RECIPE.method}, the lexical judge` };
 }
 
 /** Whether any choice that follows the model was left to it (then the commands say what was picked). */
-export function leavesToModel(o: { method?: unknown; judge?: unknown; 'opd-mode'?: unknown; 'kl-coef'?: unknown; 'kl-estimator'?: unknown }): boolean {
-  return o.method === undefined || o.judge === undefined || o['opd-mode'] === undefined || o['kl-coef'] === undefined || o['kl-estimator'] === undefined;
+export function leavesToModel(o: { method?: unknown; judge?: unknown; 'opd-mode'?: unknown; 'kl-coef'?: unknown; 'kl-estimator'?: unknown; 'entropy-guard'?: unknown }): boolean {
+  return o.method === undefined || o.judge === undefined || o['opd-mode'] === undefined || o['kl-coef'] === undefined || o['kl-estimator'] === undefined || o['entropy-guard'] === undefined;
 }
 
 /** `--kl-estimator` on every command that trains: its choices and help (learn/losses.ts, KlEstimator). */
 export const KL_ESTIMATOR_OPTION = {
-  choices: ['k3', 'k2'] as const,
-  help: 'the KL term at the sampled tokens: k3 (gradient of the forward KL) or k2 (½(log π/π_base)²: gradient of the reverse KL)',
+  choices: ['k3', 'k2', 'full'] as const,
+  help: 'the KL term: k3 at the sampled tokens (gradient of the forward KL), k2 there (½(log π/π_base)²: gradient of the reverse KL), or full (the reverse KL summed over the vocabulary at each position; embedded engine)',
 };
 
 /** The help text of the options whose default follows the model. */
@@ -102,5 +114,9 @@ export const MODEL_AWARE_DEFAULT = {
   opdMode: 'topk for a chat model on the embedded engine, else token',
   judge: 'self for a chat model on the embedded engine, else lexical',
   klCoef: `0.1 for a chat model on the embedded engine, else ${RECIPE.klCoef}`,
-  klEstimator: `k2 for a chat model on the embedded engine, else ${RECIPE.klEstimator}`,
+  klEstimator: `full for a chat model on the embedded engine, else ${RECIPE.klEstimator}`,
+  entropyGuard: `${CHAT_ENTROPY_GUARD} for a chat model on the embedded engine, else ${RECIPE.entropyGuard}`,
 } as const;
+
+/** `--entropy-guard` on every command that trains. */
+export const ENTROPY_GUARD_HELP = 'λ of the entropy guard: λ·max(0, H(π) − H(π_base)) at each response token, which stops the policy spreading mass onto the tail of the vocabulary (misspelt words at T = 1); 0 = off';

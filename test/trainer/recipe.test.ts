@@ -1,5 +1,5 @@
-// The defaults that follow the model: combine + top-K OPD + the self judge (KL k2 at β 0.1) for a chat
-// model on the embedded engine, binary + the lexical judge (KL k3 at β 0.3) otherwise — as a table, and through the real `serve`,
+// The defaults that follow the model: combine + top-K OPD + the self judge (the exact KL at β 0.1 and the
+// entropy guard) for a chat model on the embedded engine, binary + the lexical judge (KL k3 at β 0.3) otherwise — as a table, and through the real `serve`,
 // `bench personalize` and `demo`.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { recipeFor, RECIPE, type ModelTraits } from '../../src/trainer/recipe.ts';
+import { recipeFor, RECIPE, CHAT_ENTROPY_GUARD, type ModelTraits } from '../../src/trainer/recipe.ts';
 import { chatTemplateOf } from '../../src/engine/embedded/tokenizer.ts';
 import { tinyConfig } from '../../src/bench/shapes.ts';
 import { STORIES, tempDir, tinyModel } from '../helpers/models.ts';
@@ -17,16 +17,16 @@ const tmp = tempDir('ocrl-recipe-');
 after(tmp.cleanup);
 
 test('recipeFor: the table', () => {
-  const plain = { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator };
-  const rows: [ModelTraits, { method: string; opdMode: string; judge: string; klCoef: number; klEstimator: string }][] = [
-    [{ chatTemplate: true, embedded: true }, { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: 0.1, klEstimator: 'k2' }],
+  const plain = { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: 0 };
+  const rows: [ModelTraits, { method: string; opdMode: string; judge: string; klCoef: number; klEstimator: string; entropyGuard: number }][] = [
+    [{ chatTemplate: true, embedded: true }, { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: 0.1, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD }],
     [{ chatTemplate: false, embedded: true }, plain],
     [{ chatTemplate: true, embedded: false }, plain],
     [{ chatTemplate: false, embedded: false }, plain],
   ];
   for (const [traits, want] of rows) {
     const r = recipeFor(traits);
-    assert.deepEqual({ method: r.method, opdMode: r.opdMode, judge: r.judge, klCoef: r.klCoef, klEstimator: r.klEstimator }, want, JSON.stringify(traits));
+    assert.deepEqual({ method: r.method, opdMode: r.opdMode, judge: r.judge, klCoef: r.klCoef, klEstimator: r.klEstimator, entropyGuard: r.entropyGuard }, want, JSON.stringify(traits));
     assert.ok(r.reason.length > 0);
   }
   assert.match(recipeFor({ chatTemplate: false, embedded: true }).reason, /no chat template/);
@@ -73,10 +73,11 @@ test('serve picks the recipe from the model; flags win', { timeout: 120_000 }, a
   const chatLog = await serveLog(chat, []);
   assert.match(chatLog, /default recipe for this model: a chat model on the embedded engine/);
   assert.match(chatLog, /judge: self, learning: combine/);
-  assert.match(chatLog, /KL to base k2 at β 0\.1/);
-  const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token', '--kl-coef', '0.3', '--kl-estimator', 'k3']);
+  assert.match(chatLog, new RegExp(`KL to base full at β 0\\.1, entropy guard λ ${CHAT_ENTROPY_GUARD}`));
+  const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token', '--kl-coef', '0.3', '--kl-estimator', 'k3', '--entropy-guard', '0']);
   assert.doesNotMatch(flagged, /default recipe for this model/);
   assert.match(flagged, /judge: lexical, learning: binary \(version \d+\), KL to base k3 at β 0\.3/);
+  assert.doesNotMatch(flagged, /entropy guard/, 'λ 0 is off and not logged');
   // serving without training keeps the cheap judge
   assert.match(await serveLog(chat, ['--no-train']), /judge: lexical, learning: off/);
 });
@@ -95,10 +96,12 @@ test('bench personalize and demo resolve the KL term from the model; a flag wins
   writeFileSync(join(chat, 'chat_template.jinja'), TEMPLATE);
   const none = {} as Values;
   const c = await resolvePersonalize(none, chat);
-  assert.deepEqual({ method: c.method, judge: c.judge, klCoef: c.klCoef, klEstimator: c.klEstimator }, { method: 'combine', judge: 'self', klCoef: 0.1, klEstimator: 'k2' });
-  assert.match(c.defaults ?? '', /KL to base k2 at β 0\.1/);
+  assert.deepEqual({ method: c.method, judge: c.judge, klCoef: c.klCoef, klEstimator: c.klEstimator, entropyGuard: c.entropyGuard }, { method: 'combine', judge: 'self', klCoef: 0.1, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD });
+  assert.match(c.defaults ?? '', /the exact KL to base at β 0\.1, the entropy guard at λ/);
   const plain = await resolvePersonalize(none, STORIES);
-  assert.deepEqual({ method: plain.method, klCoef: plain.klCoef, klEstimator: plain.klEstimator }, { method: RECIPE.method, klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator });
+  assert.deepEqual({ method: plain.method, klCoef: plain.klCoef, klEstimator: plain.klEstimator, entropyGuard: plain.entropyGuard }, { method: RECIPE.method, klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: 0 });
   const flagged = await resolvePersonalize({ 'kl-coef': 0.3 } as Values, chat);
-  assert.deepEqual({ klCoef: flagged.klCoef, klEstimator: flagged.klEstimator }, { klCoef: 0.3, klEstimator: 'k2' }, 'a flag sets only what it names');
+  assert.deepEqual({ klCoef: flagged.klCoef, klEstimator: flagged.klEstimator, entropyGuard: flagged.entropyGuard }, { klCoef: 0.3, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD }, 'a flag sets only what it names');
+  const unguarded = await resolvePersonalize({ 'entropy-guard': 0 } as Values, chat);
+  assert.equal(unguarded.entropyGuard, 0);
 });

@@ -252,6 +252,7 @@ export class TinkerEngine implements TrainingEngine {
   async forwardBackward(data: Datum[], loss: LossSpec): Promise<ForwardBackwardMetrics> {
     if (data.length === 0) throw new EngineError('bad_request', 'forwardBackward needs at least one datum');
     if (loss.kind === 'ppo' && (loss.klCoef ?? 0) > 0) throw new EngineError('bad_request', 'the Tinker API has no KL-to-base term: use --kl-coef 0 with --engine tinker');
+    if (loss.kind === 'ppo' && (loss.entropyGuard ?? 0) > 0) throw new EngineError('bad_request', 'the Tinker API has no entropy guard: use --entropy-guard 0 with --engine tinker');
     if (data.some((d) => d.distill)) throw new EngineError('bad_request', 'the Tinker API has no top-K distillation loss: use --opd-mode token with --engine tinker');
     for (const d of data) {
       const n = d.responseIds.length;
