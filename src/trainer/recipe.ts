@@ -80,10 +80,11 @@ export interface ModelRecipe {
  * issue 12 session 8). Its regularisers compare whole distributions with the base's at every response
  * position: the exact reverse KL at β = 0.1 (k2's expected gradient without its sampling noise) and the
  * entropy guard at λ = 1. The guard is what keeps the text intact: the policy's samples had grown more
- * uncertain than the base's (mean base log-likelihood −0.59 → −0.84 nats/token at KL ≈ 0.13), and at
- * T = 1 that spread is misspelt words. In-process, 3 seeds × 4 chat personas, the held-out gains went from
- * k2's +60/+52/+36/+32 at 82–90% fluent to +66/+66/+52/+52 at 92–100% (base 96%) (docs/benchmarks.md,
- * issue 12 session 12). A model without a chat template
+ * uncertain than the base's (median base log-likelihood −0.59 → −0.83 nats/token at KL ≈ 0.13), and at
+ * T = 1 that spread is misspelt words. In-process, 3 seeds × 4 chat personas, the held-out gains went
+ * from k2's +60/+52/+36/+32 at 82–90% fluent to +66/+66/+56/+52 at 92–100% (base 96%); through `serve`,
+ * after the drain, +78/+64/+54/+40 at 92–96% (docs/benchmarks.md, issue 12 session 12). A model without
+ * a chat template
  * (stories260K) cannot read the hint OPD distils from, and there combine learned less than binary
  * (+4 against +10, lexical judge), so it keeps binary and the lexical judge, which needs no model.
  * Remote engines keep binary too: top-K OPD needs the embedded engine's top-K scoring, and token
