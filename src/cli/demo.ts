@@ -37,6 +37,7 @@ export const demoCommand = defineCommand({
     const runs = await personalizeRuns(o, (line) => process.stderr.write(`${line}\n`), resolved);
     const files = await writeReport(resolve(o.out), runs);
     const r = runs[0];
+    if (o.json) process.stdout.write(JSON.stringify(r) + '\n');
     process.stderr.write(`\n${r.persona}: satisfaction ${(r.baseRate * 100).toFixed(0)}% → ${(r.finalRate * 100).toFixed(0)}%, satisfied-and-fluent ${(r.baseSatisfiedAndFluent * 100).toFixed(0)}% → ${(r.finalSatisfiedAndFluent * 100).toFixed(0)}%, KL to base ${r.finalKlToBase.toFixed(3)} after ${r.conversations} conversations (${r.steps} training steps, ${r.wallSeconds} s).\nPlot: ${files[2]}\n`);
   },
 });

@@ -105,3 +105,16 @@ test('bench personalize and demo resolve the KL term from the model; a flag wins
   const unguarded = await resolvePersonalize({ 'entropy-guard': 0 } as Values, chat);
   assert.equal(unguarded.entropyGuard, 0);
 });
+
+test('demo --json writes its run as one JSON line on stdout; the progress stays on stderr', { timeout: 120_000 }, () => {
+  const out = join(tmp.dir, 'demo-json');
+  const r = spawnSync(process.execPath, [BIN, 'demo', '--model', STORIES, '--conversations', '4', '--eval-every', '4', '--eval-k', '2', '--out', out, '--json'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stdout.trim().split('\n');
+  assert.equal(lines.length, 1, r.stdout);
+  const run = JSON.parse(lines[0]);
+  assert.equal(run.persona, 'dog-lover');
+  assert.equal(run.conversations, 4);
+  assert.ok(Array.isArray(run.curve) && run.curve.length >= 2, 'the curve from 0 to 4 conversations');
+  assert.match(r.stderr, /dog-lover: satisfaction \d+% → \d+%/);
+});
