@@ -205,13 +205,13 @@ export async function resolvePersonalize(o: PersonalizeValues, model?: string): 
 
 export async function personalizeRuns(o: PersonalizeValues, progress: (line: string) => void, resolved?: ResolvedPersonalize): Promise<PersonalizeResult[]> {
   const { runPersonalize } = await import('../bench/personalize.ts');
-  const { JUDGE_DEFAULTS } = await import('../judge/config.ts');
+  const { JUDGE_DEFAULTS, defaultVotes } = await import('../judge/config.ts');
   const r = resolved ?? await resolvePersonalize(o);
   if (r.defaults) progress(`defaults for this model: ${r.defaults}`);
   const { persona, model } = r;
   const methods: Method[] = o.compare ? ['binary', 'opd', 'combine'] : [r.method];
   const modes: ('token' | 'topk')[] = r.opdMode === 'both' ? ['token', 'topk'] : [r.opdMode];
-  const judge: JudgeConfig = { ...JUDGE_DEFAULTS, kind: r.judge, url: o['judge-url'], model: o['judge-model'] };
+  const judge: JudgeConfig = { ...JUDGE_DEFAULTS, kind: r.judge, votes: defaultVotes(r.judge), url: o['judge-url'], model: o['judge-model'] };
   const runs: PersonalizeResult[] = [];
   for (const method of methods) {
     for (const opdMode of method === 'binary' ? ['token' as const] : modes) {

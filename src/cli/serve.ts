@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { defineCommand, opt, UsageError, type Values } from './command.ts';
 import { parseOrigins } from '../api/cors.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId, weightsDtypeOption, kvDtypeOption } from './args.ts';
-import { JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
+import { JUDGE_DEFAULTS, SELF_JUDGE_VOTES, defaultVotes, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
 import { RECIPE, recipeFor, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, ENTROPY_GUARD_HELP } from '../trainer/recipe.ts';
 import { learningRateProblem } from '../learn/weights-guard.ts';
@@ -42,7 +42,7 @@ const SERVE_OPTIONS = {
   'judge-url': opt.string('OpenAI-compatible base URL of the LLM judge', { env: 'OPENCLAW_RL_JUDGE_URL', placeholder: 'URL', nonEmpty: true }),
   'judge-model': opt.string('model id of the LLM judge', { env: 'OPENCLAW_RL_JUDGE_MODEL', placeholder: 'ID', nonEmpty: true }),
   'judge-api-key': opt.string('API key of the LLM judge', { env: 'OPENCLAW_RL_JUDGE_API_KEY', placeholder: 'KEY' }),
-  'judge-votes': count('judge votes per turn', JUDGE_DEFAULTS.votes),
+  'judge-votes': opt.int('judge votes per turn', { min: 1, defaultText: `${SELF_JUDGE_VOTES} for the self judge, else ${JUDGE_DEFAULTS.votes}` }),
   'judge-temperature': opt.number('judge sampling temperature', { min: 0, max: 2, default: JUDGE_DEFAULTS.temperature }),
   'judge-max-tokens': count('judge answer length', JUDGE_DEFAULTS.maxTokens),
   'judge-timeout-seconds': count('timeout of one judge request', JUDGE_DEFAULTS.timeoutMs / 1000),
@@ -198,9 +198,10 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   const auto = recipeFor({ chatTemplate: engine.tokenizer.chatTemplate !== null, embedded: o.engine === 'embedded' });
   const method = o.method ?? auto.method;
   const opdMode = o['opd-mode'] ?? auto.opdMode;
+  const judgeKind = o.judge ?? (o['no-train'] ? 'lexical' : auto.judge);
   const judgeConfig: JudgeConfig = {
-    ...JUDGE_DEFAULTS, kind: o.judge ?? (o['no-train'] ? 'lexical' : auto.judge), url: o['judge-url'], model: o['judge-model'], apiKey: o['judge-api-key'],
-    votes: o['judge-votes'], maxTokens: o['judge-max-tokens'], temperature: o['judge-temperature'],
+    ...JUDGE_DEFAULTS, kind: judgeKind, url: o['judge-url'], model: o['judge-model'], apiKey: o['judge-api-key'],
+    votes: o['judge-votes'] ?? defaultVotes(judgeKind), maxTokens: o['judge-max-tokens'], temperature: o['judge-temperature'],
     timeoutMs: o['judge-timeout-seconds'] * 1000, concurrency: o['judge-concurrency'],
   };
   if (leavesToModel(o)) logger.info(`default recipe for this model: ${auto.reason}`);
@@ -276,7 +277,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   judgeLoop?.start();
   trainer?.start();
   started = true;
-  logger.info(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}, learning: ${trainer ? `${method} (version ${trainer.version}), KL to base ${trainer.o.klEstimator} at β ${trainer.o.klCoef}${trainer.o.entropyGuard > 0 ? `, entropy guard λ ${trainer.o.entropyGuard}` : ''}` : 'off'}`);
+  logger.info(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}${judgeConfig.kind === 'self' || judgeConfig.kind === 'llm' ? ` (${judgeConfig.votes} votes)` : ''}, learning: ${trainer ? `${method} (version ${trainer.version}), KL to base ${trainer.o.klEstimator} at β ${trainer.o.klCoef}${trainer.o.entropyGuard > 0 ? `, entropy guard λ ${trainer.o.entropyGuard}` : ''}` : 'off'}`);
   // an LLM judge that does not answer is reported now, not when the first turn waits for it
   if (judgeLoop && judgeConfig.kind === 'llm') {
     const loop = judgeLoop;

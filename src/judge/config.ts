@@ -19,6 +19,16 @@ export interface JudgeConfig {
 
 export const JUDGE_DEFAULTS: JudgeConfig = { kind: 'lexical', votes: 3, temperature: 0.6, maxTokens: 2048, timeoutMs: 120_000, retries: 3, concurrency: 4 };
 
+/**
+ * Votes per turn when none are asked for. The self judge runs on the served model's own base weights, so
+ * votes cost only local decode: 7 of them gained bear +66 against 3 votes' +42 (3 seeds; docs/benchmarks.md,
+ * issue 12 session 12). An LLM endpoint is paid per request and keeps 3.
+ */
+export const SELF_JUDGE_VOTES = 7;
+export function defaultVotes(kind: JudgeConfig['kind']): number {
+  return kind === 'self' ? SELF_JUDGE_VOTES : JUDGE_DEFAULTS.votes;
+}
+
 export function createJudge(c: JudgeConfig, engine: Engine): Judge | null {
   switch (c.kind) {
     case 'none': return null;

@@ -8,6 +8,7 @@ import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { recipeFor, RECIPE, CHAT_ENTROPY_GUARD, type ModelTraits } from '../../src/trainer/recipe.ts';
+import { SELF_JUDGE_VOTES, JUDGE_DEFAULTS, defaultVotes } from '../../src/judge/config.ts';
 import { chatTemplateOf } from '../../src/engine/embedded/tokenizer.ts';
 import { tinyConfig } from '../../src/bench/shapes.ts';
 import { STORIES, tempDir, tinyModel } from '../helpers/models.ts';
@@ -15,6 +16,11 @@ import { STORIES, tempDir, tinyModel } from '../helpers/models.ts';
 const BIN = fileURLToPath(new URL('../../bin/openclaw-rl.js', import.meta.url));
 const tmp = tempDir('ocrl-recipe-');
 after(tmp.cleanup);
+
+test('judge votes follow the judge: the self judge votes more (local decode), an LLM endpoint keeps the default', () => {
+  assert.deepEqual([defaultVotes('self'), defaultVotes('llm'), defaultVotes('lexical')], [SELF_JUDGE_VOTES, JUDGE_DEFAULTS.votes, JUDGE_DEFAULTS.votes]);
+  assert.ok(SELF_JUDGE_VOTES > JUDGE_DEFAULTS.votes);
+});
 
 test('recipeFor: the table', () => {
   const plain = { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: 0 };
@@ -72,12 +78,13 @@ test('serve picks the recipe from the model; flags win', { timeout: 120_000 }, a
   writeFileSync(join(chat, 'chat_template.jinja'), TEMPLATE);
   const chatLog = await serveLog(chat, []);
   assert.match(chatLog, /default recipe for this model: a chat model on the embedded engine/);
-  assert.match(chatLog, /judge: self, learning: combine/);
+  assert.match(chatLog, new RegExp(`judge: self \\(${SELF_JUDGE_VOTES} votes\\), learning: combine`));
   assert.match(chatLog, new RegExp(`KL to base full at β 0\\.1, entropy guard λ ${CHAT_ENTROPY_GUARD}`));
   const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token', '--kl-coef', '0.3', '--kl-estimator', 'k3', '--entropy-guard', '0']);
   assert.doesNotMatch(flagged, /default recipe for this model/);
   assert.match(flagged, /judge: lexical, learning: binary \(version \d+\), KL to base k3 at β 0\.3/);
   assert.doesNotMatch(flagged, /entropy guard/, 'λ 0 is off and not logged');
+  assert.match(await serveLog(chat, ['--judge-votes', '3']), /judge: self \(3 votes\), learning: combine/, 'a flag sets the votes');
   // serving without training keeps the cheap judge
   assert.match(await serveLog(chat, ['--no-train']), /judge: lexical, learning: off/);
 });
