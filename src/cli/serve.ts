@@ -199,6 +199,8 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   const method = o.method ?? auto.method;
   const opdMode = o['opd-mode'] ?? auto.opdMode;
   const judgeKind = o.judge ?? (o['no-train'] ? 'lexical' : auto.judge);
+  // the Tinker API has neither the KL term nor the entropy guard: where it trains, both default to off
+  const tinkerTrains = o.engine === 'tinker' || o.trainer === 'tinker';
   const judgeConfig: JudgeConfig = {
     ...JUDGE_DEFAULTS, kind: judgeKind, url: o['judge-url'], model: o['judge-model'], apiKey: o['judge-api-key'],
     votes: o['judge-votes'] ?? defaultVotes(judgeKind), maxTokens: o['judge-max-tokens'], temperature: o['judge-temperature'],
@@ -247,8 +249,8 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method, opdTeacher: o['opd-teacher'], rewardBaseline: o['reward-baseline'], overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
     batchSize: o['batch-size'], maxStaleness: o['max-staleness'] ?? null, keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, learningRate: o['learning-rate'],
-    klCoef: o['kl-coef'] ?? (o.engine === 'tinker' || o.trainer === 'tinker' ? 0 : auto.klCoef), klEstimator: o['kl-estimator'] ?? auto.klEstimator,
-    entropyGuard: o['entropy-guard'] ?? (o.engine === 'tinker' || o.trainer === 'tinker' ? 0 : auto.entropyGuard),
+    klCoef: o['kl-coef'] ?? (tinkerTrains ? 0 : auto.klCoef), klEstimator: o['kl-estimator'] ?? auto.klEstimator,
+    entropyGuard: o['entropy-guard'] ?? (tinkerTrains ? 0 : auto.entropyGuard),
     opdMode, topk: { ...TRAINER_DEFAULTS.topk, selection: o['hint-selection'], k: o['topk-k'], set: o['topk-set'] },
     hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
     lora: o.full ? null : { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'],

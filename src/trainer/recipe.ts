@@ -84,8 +84,7 @@ export interface ModelRecipe {
  * T = 1 that spread is misspelt words. In-process, 3 seeds × 4 chat personas, the held-out gains went
  * from k2's +60/+52/+36/+32 at 82–90% fluent to +66/+66/+56/+52 at 92–100% (base 96%); through `serve`,
  * after the drain, +78/+64/+54/+40 at 92–96% (docs/benchmarks.md, issue 12 session 12). A model without
- * a chat template
- * (stories260K) cannot read the hint OPD distils from, and there combine learned less than binary
+ * a chat template (stories260K) cannot read the hint OPD distils from, and there combine learned less than binary
  * (+4 against +10, lexical judge), so it keeps binary and the lexical judge, which needs no model.
  * Remote engines keep binary too: top-K OPD needs the embedded engine's top-K scoring, and token
  * OPD through them is unmeasured.

@@ -151,9 +151,11 @@ export abstract class TrainerCore {
             const c = dense.klCoef(t0 + i), ce = dense.entropyCoef(t0 + i), o = i * V;
             if (c === 0 && ce === 0) { denseGrad!.fill(0, o, o + V); continue; }
             for (let v = 0; v < V; v++) { rowLogp![v] = logits[o + v] * invT - lse[i]; rowBase![v] = baseLogits![o + v] * invT - baseLse![i]; }
-            const kl = fullKlRow(rowLogp!, rowBase!, rowGrad!), excess = entropyExcessRow(rowLogp!, rowBase!, rowEntropyGrad!);
+            // each term only where it is on (a guard beside k2 needs no exact KL, an exact KL without the guard no entropies)
+            const kl = c !== 0 ? fullKlRow(rowLogp!, rowBase!, rowGrad!) : 0;
+            const excess = ce !== 0 ? entropyExcessRow(rowLogp!, rowBase!, rowEntropyGrad!) : 0;
             dense.report(t0 + i, kl, excess);
-            for (let v = 0; v < V; v++) denseGrad![o + v] = invT * (c * rowGrad![v] + ce * rowEntropyGrad![v]);
+            for (let v = 0; v < V; v++) denseGrad![o + v] = invT * ((c !== 0 ? c * rowGrad![v] : 0) + (ce !== 0 ? ce * rowEntropyGrad![v] : 0));
             anyGrad = true;
           }
         }
