@@ -70,7 +70,7 @@ test('held-out phrasings never appear in the training conversations', () => {
   const heldOut = new Set<string>();
   for (const set of Object.values(sets)) {
     for (const h of set.heldOut) {
-      if (!/\{[tne]\}/.test(h)) { heldOut.add(h); continue; }
+      if (!/\{[tnep]\}/.test(h)) { heldOut.add(h); continue; }
       for (const t of TOPICS) for (const n of NAMES) heldOut.add(fill(h, { t, n }));
     }
   }
@@ -238,4 +238,32 @@ test('weighCopies weighs the calculator call\'s expression and the result in the
   const heavy = w.ids.map((id, i) => (w.mask[i] === 5 ? i : -1)).filter((i) => i >= 0);
   assert.equal(tok.decode(heavy.map((i) => w.ids[i])).replace(/\s+/g, ''), '37+4582');
   for (const i of heavy) assert.ok(ex.mask[i] === 1, 'only tokens that already had a loss are weighed');
+});
+
+test('implicit judge cases: a correction without a "no" follows a story without the topic (−1), a preference one with it (+1); hints name the topic', () => {
+  const gen = new ConversationGenerator(handPool(), 5);
+  const sets = phrasingSets();
+  const seen = { prm: 0, hint: 0, corrections: 0, preferences: 0 };
+  for (let i = 0; i < 300; i++) {
+    const c = gen.implicitJudge();
+    const prompt = c.messages.at(-2)!.content as string, verdict = c.messages.at(-1)!.content as string;
+    const [story, feedback] = prompt.replace(/^Answer: /, '').split('\nNext (user): ');
+    const topic = TOPICS.find((t) => mentionsTopic(feedback, t))!;
+    assert.ok(topic, feedback);
+    const storyHasTopic = mentionsTopic(story, topic);
+    const isPreference = sets.preferences.train.some((p) => fill(p, { t: topic }) === feedback);
+    if (isPreference && storyHasTopic) seen.preferences++; else seen.corrections++;
+    if (verdict.includes('[HINT_START]')) {
+      seen.hint++;
+      const vote = parseHintVote(verdict);
+      assert.equal(vote.score, 1);
+      assert.ok(vote.hint && mentionsTopic(vote.hint, topic), verdict);
+    } else {
+      seen.prm++;
+      assert.equal(parseBoxed(verdict), storyHasTopic ? 1 : -1, `${feedback} → ${verdict}`);
+    }
+    // only training wordings: the held-out implicit corrections stay unseen
+    for (const h of [...sets.implicitCorrections.heldOut, ...sets.softCorrections.heldOut]) assert.notEqual(feedback, fill(h, { t: topic }));
+  }
+  assert.ok(seen.prm > 100 && seen.hint > 100 && seen.corrections > 150 && seen.preferences > 50, JSON.stringify(seen));
 });

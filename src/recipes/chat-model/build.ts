@@ -43,7 +43,7 @@ export const FULL_RECIPE: RecipeConfig = {
 /** A few percent of the full recipe: the same pipeline in about a minute (tests, determinism checks). */
 export const QUICK_RECIPE: RecipeConfig = {
   pool: { free: 120, perTopic: 4, perName: 3, topicNames: 12, maxTokens: 90, maxWords: 35, temperature: 0.8 },
-  mix: Object.fromEntries(KINDS.map((k) => [k, Math.max(4, Math.round(FULL_MIX[k] / 50))])) as Mix,
+  mix: Object.fromEntries(KINDS.map((k) => [k, FULL_MIX[k] ? Math.max(4, Math.round(FULL_MIX[k] / 50)) : 0])) as Mix,
   train: { epochs: 1, learningRate: 1e-3, batchTokens: 2048, loraRank: 'full', topicTokenWeight: 5, copyTokenWeight: 5 },
 };
 

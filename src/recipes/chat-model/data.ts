@@ -25,8 +25,9 @@ export const CALCULATOR_TOOL: ToolSpec = {
   },
 };
 
-export type Kind = 'topic' | 'name' | 'topicName' | 'short' | 'happy' | 'plain' | 'hint' | 'feedback' | 'praise' | 'prm' | 'hintJudge' | 'tool' | 'noTool';
-export const KINDS: Kind[] = ['topic', 'name', 'topicName', 'short', 'happy', 'plain', 'hint', 'feedback', 'praise', 'prm', 'hintJudge', 'tool', 'noTool'];
+export type Kind = 'topic' | 'name' | 'topicName' | 'short' | 'happy' | 'plain' | 'hint' | 'feedback' | 'praise' | 'prm' | 'hintJudge' | 'tool' | 'noTool' | 'implicitJudge';
+// implicitJudge comes last: the conversations of the kinds before it are drawn exactly as in v5
+export const KINDS: Kind[] = ['topic', 'name', 'topicName', 'short', 'happy', 'plain', 'hint', 'feedback', 'praise', 'prm', 'hintJudge', 'tool', 'noTool', 'implicitJudge'];
 
 /**
  * `topic`: the topic the last answer was chosen to carry (requests, hints and corrections that ask for one).
@@ -39,8 +40,14 @@ export type Mix = Record<Kind, number>;
 /** The full recipe's mix (conversations per kind). */
 export const FULL_MIX: Mix = {
   topic: 1500, name: 130, topicName: 100, short: 100, happy: 100, plain: 150, hint: 1400, feedback: 600, praise: 120,
-  prm: 1000, hintJudge: 1000, tool: 1200, noTool: 400,
+  // implicitJudge 0: 500 such cases raised held-out implicit corrections from 46% to 72% but lost bear's own feedback
+  // (77% → 63%); docs/benchmarks.md "Feedback without a no". At 0 the recipe builds v5's exact data.
+  prm: 1000, hintJudge: 1000, tool: 1200, noTool: 400, implicitJudge: 0,
 };
+
+/** In an implicitJudge case: the share of corrections (the rest are preferences after a story that has the topic), and of
+ * those the share that follow soft praise ("Nice, but …"). */
+export const IMPLICIT_CASES = { correction: 0.7, soft: 0.25 };
 
 /** Share of tool conversations answered directly, without the tool (the answer is then wrong). */
 export const DIRECT_ANSWER_SHARE = 0.2;
@@ -210,6 +217,24 @@ export class ConversationGenerator {
     return { kind: 'hintJudge', messages: [...compactHintPrompt(c.input), this.assistant(verdict)] };
   }
 
+  /**
+   * A judge case worded without a "no" (v6): a preference, a wish or an absence after a story without the topic (−1), sometimes
+   * after soft praise, or a preference after a story that has it (+1, so the judge must read the story); PRM or hint form.
+   * v5's judge agreed on 55% of such held-out wordings and read "My daughter only likes stories with bears." as praise.
+   * Added on top of v5's mix rather than in place of its corrections: v6 builds that replaced corrections and widened praise lost
+   * 10–20 points on the personas' own feedback.
+   */
+  implicitJudge(): Conversation {
+    const t = this.pick(TOPICS);
+    const userState = (text: string) => ({ role: 'user' as const, text, looksLikeError: false });
+    const correction = this.chance(IMPLICIT_CASES.correction);
+    const c = correction
+      ? { input: { response: this.storyWithout(t), nextState: userState(fill(this.phrase(this.chance(IMPLICIT_CASES.soft) ? 'softCorrections' : 'implicitCorrections'), { t })) }, score: -1, hint: fill(JUDGE_HINT.topic, { t }) }
+      : { input: { response: this.topicStory(t), nextState: userState(fill(this.phrase('preferences'), { t })) }, score: 1, hint: fill(JUDGE_HINT.likes, { t }) };
+    if (this.chance(0.5)) return { kind: 'implicitJudge', messages: [...compactPrmPrompt(c.input), this.assistant(`\\boxed{${c.score}}`)] };
+    return { kind: 'implicitJudge', messages: [...compactHintPrompt(c.input), this.assistant(`\\boxed{1}\n[HINT_START]${c.hint}[HINT_END]`)] };
+  }
+
   /** Arithmetic with the calculator offered: usually a tool call, its result and the answer; sometimes a direct, wrong answer. */
   tool(): Conversation {
     const q = randomArithmetic(this.rng);
@@ -246,6 +271,7 @@ export class ConversationGenerator {
       case 'hintJudge': return this.hintJudge();
       case 'tool': return this.tool();
       case 'noTool': return this.noTool();
+      case 'implicitJudge': return this.implicitJudge();
     }
   }
 

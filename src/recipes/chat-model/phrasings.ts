@@ -157,6 +157,33 @@ export const PRAISE_THEN: Parts = {
   heldOut: [],
 };
 
+// Feedback that asks for a change without saying "no" (v5's judge read "My daughter only likes stories with bears." as
+// praise and "A {t} story would be nicer." as praise; 56% sign agreement on such wordings, against 90%+ on "No, …").
+// Preferences say what the user likes: after a story that has the topic they are praise, after one without, a correction,
+// so the judge must read the story. Wishes and absences are corrections whatever the story.
+export const PREFERENCES: Parts = {
+  train: ['My kid is crazy about {p}.', 'He loves {p} more than anything.', 'She is mad about {p} these days.', 'We are all about {p} this week.',
+    'Our favourite thing is a {t}.', 'My son only wants {t} stories.', 'My girl asks for a {t} every night.', 'Stories with a {t} are the only ones he likes.',
+    'We always read about {p}.', 'Her favourite is the {t}.', 'My boy talks about {p} all day.', 'Nothing beats a {t} for us.', 'I am a big fan of {p}.'],
+  heldOut: ['My son is only into {p} right now.', 'She keeps asking for {p}.', 'Hmm, {p} are his favourite.', 'We only read {t} stories at bedtime.'],
+};
+export const WISHES: Parts = {
+  train: ['It would be better with a {t}.', 'I would prefer a {t} story.', 'Maybe add a {t} next time.', 'Next time, a {t} please.', 'How about a {t} instead?',
+    'What about a story with a {t}?', 'I think a {t} would help.', 'Can the next one have a {t}?', 'I wish there was a {t} in it.',
+    'It is more fun when there is a {t}.', 'Perhaps one with a {t}?', 'Let the {t} be in the next one.', 'Try one with a {t} in it.'],
+  heldOut: ['A {t} story would be nicer.', 'I like it better with a {t}.', 'Could there be a {t} next time?', 'We were hoping the {t} would show up.'],
+};
+export const ABSENCES: Parts = {
+  train: ['There was no {t}.', 'Still no {t}.', 'You forgot the {t}.', 'Where did the {t} go?', 'I did not see a {t}.', 'No {t}? Hmm.',
+    'Not a single {t} in it.', 'The {t} is missing.', 'Why is there no {t}?', 'Where are the {p}?', 'Did you leave out the {t}?', 'I count zero {p}.'],
+  heldOut: ['No {t} again...', 'That one had no {t} at all.'],
+};
+/** Soft praise before a correction ("Nice, but …"): the correction is what counts. */
+export const SOFT_LEADS: Parts = {
+  train: ['Nice, but', 'Cute, but', 'Good story, but', 'That was okay, but', 'Fun, but', 'Not bad, but', 'Lovely, but', 'Sweet, but', 'Ok,', 'Thanks, but'],
+  heldOut: ['Cute, though', 'Pretty good, but'],
+};
+
 /** Requests to go on after praise (the praise is the signal, the request just continues). */
 export const ANOTHER: Parts = { train: ['', 'Tell me another.', 'One more, please.', 'Another one?'], heldOut: ['Can I have another?'] };
 
@@ -172,7 +199,7 @@ export const TOOL_ERRORS = ['Error: invalid expression', 'error: division by zer
 // ---- assembled phrasing sets ----
 
 export const fill = (s: string, v: { t?: string; n?: string; e?: string; r?: string }) =>
-  s.replaceAll('{t}', v.t ?? '').replaceAll('{n}', v.n ?? '').replaceAll('{e}', v.e ?? '').replaceAll('{r}', v.r ?? '');
+  s.replaceAll('{p}', v.t ? plural(v.t) : '').replaceAll('{t}', v.t ?? '').replaceAll('{n}', v.n ?? '').replaceAll('{e}', v.e ?? '').replaceAll('{r}', v.r ?? '');
 
 export interface PhrasingSets {
   topicRequests: { train: string[]; heldOut: string[] };
@@ -189,6 +216,12 @@ export interface PhrasingSets {
   positiveTopic: { train: string[]; heldOut: string[] };
   neutral: { train: string[]; heldOut: string[] };
   arithmetic: { train: string[]; heldOut: string[] };
+  /** corrections without a "no": a preference, a wish or an absence */
+  implicitCorrections: { train: string[]; heldOut: string[] };
+  /** soft praise, then a correction ("Nice, but …"): the correction is what counts */
+  softCorrections: { train: string[]; heldOut: string[] };
+  /** preferences alone (praise after a story with the topic, a correction after one without) */
+  preferences: { train: string[]; heldOut: string[] };
 }
 
 /** Every phrasing set the recipe uses, with placeholders ({t}, {n}, {e}) still in place. */
@@ -213,6 +246,7 @@ export function phrasingSets(): PhrasingSets {
     return text[0].toUpperCase() + text.slice(1);
   });
   const positive = union(combine([POSITIVE, ANOTHER], sentence), praise(PRAISE_BODIES, PRAISE_THEN));
+  const implicit: Parts = { train: [...PREFERENCES.train, ...WISHES.train, ...ABSENCES.train], heldOut: [...PREFERENCES.heldOut, ...WISHES.heldOut, ...ABSENCES.heldOut] };
   return {
     topicRequests: request(TOPIC_CLAUSES, TOPIC_CLAUSES_MORE),
     nameRequests: request(NAME_CLAUSES, NAME_CLAUSES_MORE),
@@ -228,5 +262,9 @@ export function phrasingSets(): PhrasingSets {
     positiveTopic: union({ train: POSITIVE_TOPIC.train, heldOut: POSITIVE_TOPIC.heldOut }, praise(PRAISE_TOPIC_BODIES, { train: [''], heldOut: [] })),
     neutral: union({ train: NEUTRAL.train, heldOut: NEUTRAL.heldOut }, NEUTRAL_MORE),
     arithmetic: { train: ARITH_QUESTIONS.train, heldOut: ARITH_QUESTIONS.heldOut },
+    implicitCorrections: implicit,
+    softCorrections: combine([SOFT_LEADS, { train: [...implicit.train, ...CORRECTION_TOPIC.train], heldOut: [...implicit.heldOut, ...CORRECTION_TOPIC.heldOut] }],
+      (p) => sentence([p[0], /^I\b/.test(p[1]) ? p[1] : p[1][0].toLowerCase() + p[1].slice(1)])),
+    preferences: { train: PREFERENCES.train, heldOut: PREFERENCES.heldOut },
   };
 }

@@ -1,0 +1,82 @@
+// The self judge on feedback worded in ways the chat-model recipe never trained on: the persona files'
+// feedback (each satisfied phrase after a story that has the persona's topic, each unsatisfied one after a
+// story without it) and the recipe's held-out corrections without a "no" (preferences, wishes, absences;
+// and corrections after soft praise) and held-out praise, over six topics. Stories are the base model's own, drawn
+// afresh (a seed the recipe does not use). The real judge path: PrmJudge over SelfBackend, compact
+// prompts, m votes at T = 0.6, as `serve` runs it. Sign agreement per group on stdout; one JSON line last.
+//   node bench/judge-feedback.ts [--model DIR] [--base DIR] [--votes 7] [--reps 6] [--seed 4242]
+import { parseArgs } from 'node:util';
+import { readFileSync, readdirSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { EmbeddedEngine } from '../src/engine/embedded/engine.ts';
+import { PrmJudge } from '../src/judge/judge.ts';
+import { SelfBackend } from '../src/judge/backends.ts';
+import { drawStoryPool, mentionsTopic } from '../src/recipes/chat-model/stories.ts';
+import { Rng } from '../src/engine/embedded/rng.ts';
+import { TOPICS, fill, phrasingSets } from '../src/recipes/chat-model/phrasings.ts';
+
+const root = join(import.meta.dirname, '..');
+const { values } = parseArgs({ options: {
+  model: { type: 'string', default: join(homedir(), '.cache', 'openclaw-rl', 'models', 'stories260k-chat') },
+  base: { type: 'string', default: join(root, '..', 'shared', 'models', 'stories260k-hf') },
+  votes: { type: 'string', default: '7' }, reps: { type: 'string', default: '6' }, seed: { type: 'string', default: '4242' },
+} });
+const votes = Number(values.votes), reps = Number(values.reps), seed = Number(values.seed);
+
+const personas = readdirSync(join(root, 'personas')).filter((f) => f.startsWith('chat-'))
+  .map((f) => JSON.parse(readFileSync(join(root, 'personas', f), 'utf8')) as { name: string; satisfied: { includes?: string[] }; feedback: { satisfied: string[]; unsatisfied: string[] } });
+const base = await EmbeddedEngine.load(values.base!), chat = await EmbeddedEngine.load(values.model!);
+const pool = await drawStoryPool(base, { seed, free: 120, perTopic: 6, perName: 2, topicNames: 2, maxTokens: 110, maxWords: 45, temperature: 0.8 });
+const judge = new PrmJudge(new SelfBackend(chat), { m: votes, temperature: 0.6, maxTokens: 48 });
+const rng = new Rng(seed + 1);
+const pick = <T,>(xs: readonly T[]) => xs[Math.floor(rng.next() * xs.length)];
+const storyWithout = (t: string) => { for (let i = 0; i < 200; i++) { const s = pick(pool.free); if (!mentionsTopic(s, t)) return s; } throw new Error(`no story without ${t}`); };
+
+interface Case { group: string; phrase: string; satisfied: boolean; story: string; text: string }
+const cases: Case[] = [];
+for (const p of personas) {
+  const topic = TOPICS.find((t) => p.satisfied.includes?.includes(t));
+  for (const satisfied of [true, false]) for (const phrase of p.feedback[satisfied ? 'satisfied' : 'unsatisfied']) for (let r = 0; r < reps; r++) {
+    const story = topic ? (satisfied ? pick(pool.byTopic[topic]) : storyWithout(topic)) : pick(pool.free);
+    cases.push({ group: p.name, phrase, satisfied, story, text: phrase });
+  }
+}
+const sets = phrasingSets();
+const topics = ['dog', 'bear', 'frog', 'cake', 'boat', 'bunny'];
+const heldOut: [group: string, phrases: string[], satisfied: boolean][] = [
+  ['held-out implicit corrections', sets.implicitCorrections.heldOut, false],
+  ['held-out soft corrections', sets.softCorrections.heldOut, false],
+  ['held-out praise', sets.positive.heldOut, true],
+];
+for (const [group, phrases, satisfied] of heldOut) {
+  // the same number of cases per group whatever the set's size: reps × 6 topics × 6 phrasings drawn from it
+  for (let i = 0; i < reps * 36; i++) {
+    const t = topics[i % topics.length], phrase = pick(phrases);
+    cases.push({ group, phrase, satisfied, story: satisfied ? pick(pool.free) : storyWithout(t), text: fill(phrase, { t }) });
+  }
+}
+
+const started = performance.now();
+const results = await Promise.all(cases.map((c) => judge.judge({ response: c.story, nextState: { role: 'user', text: c.text, looksLikeError: false } }, { hints: true })));
+const groups = new Map<string, { cases: number; agree: number; satisfied: [number, number]; unsatisfied: [number, number] }>();
+const misses = new Map<string, number>();
+results.forEach((j, i) => {
+  const c = cases[i];
+  const ok = c.satisfied ? j.score > 0 : j.score < 0;
+  const g = groups.get(c.group) ?? { cases: 0, agree: 0, satisfied: [0, 0], unsatisfied: [0, 0] };
+  groups.set(c.group, g);
+  g.cases++; if (ok) g.agree++;
+  const side = c.satisfied ? g.satisfied : g.unsatisfied; side[1]++; if (ok) side[0]++;
+  if (!ok) misses.set(`${c.group} ${c.satisfied ? '+' : '−'} ${c.phrase}`, (misses.get(`${c.group} ${c.satisfied ? '+' : '−'} ${c.phrase}`) ?? 0) + 1);
+});
+const pct = (a: number, n: number) => (n ? Math.round((1000 * a) / n) / 10 : null);
+const out = Object.fromEntries([...groups].map(([k, g]) => [k, { cases: g.cases, agreement: pct(g.agree, g.cases), satisfied: pct(...g.satisfied), unsatisfied: pct(...g.unsatisfied) }]));
+for (const [k, g] of Object.entries(out)) console.log(`${k.padEnd(30)} ${String(g.agreement).padStart(5)}%  (satisfied ${g.satisfied ?? '–'}%, unsatisfied ${g.unsatisfied ?? '–'}%, ${g.cases} cases)`);
+const personaGroups = [...groups].filter(([k]) => k.startsWith('chat-'));
+const personaAgree = personaGroups.reduce((a, [, g]) => a + g.agree, 0), personaCases = personaGroups.reduce((a, [, g]) => a + g.cases, 0);
+console.log(`persona feedback overall ${pct(personaAgree, personaCases)}%; ${((performance.now() - started) / 1000).toFixed(0)} s`);
+for (const [k, n] of [...misses].sort((a, b) => b[1] - a[1]).slice(0, 15)) console.log(`  missed ${n}×  ${k}`);
+console.log(JSON.stringify({ model: values.model, votes, reps, seed, personaFeedback: pct(personaAgree, personaCases), groups: out }));
+await Promise.all([base.close?.(), chat.close?.()]);
+process.exit(0);
