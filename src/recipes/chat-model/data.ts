@@ -218,11 +218,11 @@ export class ConversationGenerator {
   }
 
   /**
-   * A judge case worded without a "no" (v6): a preference, a wish or an absence after a story without the topic (−1), sometimes
+   * A judge case worded without a "no": a preference, a wish or an absence after a story without the topic (−1), sometimes
    * after soft praise, or a preference after a story that has it (+1, so the judge must read the story); PRM or hint form.
-   * v5's judge agreed on 55% of such held-out wordings and read "My daughter only likes stories with bears." as praise.
-   * Added on top of v5's mix rather than in place of its corrections: v6 builds that replaced corrections and widened praise lost
-   * 10–20 points on the personas' own feedback.
+   * v5's judge gets about half of such held-out wordings right and reads "My daughter only likes stories with bears." as praise.
+   * Added on top of v5's mix rather than in place of its corrections: trial builds that replaced corrections and widened praise
+   * lost 10–23 points on the personas' own feedback (bench/judge-feedback.ts).
    */
   implicitJudge(): Conversation {
     const t = this.pick(TOPICS);

@@ -158,7 +158,7 @@ export const PRAISE_THEN: Parts = {
 };
 
 // Feedback that asks for a change without saying "no" (v5's judge read "My daughter only likes stories with bears." as
-// praise and "A {t} story would be nicer." as praise; 56% sign agreement on such wordings, against 90%+ on "No, …").
+// praise and "A {t} story would be nicer." as praise; about half right on such wordings, against 90%+ on "No, …").
 // Preferences say what the user likes: after a story that has the topic they are praise, after one without, a correction,
 // so the judge must read the story. Wishes and absences are corrections whatever the story.
 export const PREFERENCES: Parts = {
