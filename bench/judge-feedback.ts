@@ -3,7 +3,9 @@
 // story without it) and the recipe's held-out corrections without a "no" (preferences, wishes, absences;
 // and corrections after soft praise) and held-out praise, over six topics. Stories are the base model's own, drawn
 // afresh (a seed the recipe does not use). The real judge path: PrmJudge over SelfBackend, compact
-// prompts, m votes at T = 0.6, as `serve` runs it. Sign agreement per group on stdout; one JSON line last.
+// prompts, m votes at T = 0.6, as `serve` runs it. Sign agreement per group on stdout; then, on the personas'
+// feedback, the hints top-K OPD would take as teachers when 1, 2 or 3 hint votes must give a hint: how many name
+// what the persona asks for (its topic or name) and how many name something else. One JSON line last.
 //   node bench/judge-feedback.ts [--model DIR] [--base DIR] [--votes 7] [--reps 6] [--seed 4242]
 import { parseArgs } from 'node:util';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -15,6 +17,7 @@ import { SelfBackend } from '../src/judge/backends.ts';
 import { drawStoryPool, mentionsTopic } from '../src/recipes/chat-model/stories.ts';
 import { Rng } from '../src/engine/embedded/rng.ts';
 import { TOPICS, fill, phrasingSets } from '../src/recipes/chat-model/phrasings.ts';
+import { acceptedHints, hintAgreement, type HintVote } from '../src/learn/votes.ts';
 
 const root = join(import.meta.dirname, '..');
 const { values } = parseArgs({ options: {
@@ -33,13 +36,13 @@ const rng = new Rng(seed + 1);
 const pick = <T,>(xs: readonly T[]) => xs[Math.floor(rng.next() * xs.length)];
 const storyWithout = (t: string) => { for (let i = 0; i < 200; i++) { const s = pick(pool.free); if (!mentionsTopic(s, t)) return s; } throw new Error(`no story without ${t}`); };
 
-interface Case { group: string; phrase: string; satisfied: boolean; story: string; text: string }
+interface Case { group: string; phrase: string; satisfied: boolean; story: string; text: string; asks?: string }
 const cases: Case[] = [];
 for (const p of personas) {
-  const topic = TOPICS.find((t) => p.satisfied.includes?.includes(t));
+  const topic = TOPICS.find((t) => p.satisfied.includes?.includes(t)), asks = topic ?? p.satisfied.includes?.[0];
   for (const satisfied of [true, false]) for (const phrase of p.feedback[satisfied ? 'satisfied' : 'unsatisfied']) for (let r = 0; r < reps; r++) {
     const story = topic ? (satisfied ? pick(pool.byTopic[topic]) : storyWithout(topic)) : pick(pool.free);
-    cases.push({ group: p.name, phrase, satisfied, story, text: phrase });
+    cases.push({ group: p.name, phrase, satisfied, story, text: phrase, asks });
   }
 }
 const sets = phrasingSets();
@@ -70,13 +73,29 @@ results.forEach((j, i) => {
   const side = c.satisfied ? g.satisfied : g.unsatisfied; side[1]++; if (ok) side[0]++;
   if (!ok) misses.set(`${c.group} ${c.satisfied ? '+' : '−'} ${c.phrase}`, (misses.get(`${c.group} ${c.satisfied ? '+' : '−'} ${c.phrase}`) ?? 0) + 1);
 });
+// the hints a turn would hand top-K OPD (≤ 3) when minVotes hint votes must agree, on the personas' feedback
+const hintRows = [1, 2, 3].map((minVotes) => {
+  let hints = 0, wrong = 0, complaints = 0, complaintsRight = 0, complaintsWrong = 0;
+  results.forEach((j, i) => {
+    const c = cases[i];
+    if (!c.asks) return;
+    const votes: HintVote[] = j.votes.filter((v) => v.kind === 'hint').map((v) => ({ score: v.score === 1 || v.score === -1 ? v.score : null, hint: v.hint }));
+    hintAgreement(votes, minVotes).forEach((agreed, k) => { votes[k].agreed = agreed; });
+    const names = (h: string) => new RegExp(`\\b${c.asks}s?\\b`, 'i').test(h);
+    const accepted = acceptedHints(votes, 3);
+    hints += accepted.length; wrong += accepted.filter((h) => !names(h)).length;
+    if (!c.satisfied) { complaints++; if (accepted.some(names)) complaintsRight++; if (accepted.some((h) => !names(h))) complaintsWrong++; }
+  });
+  return { minVotes, hints, wrong, complaints, complaintsWithRightHint: complaintsRight, complaintsWithWrongHint: complaintsWrong };
+});
 const pct = (a: number, n: number) => (n ? Math.round((1000 * a) / n) / 10 : null);
 const out = Object.fromEntries([...groups].map(([k, g]) => [k, { cases: g.cases, agreement: pct(g.agree, g.cases), satisfied: pct(...g.satisfied), unsatisfied: pct(...g.unsatisfied) }]));
 for (const [k, g] of Object.entries(out)) console.log(`${k.padEnd(30)} ${String(g.agreement).padStart(5)}%  (satisfied ${g.satisfied ?? '–'}%, unsatisfied ${g.unsatisfied ?? '–'}%, ${g.cases} cases)`);
 const personaGroups = [...groups].filter(([k]) => k.startsWith('chat-'));
 const personaAgree = personaGroups.reduce((a, [, g]) => a + g.agree, 0), personaCases = personaGroups.reduce((a, [, g]) => a + g.cases, 0);
 console.log(`persona feedback overall ${pct(personaAgree, personaCases)}%; ${((performance.now() - started) / 1000).toFixed(0)} s`);
+for (const r of hintRows) console.log(`hints when ${r.minVotes} vote(s) must give one: ${r.hints} accepted, ${r.wrong} name something the persona did not ask for; complaints with the right hint ${r.complaintsWithRightHint}/${r.complaints}, with a wrong one ${r.complaintsWithWrongHint}`);
 for (const [k, n] of [...misses].sort((a, b) => b[1] - a[1]).slice(0, 15)) console.log(`  missed ${n}×  ${k}`);
-console.log(JSON.stringify({ model: values.model, votes, reps, seed, personaFeedback: pct(personaAgree, personaCases), groups: out }));
+console.log(JSON.stringify({ model: values.model, votes, reps, seed, personaFeedback: pct(personaAgree, personaCases), groups: out, hints: hintRows }));
 await Promise.all([base.close?.(), chat.close?.()]);
 process.exit(0);

@@ -4,7 +4,10 @@
 // anything else is a failed vote. The majority over valid votes is the reward; a tie, or no valid
 // vote, is 0 (neutral).
 // Hint votes: \boxed{1} plus a hint between [HINT_START] and [HINT_END], or \boxed{-1}. The longest
-// useful hint among positive votes wins; one positive vote is enough.
+// useful hint among positive votes wins; one positive vote is enough. `hintAgreement` marks hints that fewer
+// than n votes gave (`agreed: false`, skipped below): measured on the self judge, which copies names from the
+// story into some hints, as a filter it dropped most wrong hints but not learning's gains, so the judge does
+// not apply it (docs/benchmarks.md, issue 12 session 13; bench/judge-feedback.ts reports it).
 
 export type Score = -1 | 0 | 1;
 
@@ -28,7 +31,20 @@ export function majority(votes: (Score | null)[]): Score {
   return ranked[0][0];
 }
 
-export interface HintVote { score: 1 | -1 | null; hint: string | null }
+/** `agreed: false`: too few votes gave this hint (see hintAgreement); absent, the hint counts. */
+export interface HintVote { score: 1 | -1 | null; hint: string | null; agreed?: boolean }
+
+const hintKey = (h: string) => h.trim().toLowerCase().replace(/\s+/g, ' ');
+
+/**
+ * For each vote, whether its hint was given by at least `minVotes` positive votes (the same hint ignoring case
+ * and spacing); votes without a positive hint are true (nothing to agree on). minVotes ≤ 1: every vote is.
+ */
+export function hintAgreement(votes: HintVote[], minVotes: number): boolean[] {
+  const counts = new Map<string, number>();
+  for (const v of votes) if (v.score === 1 && v.hint) counts.set(hintKey(v.hint), (counts.get(hintKey(v.hint)) ?? 0) + 1);
+  return votes.map((v) => minVotes <= 1 || v.score !== 1 || !v.hint || (counts.get(hintKey(v.hint)) ?? 0) >= minVotes);
+}
 
 const HINT = /\[HINT_START\]([\s\S]*?)\[HINT_END\]/g;
 
@@ -60,7 +76,7 @@ export function isTrivialHint(hint: string): boolean {
 export function selectHint(votes: HintVote[], minLength = 10): string | null {
   let best: string | null = null;
   for (const v of votes) {
-    if (v.score !== 1 || !v.hint) continue;
+    if (v.score !== 1 || !v.hint || v.agreed === false) continue;
     const h = v.hint.trim();
     if (h.length <= minLength || isTrivialHint(h)) continue;
     if (!best || h.length > best.length) best = h;
@@ -76,8 +92,8 @@ export function selectHint(votes: HintVote[], minLength = 10): string | null {
 export function acceptedHints(votes: HintVote[], max = 3, minLength = 10): string[] {
   const seen = new Set<string>(), out: string[] = [];
   for (const v of votes) {
-    if (v.score !== 1 || !v.hint) continue;
-    const h = v.hint.trim(), key = h.toLowerCase().replace(/\s+/g, ' ');
+    if (v.score !== 1 || !v.hint || v.agreed === false) continue;
+    const h = v.hint.trim(), key = hintKey(h);
     if (h.length <= minLength || isTrivialHint(h) || seen.has(key)) continue;
     seen.add(key);
     out.push(h);

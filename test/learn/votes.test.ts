@@ -63,3 +63,23 @@ test('accepted hints: every positive non-trivial hint over 10 characters, duplic
   assert.deepEqual(acceptedHints(votes, 5), ['Include a dog.', 'Put a dog in the story.', 'Make it about a puppy named Rex.', 'The user wants a story about a dog.']);
   assert.deepEqual(acceptedHints([v(-1, 'The user wants a dog.')]), []);
 });
+
+test('hint agreement: a hint counts when enough positive votes give it (case and spacing aside); selectHint and acceptedHints skip the rest', async () => {
+  const { acceptedHints, hintAgreement } = await import('../../src/learn/votes.ts');
+  const v = (score: 1 | -1 | null, hint: string | null) => ({ score, hint });
+  const bear = 'The user wants a story about a bear.', lily = 'The user wants a character named Lily.';
+  const votes = [v(1, bear), v(1, lily), v(1, 'the user wants a story about a  BEAR.'), v(-1, null), v(1, bear), v(null, lily), v(-1, lily)];
+  const table: [minVotes: number, expected: boolean[]][] = [
+    [1, [true, true, true, true, true, true, true]],
+    [0, [true, true, true, true, true, true, true]],
+    [2, [true, false, true, true, true, true, true]], // Lily: one positive vote (the null and the −1 ones do not count)
+    [3, [true, false, true, true, true, true, true]], // bear: three, counting the differently cased one
+    [4, [false, false, false, true, false, true, true]],
+  ];
+  for (const [minVotes, expected] of table) assert.deepEqual(hintAgreement(votes, minVotes), expected, `minVotes ${minVotes}`);
+  const marked = votes.map((x, i) => ({ ...x, agreed: hintAgreement(votes, 2)[i] }));
+  assert.equal(selectHint(marked), 'the user wants a story about a  BEAR.', 'the longest agreed spelling (37 characters)');
+  assert.equal(selectHint(votes), lily, 'unmarked votes all count: the longest wins');
+  assert.deepEqual(acceptedHints(marked), [bear]);
+  assert.equal(selectHint(votes.map((x) => ({ ...x, agreed: false }))), null);
+});
