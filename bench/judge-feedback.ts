@@ -17,7 +17,7 @@ import { SelfBackend } from '../src/judge/backends.ts';
 import { drawStoryPool, mentionsTopic } from '../src/recipes/chat-model/stories.ts';
 import { Rng } from '../src/engine/embedded/rng.ts';
 import { TOPICS, fill, phrasingSets } from '../src/recipes/chat-model/phrasings.ts';
-import { acceptedHints, hintAgreement, type HintVote } from '../src/learn/votes.ts';
+import { acceptedHints, hintAgreement, hintVoteOf } from '../src/learn/votes.ts';
 
 const root = join(import.meta.dirname, '..');
 const { values } = parseArgs({ options: {
@@ -29,8 +29,10 @@ const votes = Number(values.votes), reps = Number(values.reps), seed = Number(va
 
 const personas = readdirSync(join(root, 'personas')).filter((f) => f.startsWith('chat-'))
   .map((f) => JSON.parse(readFileSync(join(root, 'personas', f), 'utf8')) as { name: string; satisfied: { includes?: string[] }; feedback: { satisfied: string[]; unsatisfied: string[] } });
-const base = await EmbeddedEngine.load(values.base!), chat = await EmbeddedEngine.load(values.model!);
-const pool = await drawStoryPool(base, { seed, free: 120, perTopic: 6, perName: 2, topicNames: 2, maxTokens: 110, maxWords: 45, temperature: 0.8 });
+// the base model only writes the stories
+const base = await EmbeddedEngine.load(values.base!);
+const pool = await drawStoryPool(base, { seed, free: 120, perTopic: 6, perName: 2, topicNames: 2, maxTokens: 110, maxWords: 45, temperature: 0.8 }).finally(() => base.close());
+const chat = await EmbeddedEngine.load(values.model!);
 const judge = new PrmJudge(new SelfBackend(chat), { m: votes, temperature: 0.6, maxTokens: 48 });
 const rng = new Rng(seed + 1);
 const pick = <T,>(xs: readonly T[]) => xs[Math.floor(rng.next() * xs.length)];
@@ -71,7 +73,8 @@ results.forEach((j, i) => {
   groups.set(c.group, g);
   g.cases++; if (ok) g.agree++;
   const side = c.satisfied ? g.satisfied : g.unsatisfied; side[1]++; if (ok) side[0]++;
-  if (!ok) misses.set(`${c.group} ${c.satisfied ? '+' : '−'} ${c.phrase}`, (misses.get(`${c.group} ${c.satisfied ? '+' : '−'} ${c.phrase}`) ?? 0) + 1);
+  const miss = `${c.group} ${c.satisfied ? '+' : '−'} ${c.phrase}`;
+  if (!ok) misses.set(miss, (misses.get(miss) ?? 0) + 1);
 });
 // the hints a turn would hand top-K OPD (≤ 3) when minVotes hint votes must agree, on the personas' feedback
 const hintRows = [1, 2, 3].map((minVotes) => {
@@ -79,10 +82,10 @@ const hintRows = [1, 2, 3].map((minVotes) => {
   results.forEach((j, i) => {
     const c = cases[i];
     if (!c.asks) return;
-    const votes: HintVote[] = j.votes.filter((v) => v.kind === 'hint').map((v) => ({ score: v.score === 1 || v.score === -1 ? v.score : null, hint: v.hint }));
-    hintAgreement(votes, minVotes).forEach((agreed, k) => { votes[k].agreed = agreed; });
+    const votes = j.votes.filter((v) => v.kind === 'hint').map(hintVoteOf);
+    const agreed = hintAgreement(votes, minVotes);
     const names = (h: string) => new RegExp(`\\b${c.asks}s?\\b`, 'i').test(h);
-    const accepted = acceptedHints(votes, 3);
+    const accepted = acceptedHints(votes.filter((_, k) => agreed[k]), 3);
     hints += accepted.length; wrong += accepted.filter((h) => !names(h)).length;
     if (!c.satisfied) { complaints++; if (accepted.some(names)) complaintsRight++; if (accepted.some((h) => !names(h))) complaintsWrong++; }
   });
@@ -97,5 +100,5 @@ console.log(`persona feedback overall ${pct(personaAgree, personaCases)}%; ${((p
 for (const r of hintRows) console.log(`hints when ${r.minVotes} vote(s) must give one: ${r.hints} accepted, ${r.wrong} name something the persona did not ask for; complaints with the right hint ${r.complaintsWithRightHint}/${r.complaints}, with a wrong one ${r.complaintsWithWrongHint}`);
 for (const [k, n] of [...misses].sort((a, b) => b[1] - a[1]).slice(0, 15)) console.log(`  missed ${n}×  ${k}`);
 console.log(JSON.stringify({ model: values.model, votes, reps, seed, personaFeedback: pct(personaAgree, personaCases), groups: out, hints: hintRows }));
-await Promise.all([base.close?.(), chat.close?.()]);
+await chat.close();
 process.exit(0);

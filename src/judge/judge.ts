@@ -1,5 +1,5 @@
 // Judges turn (answer, next state) into a reward and, for OPD, a hint. Every vote is kept raw.
-import { parseBoxed, majority, parseHintVote, selectHint, type Score } from '../learn/votes.ts';
+import { parseBoxed, majority, parseHintVote, selectHint, hintVoteOf, type Score } from '../learn/votes.ts';
 import { judgePrompts, type JudgeInput } from './prompts.ts';
 import { BackendUnavailable, type ChatBackend } from './backends.ts';
 import { lexicalScore, lexicalHint } from './lexical.ts';
@@ -56,7 +56,7 @@ export class PrmJudge implements Judge {
     const hints = votes.filter((v) => v.kind === 'hint');
     return {
       score: majority(prm.map((v) => v.score)),
-      hint: opts.hints ? selectHint(hints.map((v) => ({ score: v.score === 1 || v.score === -1 ? v.score : null, hint: v.hint })), this.o.minHintLength) : null,
+      hint: opts.hints ? selectHint(hints.map(hintVoteOf), this.o.minHintLength) : null,
       votes, backend: this.name,
     };
   }

@@ -4,10 +4,10 @@
 // anything else is a failed vote. The majority over valid votes is the reward; a tie, or no valid
 // vote, is 0 (neutral).
 // Hint votes: \boxed{1} plus a hint between [HINT_START] and [HINT_END], or \boxed{-1}. The longest
-// useful hint among positive votes wins; one positive vote is enough. `hintAgreement` marks hints that fewer
-// than n votes gave (`agreed: false`, skipped below): measured on the self judge, which copies names from the
-// story into some hints, as a filter it dropped most wrong hints but not learning's gains, so the judge does
-// not apply it (docs/benchmarks.md, issue 12 session 13; bench/judge-feedback.ts reports it).
+// useful hint among positive votes wins; one positive vote is enough. `hintAgreement` tells which votes'
+// hints n votes gave: measured on the self judge, which copies names from the story into some hints, keeping
+// only those dropped most wrong hints but did not raise learning, so the judge does not apply it
+// (docs/benchmarks.md, issue 12 session 13; bench/judge-feedback.ts reports it).
 
 export type Score = -1 | 0 | 1;
 
@@ -31,8 +31,12 @@ export function majority(votes: (Score | null)[]): Score {
   return ranked[0][0];
 }
 
-/** `agreed: false`: too few votes gave this hint (see hintAgreement); absent, the hint counts. */
-export interface HintVote { score: 1 | -1 | null; hint: string | null; agreed?: boolean }
+export interface HintVote { score: 1 | -1 | null; hint: string | null }
+
+/** A recorded hint vote (a judge's, or one read back from a stored judgement) as the hint rules take it. */
+export function hintVoteOf(v: { score?: number | null; hint?: string | null }): HintVote {
+  return { score: v.score === 1 || v.score === -1 ? v.score : null, hint: v.hint ?? null };
+}
 
 const hintKey = (h: string) => h.trim().toLowerCase().replace(/\s+/g, ' ');
 
@@ -76,7 +80,7 @@ export function isTrivialHint(hint: string): boolean {
 export function selectHint(votes: HintVote[], minLength = 10): string | null {
   let best: string | null = null;
   for (const v of votes) {
-    if (v.score !== 1 || !v.hint || v.agreed === false) continue;
+    if (v.score !== 1 || !v.hint) continue;
     const h = v.hint.trim();
     if (h.length <= minLength || isTrivialHint(h)) continue;
     if (!best || h.length > best.length) best = h;
@@ -92,7 +96,7 @@ export function selectHint(votes: HintVote[], minLength = 10): string | null {
 export function acceptedHints(votes: HintVote[], max = 3, minLength = 10): string[] {
   const seen = new Set<string>(), out: string[] = [];
   for (const v of votes) {
-    if (v.score !== 1 || !v.hint || v.agreed === false) continue;
+    if (v.score !== 1 || !v.hint) continue;
     const h = v.hint.trim(), key = hintKey(h);
     if (h.length <= minLength || isTrivialHint(h) || seen.has(key)) continue;
     seen.add(key);

@@ -21,7 +21,7 @@ import type { Store, TurnRow } from '../store/store.ts';
 import type { TrainingEngine, Datum } from '../engine/types.ts';
 import { withHint } from '../learn/hint-prompt.ts';
 import { buildSample, topkSample, atLeastOneSample, overlongPenalty, groupNormalise } from '../learn/advantages.ts';
-import { acceptedHints, type HintVote } from '../learn/votes.ts';
+import { acceptedHints, hintVoteOf } from '../learn/votes.ts';
 import { distillSets, type DistillInput } from './distill.ts';
 import type { WireMessage } from '../conversation/messages.ts';
 import { Periodic } from '../util/periodic.ts';
@@ -216,8 +216,7 @@ export class TrainerLoop {
   private hintCandidates(turn: { hint: string | null; votes_json: string }): string[] {
     let votes: { kind?: string; score?: number | null; hint?: string | null }[] = [];
     try { votes = JSON.parse(turn.votes_json); } catch { /* a judgement without readable votes still has its chosen hint */ }
-    const hintVotes: HintVote[] = votes.filter((v) => v.kind === 'hint').map((v) => ({ score: v.score === 1 || v.score === -1 ? v.score : null, hint: v.hint ?? null }));
-    const accepted = acceptedHints(hintVotes, this.o.topk.maxCandidates);
+    const accepted = acceptedHints(votes.filter((v) => v.kind === 'hint').map(hintVoteOf), this.o.topk.maxCandidates);
     return accepted.length ? accepted : turn.hint ? [turn.hint] : [];
   }
 

@@ -64,7 +64,7 @@ test('accepted hints: every positive non-trivial hint over 10 characters, duplic
   assert.deepEqual(acceptedHints([v(-1, 'The user wants a dog.')]), []);
 });
 
-test('hint agreement: a hint counts when enough positive votes give it (case and spacing aside); selectHint and acceptedHints skip the rest', async () => {
+test('hint agreement: a hint counts when enough positive votes give it (case and spacing aside); the hint rules on the agreed votes', async () => {
   const { acceptedHints, hintAgreement } = await import('../../src/learn/votes.ts');
   const v = (score: 1 | -1 | null, hint: string | null) => ({ score, hint });
   const bear = 'The user wants a story about a bear.', lily = 'The user wants a character named Lily.';
@@ -77,9 +77,9 @@ test('hint agreement: a hint counts when enough positive votes give it (case and
     [4, [false, false, false, true, false, true, true]],
   ];
   for (const [minVotes, expected] of table) assert.deepEqual(hintAgreement(votes, minVotes), expected, `minVotes ${minVotes}`);
-  const marked = votes.map((x, i) => ({ ...x, agreed: hintAgreement(votes, 2)[i] }));
-  assert.equal(selectHint(marked), 'the user wants a story about a  BEAR.', 'the longest agreed spelling (37 characters)');
-  assert.equal(selectHint(votes), lily, 'unmarked votes all count: the longest wins');
-  assert.deepEqual(acceptedHints(marked), [bear]);
-  assert.equal(selectHint(votes.map((x) => ({ ...x, agreed: false }))), null);
+  const agreed = hintAgreement(votes, 2), kept = votes.filter((_, i) => agreed[i]);
+  assert.equal(selectHint(kept), 'the user wants a story about a  BEAR.', 'the longest agreed spelling (37 characters)');
+  assert.equal(selectHint(votes), lily, 'every vote counted: the longest wins');
+  assert.deepEqual(acceptedHints(kept), [bear]);
+  assert.equal(selectHint(votes.filter((_, i) => hintAgreement(votes, 4)[i] && votes[i].score === 1)), null);
 });
