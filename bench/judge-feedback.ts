@@ -6,15 +6,17 @@
 // prompts, m votes at T = 0.6, as `serve` runs it. Sign agreement per group on stdout; then, on the personas'
 // feedback, the hints top-K OPD would take as teachers when 1, 2 or 3 hint votes must give a hint: how many name
 // what the persona asks for (its topic or name) and how many name something else. One JSON line last.
-//   node bench/judge-feedback.ts [--model DIR] [--base DIR] [--votes 7] [--reps 6] [--seed 4242]
+// --dump FILE writes every case with its votes (one JSON object per line) for study apart from the run.
+//   node bench/judge-feedback.ts [--model DIR] [--base DIR] [--votes 7] [--reps 6] [--seed 4242] [--dump FILE] [--no-hint-rules]
 import { parseArgs } from 'node:util';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { EmbeddedEngine } from '../src/engine/embedded/engine.ts';
 import { PrmJudge } from '../src/judge/judge.ts';
+import { selfJudgeOptions } from '../src/judge/config.ts';
 import { SelfBackend } from '../src/judge/backends.ts';
-import { drawStoryPool, mentionsTopic } from '../src/recipes/chat-model/stories.ts';
+import { drawStoryPool, mentionsTopic, mentionsName } from '../src/recipes/chat-model/stories.ts';
 import { Rng } from '../src/engine/embedded/rng.ts';
 import { TOPICS, fill, phrasingSets } from '../src/recipes/chat-model/phrasings.ts';
 import { acceptedHints, hintAgreement, hintVoteOf } from '../src/learn/votes.ts';
@@ -24,6 +26,8 @@ const { values } = parseArgs({ options: {
   model: { type: 'string', default: join(homedir(), '.cache', 'openclaw-rl', 'models', 'stories260k-chat') },
   base: { type: 'string', default: join(root, '..', 'shared', 'models', 'stories260k-hf') },
   votes: { type: 'string', default: '7' }, reps: { type: 'string', default: '6' }, seed: { type: 'string', default: '4242' },
+  dump: { type: 'string' },
+  'no-hint-rules': { type: 'boolean', default: false },
 } });
 const votes = Number(values.votes), reps = Number(values.reps), seed = Number(values.seed);
 
@@ -33,17 +37,20 @@ const personas = readdirSync(join(root, 'personas')).filter((f) => f.startsWith(
 const base = await EmbeddedEngine.load(values.base!);
 const pool = await drawStoryPool(base, { seed, free: 120, perTopic: 6, perName: 2, topicNames: 2, maxTokens: 110, maxWords: 45, temperature: 0.8 }).finally(() => base.close());
 const chat = await EmbeddedEngine.load(values.model!);
-const judge = new PrmJudge(new SelfBackend(chat), { m: votes, temperature: 0.6, maxTokens: 48 });
+const backend = new SelfBackend(chat);
+const judge = new PrmJudge(backend, selfJudgeOptions({ votes, temperature: 0.6, maxTokens: 48, hintRules: !values['no-hint-rules'] }, backend.promptStyle));
 const rng = new Rng(seed + 1);
 const pick = <T,>(xs: readonly T[]) => xs[Math.floor(rng.next() * xs.length)];
-const storyWithout = (t: string) => { for (let i = 0; i < 200; i++) { const s = pick(pool.free); if (!mentionsTopic(s, t)) return s; } throw new Error(`no story without ${t}`); };
+const storyWithout = (t: string, has = mentionsTopic) => { for (let i = 0; i < 200; i++) { const s = pick(pool.free); if (!has(s, t)) return s; } throw new Error(`no story without ${t}`); };
 
 interface Case { group: string; phrase: string; satisfied: boolean; story: string; text: string; asks?: string }
 const cases: Case[] = [];
 for (const p of personas) {
   const topic = TOPICS.find((t) => p.satisfied.includes?.includes(t)), asks = topic ?? p.satisfied.includes?.[0];
   for (const satisfied of [true, false]) for (const phrase of p.feedback[satisfied ? 'satisfied' : 'unsatisfied']) for (let r = 0; r < reps; r++) {
-    const story = topic ? (satisfied ? pick(pool.byTopic[topic]) : storyWithout(topic)) : pick(pool.free);
+    // a topic persona's stories have the topic or not; a name persona's (named-hero) have the name or not
+    const story = topic ? (satisfied ? pick(pool.byTopic[topic]) : storyWithout(topic))
+      : satisfied ? pick(pool.byName[asks!]) : storyWithout(asks!, mentionsName);
     cases.push({ group: p.name, phrase, satisfied, story, text: phrase, asks });
   }
 }
@@ -54,6 +61,10 @@ const heldOut: [group: string, phrases: string[], satisfied: boolean][] = [
   ['held-out soft corrections', sets.softCorrections.heldOut, false],
   ['held-out praise', sets.positive.heldOut, true],
 ];
+// a new request after the answer, worded here and nowhere in the recipe: the judge prompts call moving on a sign
+// that the answer worked; a persona that wants {t} in every story would call it a correction. Reported, not scored.
+const MOVING_ON = ['Thanks! Now a story about a {t}, please.', 'Nice. Next, tell me one about a {t}.', 'Good. Now I want a story about a {t}.',
+  'Great! Can you do a {t} story next?', 'Thank you. Now one with a {t}.', 'Lovely. Next up: a {t} story.'];
 for (const [group, phrases, satisfied] of heldOut) {
   // the same number of cases per group whatever the set's size: reps × 6 topics × 6 phrasings drawn from it
   for (let i = 0; i < reps * 36; i++) {
@@ -62,8 +73,19 @@ for (const [group, phrases, satisfied] of heldOut) {
   }
 }
 
+// praise that names a quality rather than a thing in the story, worded here and nowhere in the recipe: a hint from
+// it ("The user wants cheerful stories.") asks for a word the story need not contain
+const QUALITY_PRAISE = ['So cheerful, I loved it!', 'Nice and short, thank you.', 'That was funny, more please.', 'Such a sweet story! Another?',
+  'Lovely and calm. One more?', 'Very exciting, thanks!', 'Cute and gentle, my son loved it.', 'Perfectly cosy. Tell me another.'];
+for (let i = 0; i < reps * 36; i++) { const phrase = pick(QUALITY_PRAISE); cases.push({ group: 'praise naming a quality', phrase, satisfied: true, story: pick(pool.free), text: phrase }); }
+for (let i = 0; i < reps * 36; i++) {
+  const t = topics[i % topics.length], phrase = pick(MOVING_ON);
+  cases.push({ group: 'moving on (new request)', phrase, satisfied: true, story: storyWithout(t), text: fill(phrase, { t }) });
+}
+
 const started = performance.now();
 const results = await Promise.all(cases.map((c) => judge.judge({ response: c.story, nextState: { role: 'user', text: c.text, looksLikeError: false } }, { hints: true })));
+if (values.dump) writeFileSync(values.dump, cases.map((c, i) => JSON.stringify({ ...c, score: results[i].score, votes: results[i].votes.map((v) => ({ kind: v.kind, score: v.score, hint: v.hint, dropped: v.dropped })), rule: results[i].rule })).join('\n') + '\n');
 const groups = new Map<string, { cases: number; agree: number; satisfied: [number, number]; unsatisfied: [number, number] }>();
 const misses = new Map<string, number>();
 results.forEach((j, i) => {

@@ -13,6 +13,7 @@ import { EmbeddedEngine } from '../engine/embedded/engine.ts';
 import { collect, type Engine, type ChatMessage, type SampleParams } from '../engine/types.ts';
 import { OutputParser, outputFormatOf } from '../api/output.ts';
 import { PrmJudge } from '../judge/judge.ts';
+import { selfJudgeOptions } from '../judge/config.ts';
 import { SelfBackend } from '../judge/backends.ts';
 import { withHint } from '../learn/hint-prompt.ts';
 import { drawStoryPool, mentionsTopic, mentionsName, type StoryPool } from '../recipes/chat-model/stories.ts';
@@ -209,7 +210,8 @@ async function hintEffect(chat: Engine, pool: StoryPool, topicsPerHint: number, 
 
 async function selfJudge(chat: Engine, pool: StoryPool, cases: number, votes: number, seed: number, log: (l: string) => void) {
   const gen = new ConversationGenerator(pool, seed, 'heldOut');
-  const judge = new PrmJudge(new SelfBackend(chat), { m: votes, temperature: 0.6, maxTokens: 48 });
+  const backend = new SelfBackend(chat);
+  const judge = new PrmJudge(backend, selfJudgeOptions({ votes, temperature: 0.6, maxTokens: 48 }, backend.promptStyle));
   const all = Array.from({ length: cases }, () => gen.judgeCase());
   const results = await Promise.all(all.map((c) => judge.judge(c.input, { hints: true })));
   const confusion: Record<string, Record<string, number>> = {};

@@ -6,7 +6,7 @@ import { defineCommand, opt, suggest, UsageError, type Values } from './command.
 import { modelDir, modelOption, kernelOption, threadsOption, jsonOption, weightsDtypeOption, kvDtypeOption } from './args.ts';
 import type { PersonalizeResult } from '../bench/personalize.ts';
 import type { Persona } from '../bench/persona.ts';
-import type { JudgeConfig } from '../judge/config.ts';
+import { NO_HINT_RULES_HELP, type JudgeConfig } from '../judge/config.ts';
 import type { Method } from '../learn/advantages.ts';
 import type { KlEstimator } from '../learn/losses.ts';
 import { RECIPE, recipeFor, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, ENTROPY_GUARD_HELP } from '../trainer/recipe.ts';
@@ -154,6 +154,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     judge: opt.choice(['lexical', 'self', 'llm'], 'judge', { defaultText: MODEL_AWARE_DEFAULT.judge }),
     'judge-url': opt.string('OpenAI-compatible base URL of the LLM judge', { placeholder: 'URL', nonEmpty: true }),
     'judge-model': opt.string('model id of the LLM judge', { placeholder: 'ID', nonEmpty: true }),
+    'no-judge-hint-rules': opt.flag(NO_HINT_RULES_HELP),
     users: positive('simulated users talking at once', 1),
     seed: positive('random seed', 1),
     'eval-every': positive('evaluate on held-out prompts every N conversations', 16),
@@ -211,7 +212,7 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
   const { persona, model } = r;
   const methods: Method[] = o.compare ? ['binary', 'opd', 'combine'] : [r.method];
   const modes: ('token' | 'topk')[] = r.opdMode === 'both' ? ['token', 'topk'] : [r.opdMode];
-  const judge: JudgeConfig = { ...JUDGE_DEFAULTS, kind: r.judge, votes: defaultVotes(r.judge), url: o['judge-url'], model: o['judge-model'] };
+  const judge: JudgeConfig = { ...JUDGE_DEFAULTS, kind: r.judge, votes: defaultVotes(r.judge), url: o['judge-url'], model: o['judge-model'], hintRules: !o['no-judge-hint-rules'] };
   const runs: PersonalizeResult[] = [];
   for (const method of methods) {
     for (const opdMode of method === 'binary' ? ['token' as const] : modes) {
@@ -318,7 +319,7 @@ export const benchPersonalizeCommand = defineCommand({
       const serveArgs = ['--method', resolved.method, '--learning-rate', String(o['learning-rate']), '--batch-size', String(o['batch-size']),
         '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', o['reward-baseline'], ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
         '--opd-mode', resolved.opdMode === 'both' ? 'token' : resolved.opdMode, '--topk-k', String(o['topk-k']), '--topk-set', o['topk-set'], '--hint-selection', o['hint-selection'], '--opd-teacher', o['opd-teacher'],
-        '--negative-weight', String(o['negative-weight']), '--kl-coef', String(resolved.klCoef), '--kl-estimator', resolved.klEstimator, '--entropy-guard', String(resolved.entropyGuard), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : [])];
+        '--negative-weight', String(o['negative-weight']), '--kl-coef', String(resolved.klCoef), '--kl-estimator', resolved.klEstimator, '--entropy-guard', String(resolved.entropyGuard), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : []), ...(o['no-judge-hint-rules'] ? ['--no-judge-hint-rules'] : [])];
       served = await runPersonalizeViaServe({
         model: resolved.model, persona, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
         serveArgs, drainSeconds: o['drain-seconds'], progress, judge: resolved.judge === 'self' ? 'self' : 'lexical',

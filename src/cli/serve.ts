@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { defineCommand, opt, UsageError, type Values } from './command.ts';
 import { parseOrigins } from '../api/cors.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId, weightsDtypeOption, kvDtypeOption } from './args.ts';
-import { JUDGE_DEFAULTS, SELF_JUDGE_VOTES, defaultVotes, type JudgeConfig } from '../judge/config.ts';
+import { JUDGE_DEFAULTS, SELF_JUDGE_VOTES, NO_HINT_RULES_HELP, defaultVotes, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
 import { RECIPE, recipeFor, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, ENTROPY_GUARD_HELP } from '../trainer/recipe.ts';
 import { learningRateProblem } from '../learn/weights-guard.ts';
@@ -49,6 +49,7 @@ const SERVE_OPTIONS = {
   'judge-concurrency': count('judge requests at once', JUDGE_DEFAULTS.concurrency),
   'judge-context': opt.flag('show the judge the earlier conversation too'),
   'no-hints': opt.flag('do not ask the judge for hints (OPD)'),
+  'no-judge-hint-rules': opt.flag(NO_HINT_RULES_HELP),
   'no-train': opt.flag('serve and record only'),
   method: opt.choice(['binary', 'opd', 'combine'], 'learning method', { defaultText: MODEL_AWARE_DEFAULT.method, env: 'OPENCLAW_RL_METHOD' }),
   'batch-size': count('samples per optimizer step', TRAINER_DEFAULTS.batchSize),
@@ -204,7 +205,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   const judgeConfig: JudgeConfig = {
     ...JUDGE_DEFAULTS, kind: judgeKind, url: o['judge-url'], model: o['judge-model'], apiKey: o['judge-api-key'],
     votes: o['judge-votes'] ?? defaultVotes(judgeKind), maxTokens: o['judge-max-tokens'], temperature: o['judge-temperature'],
-    timeoutMs: o['judge-timeout-seconds'] * 1000, concurrency: o['judge-concurrency'],
+    timeoutMs: o['judge-timeout-seconds'] * 1000, concurrency: o['judge-concurrency'], hintRules: !o['no-judge-hint-rules'],
   };
   if (leavesToModel(o)) logger.info(`default recipe for this model: ${auto.reason}`);
   // /metrics is answered synchronously: keep the embedded engine's figures fresh in the background

@@ -1,8 +1,9 @@
 // Building the configured judge: `lexical` (default, no model), `self` (the served model with
 // adapters off), `llm` (an OpenAI-compatible endpoint), or `none`.
 import type { Engine } from '../engine/types.ts';
-import { LexicalJudge, PrmJudge, type Judge } from './judge.ts';
+import { LexicalJudge, PrmJudge, type Judge, type PrmJudgeOptions } from './judge.ts';
 import { LlmBackend, SelfBackend } from './backends.ts';
+import type { PromptStyle } from './prompts.ts';
 
 export interface JudgeConfig {
   kind: 'none' | 'lexical' | 'self' | 'llm';
@@ -15,6 +16,8 @@ export interface JudgeConfig {
   timeoutMs: number;
   retries: number;
   concurrency: number;
+  /** the self judge's hint rules where it takes the compact prompts (selfJudgeOptions); false: off */
+  hintRules?: boolean;
 }
 
 export const JUDGE_DEFAULTS: JudgeConfig = { kind: 'lexical', votes: 3, temperature: 0.6, maxTokens: 2048, timeoutMs: 120_000, retries: 3, concurrency: 4 };
@@ -29,11 +32,36 @@ export function defaultVotes(kind: JudgeConfig['kind']): number {
   return kind === 'self' ? SELF_JUDGE_VOTES : JUDGE_DEFAULTS.votes;
 }
 
+/**
+ * How the self judge reads its votes. A model small enough for the compact prompts (stories260k-chat) makes
+ * its hint votes up: names from the story, objects from nowhere. So its hints must be grounded in the next
+ * state, and grounded hints asking for what the answer lacks (2 of the hint votes) outweigh the score votes'
+ * reading of the reply's tone, which takes "My daughter only likes stories with bears." for praise. On
+ * stories260k-chat that lifted sign agreement with the personas' feedback from 84% to 89% (bear 75 → 88%) and
+ * cut wrong hints from 255 of 498 to 2 of 236 (docs/benchmarks.md, issue 12 session 14). Its cost: a new
+ * request after an answer ("Thanks! Now one about a cat.") also reads as a correction. A model that reads
+ * the full prompts is left to read the reply itself (not measured with these rules).
+ * `hintRules: false` (`--no-judge-hint-rules`) turns both off.
+ */
+export function selfJudgeOptions(c: Pick<JudgeConfig, 'votes' | 'temperature' | 'maxTokens' | 'hintRules'>, style: PromptStyle): PrmJudgeOptions {
+  const on = style === 'compact' && c.hintRules !== false;
+  return { m: c.votes, temperature: c.temperature, maxTokens: c.maxTokens, groundHints: on, missingHintVotes: on ? SELF_JUDGE_MISSING_HINT_VOTES : 0 };
+}
+
+/** --no-judge-hint-rules on the commands that judge. */
+export const NO_HINT_RULES_HELP = 'turn off the small self judge\'s hint rules: hints must use the reply\'s own words, and 2 hint votes asking for what the answer lacks make the turn −1';
+
+/** Hint votes (of the self judge's m) that must ask for what the answer lacks to make the turn −1. */
+export const SELF_JUDGE_MISSING_HINT_VOTES = 2;
+
 export function createJudge(c: JudgeConfig, engine: Engine): Judge | null {
   switch (c.kind) {
     case 'none': return null;
     case 'lexical': return new LexicalJudge();
-    case 'self': return new PrmJudge(new SelfBackend(engine), { m: c.votes, temperature: c.temperature, maxTokens: c.maxTokens });
+    case 'self': {
+      const backend = new SelfBackend(engine);
+      return new PrmJudge(backend, selfJudgeOptions(c, backend.promptStyle));
+    }
     case 'llm':
       if (!c.url || !c.model) throw new Error('the llm judge needs --judge-url (an OpenAI-compatible base URL) and --judge-model');
       return new PrmJudge(new LlmBackend({ baseUrl: c.url, model: c.model, apiKey: c.apiKey, timeoutMs: c.timeoutMs, retries: c.retries, maxConcurrent: c.concurrency }), { m: c.votes, temperature: c.temperature, maxTokens: c.maxTokens });

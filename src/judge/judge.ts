@@ -1,5 +1,5 @@
 // Judges turn (answer, next state) into a reward and, for OPD, a hint. Every vote is kept raw.
-import { parseBoxed, majority, parseHintVote, selectHint, hintVoteOf, type Score } from '../learn/votes.ts';
+import { parseBoxed, majority, parseHintVote, selectHint, hintVoteOf, isGroundedHint, hintMissingFrom, type Score } from '../learn/votes.ts';
 import { judgePrompts, type JudgeInput } from './prompts.ts';
 import { BackendUnavailable, type ChatBackend } from './backends.ts';
 import { lexicalScore, lexicalHint } from './lexical.ts';
@@ -12,16 +12,38 @@ export interface Vote {
   latencyMs: number;
   backend: string;
   error?: string;
+  /** why the judge set aside the hint this vote gave (its text keeps it) */
+  dropped?: string;
 }
 
-export interface Judgement { score: Score; hint: string | null; votes: Vote[]; backend: string }
+export interface Judgement {
+  score: Score;
+  hint: string | null;
+  votes: Vote[];
+  backend: string;
+  /** set when a rule over the votes, not the PRM majority, gave the score */
+  rule?: string;
+}
 
 export interface Judge {
   readonly name: string;
   judge(input: JudgeInput, opts: { hints: boolean }): Promise<Judgement>;
 }
 
-export interface PrmJudgeOptions { m?: number; temperature?: number; maxTokens?: number; minHintLength?: number }
+export interface PrmJudgeOptions {
+  m?: number;
+  temperature?: number;
+  maxTokens?: number;
+  minHintLength?: number;
+  /** set aside hints none of whose content words the next state used (learn/votes.ts, isGroundedHint) */
+  groundHints?: boolean;
+  /**
+   * When a user's reply draws at least this many (grounded) hint votes asking for something the answer lacks
+   * entirely (hintMissingFrom), the turn scores −1 whatever the PRM majority: the reply says what was missing.
+   * 0: off. Hint votes are then asked on every user turn, also where no hint is wanted for training.
+   */
+  missingHintVotes?: number;
+}
 
 /** m PRM votes (and m hint votes) from an LLM backend, all in flight at once (the backend caps them). */
 export class PrmJudge implements Judge {
@@ -32,7 +54,7 @@ export class PrmJudge implements Judge {
   constructor(backend: ChatBackend, o: PrmJudgeOptions = {}) {
     this.backend = backend;
     this.name = backend.name;
-    this.o = { m: 3, temperature: 0.6, maxTokens: 2048, minHintLength: 10, ...o };
+    this.o = { m: 3, temperature: 0.6, maxTokens: 2048, minHintLength: 10, groundHints: false, missingHintVotes: 0, ...o };
   }
 
   private async vote(kind: 'prm' | 'hint', input: JudgeInput): Promise<Vote> {
@@ -48,17 +70,29 @@ export class PrmJudge implements Judge {
   }
 
   async judge(input: JudgeInput, opts: { hints: boolean }): Promise<Judgement> {
-    const kinds: ('prm' | 'hint')[] = [...Array(this.o.m).fill('prm'), ...(opts.hints ? Array(this.o.m).fill('hint') : [])];
+    const crossCheck = this.o.missingHintVotes > 0 && input.nextState.role === 'user';
+    const kinds: ('prm' | 'hint')[] = [...Array(this.o.m).fill('prm'), ...(opts.hints || crossCheck ? Array(this.o.m).fill('hint') : [])];
     const votes = await Promise.all(kinds.map((k) => this.vote(k, input)));
     // the endpoint was down for every vote: judge again later rather than record a neutral verdict
     if (votes.every((v) => v.error?.startsWith('BackendUnavailable'))) throw new BackendUnavailable(votes[0].error ?? 'judge unavailable');
     const prm = votes.filter((v) => v.kind === 'prm');
     const hints = votes.filter((v) => v.kind === 'hint');
-    return {
+    if (this.o.groundHints) {
+      for (const v of hints) if (v.hint && !isGroundedHint(v.hint, input.nextState.text)) { v.dropped = 'none of its words are in the next state'; v.hint = null; }
+    }
+    const judgement: Judgement = {
       score: majority(prm.map((v) => v.score)),
       hint: opts.hints ? selectHint(hints.map(hintVoteOf), this.o.minHintLength) : null,
       votes, backend: this.name,
     };
+    if (crossCheck) {
+      const missing = hints.filter((v) => v.score === 1 && v.hint && hintMissingFrom(v.hint, input.response)).length;
+      if (missing >= this.o.missingHintVotes && judgement.score !== -1) {
+        judgement.rule = `${missing} hint vote(s) ask for what the answer lacks (PRM majority ${judgement.score})`;
+        judgement.score = -1;
+      }
+    }
+    return judgement;
   }
 }
 

@@ -123,3 +123,41 @@ export function meanGrade(grades: (number | null)[]): number | null {
   const ok = grades.filter((g): g is number => g !== null);
   return ok.length ? ok.reduce((a, b) => a + b, 0) / ok.length : null;
 }
+
+// Reading hints against the turn. A small judge's hint votes make things up: the self judge of stories260k-chat
+// names characters from the story or objects from nowhere ("The user wants a story about a box." after "Good one,
+// thanks."). A hint is hindsight from the next state, so what it asks for should be words the next state used:
+// a hint is grounded when one of its content words (its words less the words hints are framed with) occurs in
+// the next state's text. And a grounded hint that asks for something the answer does not contain at all says
+// the answer missed what the user wants, whatever the score votes read into the reply's tone ("My daughter only
+// likes stories with bears." after a story with no bear).
+
+/** Words that frame a hint rather than say what it asks for. */
+const HINT_FRAME = new Set(('a an the this that these those it its is are was were be been to of in on at by for from with about as and or ' +
+  'user users wants want wanted wanting likes like liked love loves should would could can will please make made write written ' +
+  'answer response assistant reply story stories tale one ones more next time again another some any only every each kind same ' +
+  'have has had include includes including character characters someone somebody hero named name called his her their them they').split(' '));
+/** A hint with one of these asks for an absence: "no dragons" is not missing from a story without dragons. */
+const NEGATION = new Set(['no', 'not', 'without', 'never', 'less', 'fewer', 'none', 'nothing', "don't", 'dont', 'stop', 'avoid']);
+
+const hintWords = (text: string) => text.toLowerCase().match(/[\p{L}\p{N}']+/gu) ?? [];
+/** Plural and possessive endings off, so "bears" meets "bear" and "Zoe's" meets "Zoe". */
+const stem = (w: string) => w.replace(/'s$/, '').replace(/(?<=[^s])s$/, '');
+
+/** The words of a hint that say what it asks for, stemmed. */
+export function hintContentWords(hint: string): string[] {
+  return hintWords(hint).filter((w) => !HINT_FRAME.has(w) && !NEGATION.has(w) && w.length > 1).map(stem);
+}
+
+/** Whether a hint asks for something in the next state's own words: one of its content words occurs there. */
+export function isGroundedHint(hint: string, nextStateText: string): boolean {
+  const seen = new Set(hintWords(nextStateText).map(stem));
+  return hintContentWords(hint).some((w) => seen.has(w));
+}
+
+/** Whether a hint asks for something the answer lacks entirely: it has content words, none occur in the answer, and it asks for no absence. */
+export function hintMissingFrom(hint: string, answer: string): boolean {
+  if (hintWords(hint).some((w) => NEGATION.has(w))) return false;
+  const content = hintContentWords(hint), seen = new Set(hintWords(answer).map(stem));
+  return content.length > 0 && content.every((w) => !seen.has(w));
+}

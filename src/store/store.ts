@@ -264,7 +264,7 @@ export class Store {
       ORDER BY t.id LIMIT ?`).all(now, limit) as unknown as TurnRow[];
   }
 
-  saveJudgement(turnId: number, j: { score: number; hint: string | null; votes: unknown[]; backend: string }): void {
+  saveJudgement(turnId: number, j: { score: number; hint: string | null; votes: unknown[]; backend: string; rule?: string }): void {
     this.transaction(() => {
       const prev = this.sql('SELECT attempts FROM judgements WHERE turn_id = ?').get(turnId) as { attempts: number } | undefined;
       this.sql(`INSERT INTO judgements (turn_id, status, score, hint, votes_json, backend, attempts, next_attempt_at, last_error, updated_at)
@@ -273,7 +273,7 @@ export class Store {
           backend = excluded.backend, attempts = excluded.attempts, next_attempt_at = NULL, last_error = NULL, updated_at = excluded.updated_at`)
         .run(turnId, j.score, this.stored(j.hint), JSON.stringify(this.stored(j.votes)), j.backend, (prev?.attempts ?? 0) + 1, Date.now());
     });
-    this.appendLog(this.judgementsLog, this.logged({ event: 'judgement', turnId, score: j.score, hint: j.hint, backend: j.backend, votes: j.votes }));
+    this.appendLog(this.judgementsLog, this.logged({ event: 'judgement', turnId, score: j.score, hint: j.hint, backend: j.backend, votes: j.votes, ...(j.rule ? { rule: j.rule } : {}) }));
   }
 
   /** The judge could not run (outage): keep the turn, try again at `nextAttemptAt`. */

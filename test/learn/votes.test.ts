@@ -1,7 +1,7 @@
 // Vote aggregation, boxed parsing and hint selection: hand-made tables.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseBoxed, majority, parseHintVote, selectHint, isTrivialHint, type Score } from '../../src/learn/votes.ts';
+import { parseBoxed, majority, parseHintVote, selectHint, isTrivialHint, hintContentWords, isGroundedHint, hintMissingFrom, type Score } from '../../src/learn/votes.ts';
 
 test('majority vote over valid votes; a tie or no valid vote is 0', () => {
   const table: [(Score | null)[], Score][] = [
@@ -82,4 +82,42 @@ test('hint agreement: a hint counts when enough positive votes give it (case and
   assert.equal(selectHint(votes), lily, 'every vote counted: the longest wins');
   assert.deepEqual(acceptedHints(kept), [bear]);
   assert.equal(selectHint(votes.filter((_, i) => hintAgreement(votes, 4)[i] && votes[i].score === 1)), null);
+});
+
+test('hint content words: the words a hint asks for, less its framing, stemmed', () => {
+  const table: [string, string[]][] = [
+    ['The user wants a story about a bear.', ['bear']],
+    ['The user wants a character named Zoe.', ['zoe']],
+    ['Include some frogs.', ['frog']],
+    ["Name the hero Zoe's way.", ['zoe', 'way']],
+    ['The user wants more stories like this.', []],
+    ['The user wants no dragons.', ['dragon']],
+    ['Make it shorter.', ['shorter']],
+  ];
+  for (const [hint, expected] of table) assert.deepEqual(hintContentWords(hint), expected, hint);
+});
+
+test('grounded hints: one content word of the hint is in the next state (plurals and case aside)', () => {
+  const table: [hint: string, next: string, grounded: boolean][] = [
+    ['The user wants a story about a bear.', 'My daughter only likes stories with bears.', true],
+    ['The user wants a character named Zoe.', 'Where is Zoe? I asked for Zoe.', true],
+    ['The user wants a character named Lily.', 'No bear this time? I want a bear story.', false],
+    ['The user wants a story about a box.', 'Good one, thanks. Tell me one more.', false],
+    ['The user wants more stories like this.', 'Great, more like this please.', false],
+    ['The user likes stories about a bear.', 'A bear! My daughter loves it. Another one?', true],
+  ];
+  for (const [hint, next, expected] of table) assert.equal(isGroundedHint(hint, next), expected, `${hint} | ${next}`);
+});
+
+test('a hint missing from the answer: it asks for something no word of the answer is, and asks for no absence', () => {
+  const table: [hint: string, answer: string, missing: boolean][] = [
+    ['The user wants a story about a bear.', 'Once upon a time, there was a dog named Max.', true],
+    ['The user wants a story about a bear.', 'Tom had two bears. They played in the sun.', false],
+    ['The user wants a character named Zoe.', "Zoe's cat was big.", false],
+    ['The user wants a character named Zoe.', 'Lily had a cat.', true],
+    ['The user wants no dragons.', 'Lily had a cat.', false],
+    ["Don't add a dragon.", 'Lily had a cat.', false],
+    ['The user wants more stories like this.', 'Lily had a cat.', false],
+  ];
+  for (const [hint, answer, expected] of table) assert.equal(hintMissingFrom(hint, answer), expected, `${hint} | ${answer}`);
 });

@@ -1,0 +1,79 @@
+// How the judge reads its hint votes against the turn: hints not grounded in the next state are set aside (their
+// text kept), and grounded hints that ask for what the answer lacks make the turn −1 whatever the PRM majority.
+// The backend is a scripted double of a judge model's answers (the rules, not a model, are under test).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { PrmJudge } from '../../src/judge/judge.ts';
+import type { JudgeInput } from '../../src/judge/prompts.ts';
+import { selfJudgeOptions, SELF_JUDGE_MISSING_HINT_VOTES } from '../../src/judge/config.ts';
+
+/** A judge model double: answers PRM prompts and hint prompts from two scripts, in order. */
+function scripted(prm: string[], hint: string[]) {
+  const asked = { prm: 0, hint: 0 };
+  return {
+    asked,
+    backend: {
+      name: 'scripted-double', promptStyle: 'compact' as const,
+      complete: async (messages: { role: string; content: string }[]) => {
+        const isHint = /hint/i.test(messages[0].content);
+        return isHint ? hint[asked.hint++ % hint.length] : prm[asked.prm++ % prm.length];
+      },
+    },
+  };
+}
+const hintAnswer = (h: string) => `\\boxed{1}\n[HINT_START]${h}[HINT_END]`;
+const turn = (response: string, next: string, role: 'user' | 'tool' = 'user'): JudgeInput => ({ response, nextState: { role, text: next, looksLikeError: false } });
+
+test('hints none of whose words the reply used are set aside, with the reason; their text is kept', async () => {
+  const { backend } = scripted(['\\boxed{-1}'], [hintAnswer('The user wants a character named Lily.'), hintAnswer('The user wants a story about a bear.'), '\\boxed{-1}']);
+  const j = await new PrmJudge(backend, { m: 3, groundHints: true }).judge(turn('Lily had a dog.', 'No bear this time? I want a bear story.'), { hints: true });
+  const hints = j.votes.filter((v) => v.kind === 'hint');
+  assert.deepEqual(hints.map((v) => v.hint), [null, 'The user wants a story about a bear.', null]);
+  assert.equal(hints[0].dropped, 'none of its words are in the next state');
+  assert.match(hints[0].text, /Lily/);
+  assert.equal(hints[1].dropped, undefined);
+  assert.equal(j.hint, 'The user wants a story about a bear.');
+  // off: every parsed hint stays
+  const off = await new PrmJudge(scripted(['\\boxed{-1}'], [hintAnswer('The user wants a character named Lily.')]).backend, { m: 1 }).judge(turn('Lily had a dog.', 'No bear?'), { hints: true });
+  assert.equal(off.hint, 'The user wants a character named Lily.');
+});
+
+test('grounded hints asking for what the answer lacks outweigh a positive majority, from the configured number of votes', async () => {
+  const bearHint = hintAnswer('The user wants a story about a bear.');
+  const table: [name: string, prm: string[], hints: string[], response: string, missingHintVotes: number, score: number, rule: boolean][] = [
+    ['two votes ask for a bear the story lacks', ['\\boxed{1}'], [bearHint, bearHint, '\\boxed{-1}'], 'Lily had a dog.', 2, -1, true],
+    ['one vote is not enough at 2', ['\\boxed{1}'], [bearHint, '\\boxed{-1}', '\\boxed{-1}'], 'Lily had a dog.', 2, 1, false],
+    ['one vote is enough at 1', ['\\boxed{1}'], [bearHint, '\\boxed{-1}', '\\boxed{-1}'], 'Lily had a dog.', 1, -1, true],
+    ['the story has the bear: praise stays praise', ['\\boxed{1}'], [bearHint], 'Lily had a bear.', 2, 1, false],
+    ['a neutral majority becomes −1', ['\\boxed{1}', '\\boxed{-1}', '\\boxed{0}'], [bearHint], 'Lily had a dog.', 2, -1, true],
+    ['off at 0', ['\\boxed{1}'], [bearHint], 'Lily had a dog.', 0, 1, false],
+  ];
+  for (const [name, prm, hints, response, missingHintVotes, score, rule] of table) {
+    const j = await new PrmJudge(scripted(prm, hints).backend, { m: 3, groundHints: true, missingHintVotes }).judge(turn(response, 'My daughter only likes stories with bears.'), { hints: false });
+    assert.equal(j.score, score, name);
+    assert.equal(j.rule !== undefined, rule, name);
+    assert.equal(j.hint, null, `${name}: no hint asked for training`);
+  }
+});
+
+test('the cross-check asks hint votes on user turns only, also when training wants no hint', async () => {
+  const user = scripted(['\\boxed{1}'], ['\\boxed{-1}']);
+  await new PrmJudge(user.backend, { m: 3, missingHintVotes: 2 }).judge(turn('A story.', 'Thanks!'), { hints: false });
+  assert.deepEqual(user.asked, { prm: 3, hint: 3 });
+  const tool = scripted(['\\boxed{1}'], ['\\boxed{-1}']);
+  await new PrmJudge(tool.backend, { m: 3, missingHintVotes: 2 }).judge(turn('{"name":"ls"}', 'a.txt b.txt', 'tool'), { hints: false });
+  assert.deepEqual(tool.asked, { prm: 3, hint: 0 });
+});
+
+test('an ungrounded hint never triggers the cross-check', async () => {
+  const j = await new PrmJudge(scripted(['\\boxed{1}'], [hintAnswer('The user wants a story about a box.')]).backend, { m: 3, groundHints: true, missingHintVotes: 2 })
+    .judge(turn('Lily had a dog.', 'Good one, thanks. Tell me one more.'), { hints: false });
+  assert.equal(j.score, 1);
+  assert.equal(j.rule, undefined);
+});
+
+test('the self judge takes these rules with the compact prompts only (a model that reads the full prompts reads the reply itself)', () => {
+  const c = { votes: 7, temperature: 0.6, maxTokens: 48 };
+  assert.deepEqual(selfJudgeOptions(c, 'compact'), { m: 7, temperature: 0.6, maxTokens: 48, groundHints: true, missingHintVotes: SELF_JUDGE_MISSING_HINT_VOTES });
+  assert.deepEqual(selfJudgeOptions(c, 'full'), { m: 7, temperature: 0.6, maxTokens: 48, groundHints: false, missingHintVotes: 0 });
+});
