@@ -3,8 +3,8 @@
 // old_actor forward), then one teacher pass per hint candidate (the request with that hint in the last
 // user turn, rendered by the chat template: learn/hint-prompt.ts) gathering its log-probs at the
 // student's ids and naming its own top-K, and the per-turn hint choice and set advantages
-// (learn/topk-opd.ts). A turn with a reward but no hint (combine) gets one candidate without a hint:
-// the teacher on the same prompt, which pulls the student's top-K towards it (a KL-like regulariser).
+// (learn/topk-opd.ts). An input without hints gets one candidate, the teacher on its own prompt (a pull of the
+// student's top-K towards the teacher); the learning loop no longer asks for that (trainer/loop.ts says why).
 import type { Engine, Datum, ChatMessage, ToolSpec, TopKScoreRequest } from '../engine/types.ts';
 import { withHint } from '../learn/hint-prompt.ts';
 import { topkTargets, joinSet, mixedAdvantages, type HintSelection } from '../learn/topk-opd.ts';

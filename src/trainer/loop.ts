@@ -252,8 +252,11 @@ export class TrainerLoop {
     });
     let distillNote = '';
     if (this.o.opdMode === 'topk' && this.o.method !== 'binary') {
-      // which samples get a distillation set: those with hints, and in combine also rewarded ones without (teacher on the same prompt)
-      const wants = fresh.map((r) => r.kind === 'opd' || r.kind === 'combine' || (r.kind === 'binary' && this.o.method === 'combine' && r.reward !== null));
+      // only samples with hints get a distillation set. A rewarded turn without one used to get the teacher on its own
+      // prompt in combine: with the base as teacher that pulled every approved answer back towards the base at full OPD
+      // weight, and combine learned less than binary or OPD alone (+70/+48/+50/+20 against +80/+90/+48 on
+      // cat/frog/bear without it; docs/benchmarks.md, issue 12 session 14)
+      const wants = fresh.map((r) => r.kind === 'opd' || r.kind === 'combine');
       const inputs: DistillInput[] = [], at: number[] = [];
       fresh.forEach((r, i) => {
         if (!wants[i]) return;

@@ -121,6 +121,10 @@ test('the loop in top-K combine mode: hinted turns keep their candidates, steps 
       assert.deepEqual(JSON.parse(h.hint), ['The user wants a story about a dog.']);
     }
     assert.ok(lines.some((l) => /top-4 OPD on \d+/.test(l)), lines.join('\n'));
+    // only hinted turns are distilled: approved answers without a hint are not pulled towards the teacher
+    const distilled = lines.reduce((a, l) => a + Number(/top-4 OPD on (\d+)/.exec(l)?.[1] ?? 0), 0);
+    const trainedHinted = (s.store.db.prepare(`SELECT COUNT(*) AS n FROM samples WHERE hint IS NOT NULL AND status = 'trained'`).get() as { n: number }).n;
+    assert.ok(distilled > 0 && distilled <= trainedHinted, `${distilled} distilled, ${trainedHinted} hinted trained`);
     assert.equal((await s.engine.versions()).published, trainer.version);
   } finally {
     await s.close();
