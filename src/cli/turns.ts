@@ -25,6 +25,7 @@ export function formatTurn(t: TurnView): string {
   if (t.nextState.text !== null) lines.push(`  next:   ${oneLine(t.nextState.text)}`);
   else if (t.nextState.reason) lines.push(`  next:   (${t.nextState.status}: ${t.nextState.reason})`);
   if (j?.hint) lines.push(`  hint:   ${oneLine(j.hint)}`);
+  if (j?.rule) lines.push(`  rule:   ${j.rule}`);
   if (j && j.votes.length) lines.push(`  votes:  ${j.votes.map((v) => `${v.kind} ${v.score ?? (v.error ? 'error' : '∅')}`).join(', ')}`);
   return lines.join('\n');
 }

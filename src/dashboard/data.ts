@@ -24,14 +24,14 @@ export interface TurnFilter {
 
 /** Per-token advantages of a sample over its unmasked tokens. */
 export interface AdvantageSummary { tokens: number; masked: number; mean: number | null; min: number | null; max: number | null }
-export interface VoteView { kind: string; score: number | null; hint: string | null; text: string; error: string | null }
+export interface VoteView { kind: string; score: number | null; hint: string | null; text: string; error: string | null; dropped: string | null }
 export interface TurnView {
   id: number; sessionId: string; index: number; turnType: string; typeSource: string; status: string; createdAt: string;
   /** the weights version the answer was sampled with */
   sampledVersion: number;
   prompt: string; answer: string; finishReason: string; promptTokens: number; completionTokens: number;
   nextState: { status: string; role: string | null; text: string | null; reason: string | null };
-  judgement: { status: string; score: number | null; hint: string | null; votes: VoteView[]; backend: string; attempts: number; lastError: string | null } | null;
+  judgement: { status: string; score: number | null; hint: string | null; votes: VoteView[]; backend: string; attempts: number; lastError: string | null; rule: string | null } | null;
   sample: {
     kind: string; status: string; reason: string | null; reward: number | null;
     advantage: AdvantageSummary;
@@ -73,9 +73,12 @@ type JoinedRow = {
   id: number; session_id: string; idx: number; turn_type: string; type_source: string; status: string; created_at: number; policy_version: number;
   request_json: string; response_text: string; answer_json: string | null; finish_reason: string; prompt_tokens: number; completion_tokens: number;
   next_state_json: string | null; next_state_status: string; next_state_reason: string | null;
-  j_status: string | null; j_score: number | null; j_hint: string | null; j_votes: string | null; j_backend: string | null; j_attempts: number | null; j_error: string | null;
+  j_status: string | null; j_score: number | null; j_hint: string | null; j_votes: string | null; j_backend: string | null; j_attempts: number | null; j_error: string | null; j_rule: string | null;
   s_kind: string | null; s_status: string | null; s_reason: string | null; s_reward: number | null; s_adv: string | null; s_mask: string | null; s_version: number | null; s_step: number | null; s_trained_version: number | null;
 };
+
+/** Whether the store's judgements have the rule column (schema 5; `turns` reads older stores read-only, unmigrated). */
+const hasRule = (store: StoreReader) => (store.db.prepare('PRAGMA table_info(judgements)').all() as { name: string }[]).some((c) => c.name === 'rule');
 
 /** Turns (newest first) joined with judgement and sample, redacted. */
 export function listTurns(store: StoreReader, f: TurnFilter = {}): TurnView[] {
@@ -90,7 +93,7 @@ export function listTurns(store: StoreReader, f: TurnFilter = {}): TurnView[] {
   const limit = Math.max(1, Math.min(500, f.limit ?? 50));
   const rows = store.db.prepare(`SELECT t.id, t.session_id, t.idx, t.turn_type, t.type_source, t.status, t.created_at, t.policy_version, t.request_json,
       t.response_text, t.answer_json, t.finish_reason, t.prompt_tokens, t.completion_tokens, t.next_state_json, t.next_state_status, t.next_state_reason,
-      j.status AS j_status, j.score AS j_score, j.hint AS j_hint, j.votes_json AS j_votes, j.backend AS j_backend, j.attempts AS j_attempts, j.last_error AS j_error,
+      j.status AS j_status, j.score AS j_score, j.hint AS j_hint, j.votes_json AS j_votes, j.backend AS j_backend, j.attempts AS j_attempts, j.last_error AS j_error, ${hasRule(store) ? 'j.rule' : 'NULL'} AS j_rule,
       s.kind AS s_kind, s.status AS s_status, s.reason AS s_reason, s.reward AS s_reward, s.advantages AS s_adv, s.loss_mask AS s_mask, s.behaviour_version AS s_version, s.step AS s_step,
       (SELECT ts.version FROM training_steps ts WHERE s.step IS NOT NULL AND ts.step = s.step
          AND ts.status = CASE s.status WHEN 'trained' THEN 'published' ELSE 'rolled_back' END ORDER BY ts.id DESC LIMIT 1) AS s_trained_version
@@ -101,7 +104,7 @@ export function listTurns(store: StoreReader, f: TurnFilter = {}): TurnView[] {
 
 function turnView(r: JoinedRow): TurnView {
   const next = r.next_state_json ? JSON.parse(r.next_state_json) as { role: string; messages: WireMessage[] } : null;
-  const votes = r.j_votes ? (JSON.parse(r.j_votes) as { kind: string; score: number | null; hint: string | null; text: string; error?: string }[]) : [];
+  const votes = r.j_votes ? (JSON.parse(r.j_votes) as { kind: string; score: number | null; hint: string | null; text: string; error?: string; dropped?: string }[]) : [];
   const trained = r.s_status === 'trained' || r.s_status === 'rolled_back';
   return {
     id: r.id, sessionId: r.session_id, index: r.idx, turnType: r.turn_type, typeSource: r.type_source, status: r.status, createdAt: new Date(r.created_at).toISOString(),
@@ -109,8 +112,8 @@ function turnView(r: JoinedRow): TurnView {
     promptTokens: r.prompt_tokens, completionTokens: r.completion_tokens,
     nextState: { status: r.next_state_status, role: next?.role ?? null, text: next ? next.messages.map((m) => contentText(m.content)).join('\n\n') : null, reason: r.next_state_reason },
     judgement: r.j_status === null ? null : {
-      status: r.j_status, score: r.j_score, hint: r.j_hint, backend: r.j_backend ?? '', attempts: r.j_attempts ?? 0, lastError: r.j_error,
-      votes: votes.map((v) => ({ kind: v.kind, score: v.score, hint: v.hint, text: v.text.length > 600 ? `${v.text.slice(0, 600)}…` : v.text, error: v.error ?? null })),
+      status: r.j_status, score: r.j_score, hint: r.j_hint, backend: r.j_backend ?? '', attempts: r.j_attempts ?? 0, lastError: r.j_error, rule: r.j_rule ?? null,
+      votes: votes.map((v) => ({ kind: v.kind, score: v.score, hint: v.hint, text: v.text.length > 600 ? `${v.text.slice(0, 600)}…` : v.text, error: v.error ?? null, dropped: v.dropped ?? null })),
     },
     sample: r.s_kind === null ? null : {
       kind: r.s_kind, status: r.s_status!, reason: r.s_reason, reward: r.s_reward, advantage: advantageSummary(r.s_adv!, r.s_mask!),

@@ -40,7 +40,7 @@ export const MIGRATIONS: string[] = [
   `CREATE TABLE judgements (
      turn_id INTEGER PRIMARY KEY REFERENCES turns(id) ON DELETE CASCADE,
      status TEXT NOT NULL,                 -- done | deferred
-     score INTEGER,                        -- majority of the PRM votes: -1, 0, 1
+     score INTEGER,                        -- majority of the PRM votes (or a rule's verdict, migration 5): -1, 0, 1
      hint TEXT,                            -- the chosen hindsight hint, if any
      votes_json TEXT NOT NULL,
      backend TEXT NOT NULL,
@@ -85,4 +85,6 @@ export const MIGRATIONS: string[] = [
      source TEXT NOT NULL,                 -- step | resume | rollback | fresh
      created_at INTEGER NOT NULL
    );`,
+  // 5: the rule over the votes that gave a judgement's score, when not the PRM majority (judge/judge.ts)
+  `ALTER TABLE judgements ADD COLUMN rule TEXT;`,
 ];

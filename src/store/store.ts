@@ -267,11 +267,11 @@ export class Store {
   saveJudgement(turnId: number, j: { score: number; hint: string | null; votes: unknown[]; backend: string; rule?: string }): void {
     this.transaction(() => {
       const prev = this.sql('SELECT attempts FROM judgements WHERE turn_id = ?').get(turnId) as { attempts: number } | undefined;
-      this.sql(`INSERT INTO judgements (turn_id, status, score, hint, votes_json, backend, attempts, next_attempt_at, last_error, updated_at)
-        VALUES (?, 'done', ?, ?, ?, ?, ?, NULL, NULL, ?)
+      this.sql(`INSERT INTO judgements (turn_id, status, score, hint, votes_json, backend, attempts, next_attempt_at, last_error, updated_at, rule)
+        VALUES (?, 'done', ?, ?, ?, ?, ?, NULL, NULL, ?, ?)
         ON CONFLICT(turn_id) DO UPDATE SET status = 'done', score = excluded.score, hint = excluded.hint, votes_json = excluded.votes_json,
-          backend = excluded.backend, attempts = excluded.attempts, next_attempt_at = NULL, last_error = NULL, updated_at = excluded.updated_at`)
-        .run(turnId, j.score, this.stored(j.hint), JSON.stringify(this.stored(j.votes)), j.backend, (prev?.attempts ?? 0) + 1, Date.now());
+          backend = excluded.backend, attempts = excluded.attempts, next_attempt_at = NULL, last_error = NULL, updated_at = excluded.updated_at, rule = excluded.rule`)
+        .run(turnId, j.score, this.stored(j.hint), JSON.stringify(this.stored(j.votes)), j.backend, (prev?.attempts ?? 0) + 1, Date.now(), j.rule ?? null);
     });
     this.appendLog(this.judgementsLog, this.logged({ event: 'judgement', turnId, score: j.score, hint: j.hint, backend: j.backend, votes: j.votes, ...(j.rule ? { rule: j.rule } : {}) }));
   }

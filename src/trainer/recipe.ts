@@ -83,7 +83,9 @@ export interface ModelRecipe {
  * uncertain than the base's (median base log-likelihood −0.59 → −0.83 nats/token at KL ≈ 0.13), and at
  * T = 1 that spread is misspelt words. In-process, 3 seeds × 4 chat personas, the held-out gains went
  * from k2's +60/+52/+36/+32 at 82–90% fluent to +66/+66/+56/+52 at 92–100% (base 96%); through `serve`,
- * after the drain, +78/+64/+54/+40 at 92–96% (docs/benchmarks.md, issue 12 session 12). A model without
+ * after the drain, +78/+64/+54/+40 at 92–96% (docs/benchmarks.md, issue 12 session 12). With the small self
+ * judge's hint rules and combine distilling only hinted turns (session 14), in-process +76/+80/+90/+48 on another
+ * build of the same recipe, where the earlier default gave +76/+38/+56/+10 and binary +82/+72/+66/+42. A model without
  * a chat template (stories260K) cannot read the hint OPD distils from, and there combine learned less than binary
  * (+4 against +10, lexical judge), so it keeps binary and the lexical judge, which needs no model.
  * Remote engines keep binary too: top-K OPD needs the embedded engine's top-K scoring, and token

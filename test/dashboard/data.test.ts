@@ -36,3 +36,32 @@ test('judge health: judged and waiting turns, retries, failed votes and the last
     t.cleanup();
   }
 });
+
+test('a judgement decided by a rule keeps it: stored, shown by the turn views and `turns`, and set-aside hints say why', async () => {
+  const { Store } = await import('../../src/store/store.ts');
+  const { listTurns } = await import('../../src/dashboard/data.ts');
+  const { formatTurn } = await import('../../src/cli/turns.ts');
+  const { tempDir } = await import('../helpers/models.ts');
+  const t = tempDir('ocrl-judgement-rule-');
+  const store = new Store(t.dir);
+  try {
+    const turn = (session: string) => store.beginTurn({ sessionId: session, idSource: 'header', turnType: 'main', typeSource: 'header', request: { messages: [] }, promptIds: [1], policyVersion: 0 });
+    const a = turn('a'), b = turn('b');
+    store.saveJudgement(a, { score: -1, hint: null, backend: 'self', rule: '2 hint vote(s) ask for what the answer lacks (PRM majority 1)', votes: [
+      { kind: 'prm', score: 1, hint: null, text: '\\boxed{1}' },
+      { kind: 'hint', score: 1, hint: null, text: '\\boxed{1} [HINT_START]The user wants a box.[HINT_END]', dropped: 'none of its words are in the next state' }] });
+    store.saveJudgement(b, { score: 1, hint: null, backend: 'self', votes: [{ kind: 'prm', score: 1, hint: null, text: '\\boxed{1}' }] });
+    const views = new Map(listTurns(store).map((v) => [v.id, v]));
+    assert.equal(views.get(a)!.judgement!.rule, '2 hint vote(s) ask for what the answer lacks (PRM majority 1)');
+    assert.equal(views.get(a)!.judgement!.votes[1].dropped, 'none of its words are in the next state');
+    assert.equal(views.get(b)!.judgement!.rule, null);
+    assert.match(formatTurn(views.get(a)!), /rule: {3}2 hint vote\(s\) ask for what the answer lacks/);
+    assert.doesNotMatch(formatTurn(views.get(b)!), /rule:/);
+    // a store of schema 4 (no rule column), as `turns` may read one read-only before serve has migrated it
+    store.db.exec('ALTER TABLE judgements DROP COLUMN rule');
+    assert.equal(listTurns(store).find((v) => v.id === a)!.judgement!.rule, null);
+  } finally {
+    store.close();
+    t.cleanup();
+  }
+});

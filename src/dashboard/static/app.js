@@ -179,7 +179,7 @@ function renderTurn(t) {
     el('div', {},
       el('div', { class: 'label', text: `next state (${t.nextState.status}${t.nextState.role ? `, ${t.nextState.role}` : ''})` }),
       el('div', { class: 'text', text: t.nextState.text ?? t.nextState.reason ?? '' }),
-      j ? el('div', { class: 'label', text: `judge ${j.backend}: ${j.status}, majority ${j.score ?? '–'}${j.attempts > 1 ? `, ${j.attempts} attempts` : ''}` }) : el('div', { class: 'label', text: 'not judged' }),
+      j ? el('div', { class: 'label', text: `judge ${j.backend}: ${j.status}, ${j.rule ? `score ${j.score} by rule (${j.rule})` : `majority ${j.score ?? '–'}`}${j.attempts > 1 ? `, ${j.attempts} attempts` : ''}` }) : el('div', { class: 'label', text: 'not judged' }),
       j && j.hint ? el('div', {}, 'hint: ', el('span', { class: 'hint', text: j.hint })) : null,
       ...votes,
     ));
