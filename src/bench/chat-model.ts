@@ -27,6 +27,8 @@ export interface ChatModelBenchOptions {
   seed?: number;
   /** fewer prompts and cases (a smoke version for tests and CI) */
   quick?: boolean;
+  /** the self judge's hint rules (judge/config.ts, selfJudgeOptions; default on, as `serve` runs it) */
+  hintRules?: boolean;
   log?: (line: string) => void;
 }
 
@@ -208,10 +210,10 @@ async function hintEffect(chat: Engine, pool: StoryPool, topicsPerHint: number, 
   return result;
 }
 
-async function selfJudge(chat: Engine, pool: StoryPool, cases: number, votes: number, seed: number, log: (l: string) => void) {
+async function selfJudge(chat: Engine, pool: StoryPool, cases: number, votes: number, seed: number, hintRules: boolean, log: (l: string) => void) {
   const gen = new ConversationGenerator(pool, seed, 'heldOut');
   const backend = new SelfBackend(chat);
-  const judge = new PrmJudge(backend, selfJudgeOptions({ votes, temperature: 0.6, maxTokens: 48 }, backend.promptStyle));
+  const judge = new PrmJudge(backend, selfJudgeOptions({ votes, temperature: 0.6, maxTokens: 48, hintRules }, backend.promptStyle));
   const all = Array.from({ length: cases }, () => gen.judgeCase());
   const results = await Promise.all(all.map((c) => judge.judge(c.input, { hints: true })));
   const confusion: Record<string, Record<string, number>> = {};
@@ -300,7 +302,7 @@ export async function benchChatModel(o: ChatModelBenchOptions): Promise<ChatMode
     const pool = await drawStoryPool(base, { seed: 1_000_003 + seed, free: size.free, perTopic: size.perTopic, perName: 2, topicNames: 4, maxTokens: 110, maxWords: 45, temperature: 0.8 });
     const topic = await topicFollowing(chat, base, size.topic, new Rng(seed * 7919 + 1), log);
     const hint = await hintEffect(chat, pool, size.topicsPerHint, rng, log);
-    const judge = await selfJudge(chat, pool, size.judge, size.votes, seed, log);
+    const judge = await selfJudge(chat, pool, size.judge, size.votes, seed, o.hintRules ?? true, log);
     const tools = await toolUse(chat, size.tools, rng, log);
     return { model: o.model, base: o.base, seed, quick: !!o.quick, topic, hint, judge, tools, seconds: round((performance.now() - started) / 1000, 1) };
   } finally {

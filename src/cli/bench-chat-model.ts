@@ -16,6 +16,7 @@ export const benchChatModelCommand = defineCommand({
     base: opt.dir('the base model it was built from', { contains: 'config.json', defaultText: "the manifest's base model", placeholder: 'DIR' }),
     seed: opt.int('seed of the benchmark cases and samples', { min: 0, default: 7 }),
     quick: opt.flag('a smaller run (fewer prompts, one judge vote): a smoke test'),
+    'no-judge-hint-rules': opt.flag('measure the self judge without its hint rules (grounded hints; a hint naming what the answer lacks makes the turn −1)'),
     json: jsonOption,
   },
   run: async (o) => {
@@ -26,7 +27,7 @@ export const benchChatModelCommand = defineCommand({
     const base = o.base ?? manifest?.base.dir;
     if (!base) throw new UsageError(`${join(model, 'manifest.json')} does not name the base model: pass --base DIR`);
     const { benchChatModel } = await import('../bench/chat-model.ts');
-    const r = await benchChatModel({ model, base, seed: o.seed, quick: o.quick, log });
+    const r = await benchChatModel({ model, base, seed: o.seed, quick: o.quick, hintRules: !o['no-judge-hint-rules'], log });
     log(`done in ${r.seconds} s`);
     if (o.json) process.stdout.write(JSON.stringify(r) + '\n');
   },
