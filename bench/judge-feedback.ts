@@ -7,7 +7,7 @@
 // feedback, the hints top-K OPD would take as teachers when 1, 2 or 3 hint votes must give a hint: how many name
 // what the persona asks for (its topic or name) and how many name something else. One JSON line last.
 // --dump FILE writes every case with its votes (one JSON object per line) for study apart from the run.
-//   node bench/judge-feedback.ts [--model DIR] [--base DIR] [--votes 7] [--reps 6] [--seed 4242] [--dump FILE] [--no-hint-rules]
+//   node bench/judge-feedback.ts [--model DIR] [--base DIR] [--votes 7] [--reps 6] [--seed 4242] [--dump FILE] [--no-hint-rules] [--temperature 0.6]
 import { parseArgs } from 'node:util';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -28,6 +28,7 @@ const { values } = parseArgs({ options: {
   votes: { type: 'string', default: '7' }, reps: { type: 'string', default: '6' }, seed: { type: 'string', default: '4242' },
   dump: { type: 'string' },
   'no-hint-rules': { type: 'boolean', default: false },
+  temperature: { type: 'string', default: '0.6' },
 } });
 const votes = Number(values.votes), reps = Number(values.reps), seed = Number(values.seed);
 
@@ -38,7 +39,7 @@ const base = await EmbeddedEngine.load(values.base!);
 const pool = await drawStoryPool(base, { seed, free: 120, perTopic: 6, perName: 2, topicNames: 2, maxTokens: 110, maxWords: 45, temperature: 0.8 }).finally(() => base.close());
 const chat = await EmbeddedEngine.load(values.model!);
 const backend = new SelfBackend(chat);
-const judge = new PrmJudge(backend, selfJudgeOptions({ votes, temperature: 0.6, maxTokens: 48, hintRules: !values['no-hint-rules'] }, backend.promptStyle));
+const judge = new PrmJudge(backend, selfJudgeOptions({ votes, temperature: Number(values.temperature), maxTokens: 48, hintRules: !values['no-hint-rules'] }, backend.promptStyle));
 const rng = new Rng(seed + 1);
 const pick = <T,>(xs: readonly T[]) => xs[Math.floor(rng.next() * xs.length)];
 const storyWithout = (t: string, has = mentionsTopic) => { for (let i = 0; i < 200; i++) { const s = pick(pool.free); if (!has(s, t)) return s; } throw new Error(`no story without ${t}`); };

@@ -37,8 +37,8 @@ export function defaultVotes(kind: JudgeConfig['kind']): number {
  * its hint votes up: names from the story, objects from nowhere. So its hints must be grounded in the next
  * state, and grounded hints asking for what the answer lacks (2 of the hint votes) outweigh the score votes'
  * reading of the reply's tone, which takes "My daughter only likes stories with bears." for praise. On
- * stories260k-chat that lifted sign agreement with the personas' feedback from 84% to 89% (bear 75 → 88%) and
- * cut wrong hints from 255 of 498 to 2 of 236 (docs/benchmarks.md, issue 12 session 14). Its cost: a new
+ * stories260k-chat that lifted sign agreement with the personas' feedback from 83% to 88% (bear 75 → 85%) and
+ * cut wrong hints from 268 of 514 to 0 of 237 (docs/benchmarks.md, issue 12 session 14). Its cost: a new
  * request after an answer ("Thanks! Now one about a cat.") also reads as a correction. A model that reads
  * the full prompts is left to read the reply itself (not measured with these rules).
  * `hintRules: false` (`--no-judge-hint-rules`) turns both off.
