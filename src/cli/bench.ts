@@ -159,7 +159,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     seed: positive('random seed', 1),
     'eval-every': positive('evaluate on held-out prompts every N conversations', 16),
     'eval-k': positive('samples per held-out prompt', 20),
-    'learning-rate': opt.number('optimizer learning rate', { gt: 0, default: RECIPE.learningRate }),
+    'learning-rate': opt.number('optimizer learning rate', { gt: 0, defaultText: MODEL_AWARE_DEFAULT.learningRate }),
     'batch-size': positive('samples per optimizer step', RECIPE.batchSize),
     'lora-rank': positive('LoRA rank (alpha = 2 × rank)', RECIPE.lora.rank),
     'reward-baseline': opt.choice(['recent', 'batch', 'group', 'none'], 'advantage baseline (recent: mean reward of the last 64 samples)', { default: RECIPE.rewardBaseline }),
@@ -184,6 +184,7 @@ export interface ResolvedPersonalize {
   klCoef: number;
   klEstimator: KlEstimator;
   entropyGuard: number;
+  learningRate: number;
   /** what the model-aware defaults picked, for the progress output (null when every choice was a flag) */
   defaults: string | null;
 }
@@ -200,6 +201,7 @@ export async function resolvePersonalize(o: PersonalizeValues, model?: string): 
   return {
     model: dir, persona, method: o.method ?? auto.method, opdMode: o['opd-mode'] ?? auto.opdMode, judge,
     klCoef: o['kl-coef'] ?? auto.klCoef, klEstimator: o['kl-estimator'] ?? auto.klEstimator, entropyGuard: o['entropy-guard'] ?? auto.entropyGuard,
+    learningRate: o['learning-rate'] ?? auto.learningRate,
     defaults: defaulted ? `${auto.reason}; persona ${persona.name}` : null,
   };
 }
@@ -218,7 +220,7 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
     for (const opdMode of method === 'binary' ? ['token' as const] : modes) {
       runs.push(await runPersonalize({
         model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
-        learningRate: o['learning-rate'], batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], loraRank: o['lora-rank'],
+        learningRate: r.learningRate, batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], loraRank: o['lora-rank'],
         keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, progress,
         opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], topkSet: o['topk-set'], opdTeacher: o['opd-teacher'], klCoef: r.klCoef, klEstimator: r.klEstimator, entropyGuard: r.entropyGuard, hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
         judgeSatisfaction: o['judge-satisfaction'], untilStable: o['until-stable'], stableGain: o['stable-gain'],
@@ -316,7 +318,7 @@ export const benchPersonalizeCommand = defineCommand({
     if (o.via !== 'in-process') {
       const { runPersonalizeViaServe } = await import('../bench/personalize-serve.ts');
       const { persona } = resolved;
-      const serveArgs = ['--method', resolved.method, '--learning-rate', String(o['learning-rate']), '--batch-size', String(o['batch-size']),
+      const serveArgs = ['--method', resolved.method, '--learning-rate', String(resolved.learningRate), '--batch-size', String(o['batch-size']),
         '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', o['reward-baseline'], ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
         '--opd-mode', resolved.opdMode === 'both' ? 'token' : resolved.opdMode, '--topk-k', String(o['topk-k']), '--topk-set', o['topk-set'], '--hint-selection', o['hint-selection'], '--opd-teacher', o['opd-teacher'],
         '--negative-weight', String(o['negative-weight']), '--kl-coef', String(resolved.klCoef), '--kl-estimator', resolved.klEstimator, '--entropy-guard', String(resolved.entropyGuard), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : []), ...(o['no-judge-hint-rules'] ? ['--no-judge-hint-rules'] : [])];

@@ -53,7 +53,7 @@ const SERVE_OPTIONS = {
   'no-train': opt.flag('serve and record only'),
   method: opt.choice(['binary', 'opd', 'combine'], 'learning method', { defaultText: MODEL_AWARE_DEFAULT.method, env: 'OPENCLAW_RL_METHOD' }),
   'batch-size': count('samples per optimizer step', TRAINER_DEFAULTS.batchSize),
-  'learning-rate': opt.number('optimizer learning rate (at most 0.1: larger steps destroy the weights)', { gt: 0, default: TRAINER_DEFAULTS.learningRate }),
+  'learning-rate': opt.number('optimizer learning rate (at most 0.1: larger steps destroy the weights)', { gt: 0, defaultText: MODEL_AWARE_DEFAULT.learningRate }),
   'max-staleness': opt.int('drop samples this many versions older than the policy (default: none dropped; stale samples are corrected by truncated importance weights)', { min: 0 }),
   'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: `${MODEL_AWARE_DEFAULT.klCoef} (0 with --engine tinker or --trainer tinker)` }),
   'kl-estimator': opt.choice(KL_ESTIMATOR_OPTION.choices, KL_ESTIMATOR_OPTION.help, { defaultText: MODEL_AWARE_DEFAULT.klEstimator }),
@@ -109,7 +109,7 @@ export const serveCommand = defineCommand({
   options: SERVE_OPTIONS,
   check: (o) => {
     if (o.judge === 'llm' && (!o['judge-url'] || !o['judge-model'])) throw new UsageError('--judge llm needs --judge-url (an OpenAI-compatible base URL) and --judge-model');
-    const lr = learningRateProblem(o['learning-rate']);
+    const lr = o['learning-rate'] === undefined ? null : learningRateProblem(o['learning-rate']);
     if (lr) throw new UsageError(`--learning-rate: ${lr}`);
     if (o.engine === 'tinker' && !o['tinker-url']) throw new UsageError('--engine tinker needs --tinker-url (or TINKER_BASE_URL)');
     if (o.full && o.engine !== 'embedded') throw new UsageError(`--full needs --engine embedded: --engine ${o.engine} trains and serves LoRA adapters only`);
@@ -249,7 +249,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   const { overlong } = o;
   trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method, opdTeacher: o['opd-teacher'], rewardBaseline: o['reward-baseline'], overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
-    batchSize: o['batch-size'], maxStaleness: o['max-staleness'] ?? null, keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, learningRate: o['learning-rate'],
+    batchSize: o['batch-size'], maxStaleness: o['max-staleness'] ?? null, keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, learningRate: o['learning-rate'] ?? auto.learningRate,
     klCoef: o['kl-coef'] ?? (tinkerTrains ? 0 : auto.klCoef), klEstimator: o['kl-estimator'] ?? auto.klEstimator,
     entropyGuard: o['entropy-guard'] ?? (tinkerTrains ? 0 : auto.entropyGuard),
     opdMode, topk: { ...TRAINER_DEFAULTS.topk, selection: o['hint-selection'], k: o['topk-k'], set: o['topk-set'] },

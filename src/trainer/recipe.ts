@@ -59,6 +59,13 @@ export interface ModelTraits {
 /** λ of the entropy guard in the chat model's recipe (docs/benchmarks.md, issue 12 session 12). */
 export const CHAT_ENTROPY_GUARD = 1;
 
+/**
+ * Learning rate of the chat model's recipe: with the judge's hint rules and combine on hinted turns, 5e-3 gained
+ * +90/+88/+86/+64 against 3e-3's +82/+78/+96/+44 (dog/cat/frog/bear, 3 seeds side by side, fluency 94–100%;
+ * docs/benchmarks.md, issue 12 session 14). stories260K's recipe keeps RECIPE.learningRate.
+ */
+export const CHAT_LEARNING_RATE = 5e-3;
+
 /** The defaults that follow the model: how to learn and who judges, when no flag says otherwise. */
 export interface ModelRecipe {
   method: Method;
@@ -69,6 +76,8 @@ export interface ModelRecipe {
   klEstimator: KlEstimator;
   /** λ of the entropy guard */
   entropyGuard: number;
+  /** the optimizer's learning rate */
+  learningRate: number;
   /** one line for logs and --help: what was picked and why */
   reason: string;
 }
@@ -93,15 +102,15 @@ export interface ModelRecipe {
  */
 export function recipeFor(t: ModelTraits): ModelRecipe {
   if (t.chatTemplate && t.embedded) {
-    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: 0.1, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, reason: `a chat model on the embedded engine: combine with top-K OPD, the self judge, the exact KL to base at β 0.1, the entropy guard at λ ${CHAT_ENTROPY_GUARD}` };
+    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: 0.1, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, learningRate: CHAT_LEARNING_RATE, reason: `a chat model on the embedded engine: combine with top-K OPD, the self judge, the exact KL to base at β 0.1, the entropy guard at λ ${CHAT_ENTROPY_GUARD}, learning rate ${CHAT_LEARNING_RATE}` };
   }
   const why = !t.chatTemplate ? 'no chat template (the model cannot read a hint)' : 'a remote engine (no top-K scoring)';
-  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, reason: `${why}: ${RECIPE.method}, the lexical judge` };
+  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, learningRate: RECIPE.learningRate, reason: `${why}: ${RECIPE.method}, the lexical judge` };
 }
 
 /** Whether any choice that follows the model was left to it (then the commands say what was picked). */
-export function leavesToModel(o: { method?: unknown; judge?: unknown; 'opd-mode'?: unknown; 'kl-coef'?: unknown; 'kl-estimator'?: unknown; 'entropy-guard'?: unknown }): boolean {
-  return o.method === undefined || o.judge === undefined || o['opd-mode'] === undefined || o['kl-coef'] === undefined || o['kl-estimator'] === undefined || o['entropy-guard'] === undefined;
+export function leavesToModel(o: { method?: unknown; judge?: unknown; 'opd-mode'?: unknown; 'kl-coef'?: unknown; 'kl-estimator'?: unknown; 'entropy-guard'?: unknown; 'learning-rate'?: unknown }): boolean {
+  return o.method === undefined || o.judge === undefined || o['opd-mode'] === undefined || o['kl-coef'] === undefined || o['kl-estimator'] === undefined || o['entropy-guard'] === undefined || o['learning-rate'] === undefined;
 }
 
 /** `--kl-estimator` on every command that trains: its choices and help (learn/losses.ts, KlEstimator). */
@@ -118,6 +127,7 @@ export const MODEL_AWARE_DEFAULT = {
   klCoef: `0.1 for a chat model on the embedded engine, else ${RECIPE.klCoef}`,
   klEstimator: `full for a chat model on the embedded engine, else ${RECIPE.klEstimator}`,
   entropyGuard: `${CHAT_ENTROPY_GUARD} for a chat model on the embedded engine, else ${RECIPE.entropyGuard}`,
+  learningRate: `${CHAT_LEARNING_RATE} for a chat model on the embedded engine, else ${RECIPE.learningRate}`,
 } as const;
 
 /** `--entropy-guard` on every command that trains. */

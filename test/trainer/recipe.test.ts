@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { recipeFor, RECIPE, CHAT_ENTROPY_GUARD, type ModelTraits } from '../../src/trainer/recipe.ts';
+import { recipeFor, RECIPE, CHAT_ENTROPY_GUARD, CHAT_LEARNING_RATE, type ModelTraits } from '../../src/trainer/recipe.ts';
 import { SELF_JUDGE_VOTES, JUDGE_DEFAULTS, defaultVotes } from '../../src/judge/config.ts';
 import { chatTemplateOf } from '../../src/engine/embedded/tokenizer.ts';
 import { tinyConfig } from '../../src/bench/shapes.ts';
@@ -23,16 +23,16 @@ test('judge votes follow the judge: the self judge votes more (local decode), an
 });
 
 test('recipeFor: the table', () => {
-  const plain = { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: 0 };
-  const rows: [ModelTraits, { method: string; opdMode: string; judge: string; klCoef: number; klEstimator: string; entropyGuard: number }][] = [
-    [{ chatTemplate: true, embedded: true }, { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: 0.1, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD }],
+  const plain = { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: 0, learningRate: RECIPE.learningRate };
+  const rows: [ModelTraits, { method: string; opdMode: string; judge: string; klCoef: number; klEstimator: string; entropyGuard: number; learningRate: number }][] = [
+    [{ chatTemplate: true, embedded: true }, { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: 0.1, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, learningRate: CHAT_LEARNING_RATE }],
     [{ chatTemplate: false, embedded: true }, plain],
     [{ chatTemplate: true, embedded: false }, plain],
     [{ chatTemplate: false, embedded: false }, plain],
   ];
   for (const [traits, want] of rows) {
     const r = recipeFor(traits);
-    assert.deepEqual({ method: r.method, opdMode: r.opdMode, judge: r.judge, klCoef: r.klCoef, klEstimator: r.klEstimator, entropyGuard: r.entropyGuard }, want, JSON.stringify(traits));
+    assert.deepEqual({ method: r.method, opdMode: r.opdMode, judge: r.judge, klCoef: r.klCoef, klEstimator: r.klEstimator, entropyGuard: r.entropyGuard, learningRate: r.learningRate }, want, JSON.stringify(traits));
     assert.ok(r.reason.length > 0);
   }
   assert.match(recipeFor({ chatTemplate: false, embedded: true }).reason, /no chat template/);
@@ -80,7 +80,7 @@ test('serve picks the recipe from the model; flags win', { timeout: 120_000 }, a
   assert.match(chatLog, /default recipe for this model: a chat model on the embedded engine/);
   assert.match(chatLog, new RegExp(`judge: self \\(${SELF_JUDGE_VOTES} votes\\), learning: combine`));
   assert.match(chatLog, new RegExp(`KL to base full at β 0\\.1, entropy guard λ ${CHAT_ENTROPY_GUARD}`));
-  const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token', '--kl-coef', '0.3', '--kl-estimator', 'k3', '--entropy-guard', '0']);
+  const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token', '--kl-coef', '0.3', '--kl-estimator', 'k3', '--entropy-guard', '0', '--learning-rate', '3e-3']);
   assert.doesNotMatch(flagged, /default recipe for this model/);
   assert.match(flagged, /judge: lexical, learning: binary \(version \d+\), KL to base k3 at β 0\.3/);
   assert.doesNotMatch(flagged, /entropy guard/, 'λ 0 is off and not logged');
@@ -95,7 +95,7 @@ test('demo with no model and no built chat model says how to get one', () => {
   assert.match(r.stderr, /no model: the demo runs on stories260k-chat once it is built .*npm run make:chat-model.*--model DIR/s);
 });
 
-test('bench personalize and demo resolve the KL term from the model; a flag wins', async () => {
+test('bench personalize and demo resolve the KL term and the learning rate from the model; a flag wins', async () => {
   const { resolvePersonalize } = await import('../../src/cli/bench.ts');
   type Values = Parameters<typeof resolvePersonalize>[0];
   const chat = join(tmp.dir, 'chat-resolve');
@@ -111,6 +111,8 @@ test('bench personalize and demo resolve the KL term from the model; a flag wins
   assert.deepEqual({ klCoef: flagged.klCoef, klEstimator: flagged.klEstimator, entropyGuard: flagged.entropyGuard }, { klCoef: 0.3, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD }, 'a flag sets only what it names');
   const unguarded = await resolvePersonalize({ 'entropy-guard': 0 } as Values, chat);
   assert.equal(unguarded.entropyGuard, 0);
+  // the learning rate follows the model too
+  assert.deepEqual([c.learningRate, plain.learningRate, (await resolvePersonalize({ 'learning-rate': 1e-3 } as Values, chat)).learningRate], [CHAT_LEARNING_RATE, RECIPE.learningRate, 1e-3]);
 });
 
 test('demo --json writes its run as one JSON line on stdout; the progress stays on stderr', { timeout: 120_000 }, () => {
