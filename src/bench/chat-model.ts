@@ -12,9 +12,7 @@
 import { EmbeddedEngine } from '../engine/embedded/engine.ts';
 import { collect, type Engine, type ChatMessage, type SampleParams } from '../engine/types.ts';
 import { OutputParser, outputFormatOf } from '../api/output.ts';
-import { PrmJudge } from '../judge/judge.ts';
-import { selfJudgeOptions } from '../judge/config.ts';
-import { SelfBackend } from '../judge/backends.ts';
+import { createJudge, JUDGE_DEFAULTS } from '../judge/config.ts';
 import { withHint } from '../learn/hint-prompt.ts';
 import { drawStoryPool, mentionsTopic, mentionsName, type StoryPool } from '../recipes/chat-model/stories.ts';
 import { ConversationGenerator, CALCULATOR_TOOL, randomArithmetic } from '../recipes/chat-model/data.ts';
@@ -212,8 +210,7 @@ async function hintEffect(chat: Engine, pool: StoryPool, topicsPerHint: number, 
 
 async function selfJudge(chat: Engine, pool: StoryPool, cases: number, votes: number, seed: number, hintRules: boolean, log: (l: string) => void) {
   const gen = new ConversationGenerator(pool, seed, 'heldOut');
-  const backend = new SelfBackend(chat);
-  const judge = new PrmJudge(backend, selfJudgeOptions({ votes, temperature: 0.6, maxTokens: 48, hintRules }, backend.promptStyle));
+  const judge = createJudge({ ...JUDGE_DEFAULTS, kind: 'self', votes, temperature: 0.6, maxTokens: 48, hintRules }, chat)!;
   const all = Array.from({ length: cases }, () => gen.judgeCase());
   const results = await Promise.all(all.map((c) => judge.judge(c.input, { hints: true })));
   const confusion: Record<string, Record<string, number>> = {};
