@@ -7,7 +7,9 @@
 // feedback, the hints top-K OPD would take as teachers when 1, 2 or 3 hint votes must give a hint: how many name
 // what the persona asks for (its topic or name) and how many name something else. One JSON line last.
 // --dump FILE writes every case with its votes (one JSON object per line) for study apart from the run.
-//   node bench/judge-feedback.ts [--model DIR] [--base DIR] [--votes 7] [--reps 6] [--seed 4242] [--dump FILE] [--no-hint-rules] [--temperature 0.6]
+// --persona-dir DIR reads the personas (every chat-*.json) from there instead of personas/: personas/blind/ holds ones
+// written apart from the recipe, by someone who never read its phrasings.
+//   node bench/judge-feedback.ts [--model DIR] [--base DIR] [--votes 7] [--reps 6] [--seed 4242] [--dump FILE] [--no-hint-rules] [--temperature 0.6] [--persona-dir DIR]
 import { parseArgs } from 'node:util';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -27,11 +29,13 @@ const { values } = parseArgs({ options: {
   dump: { type: 'string' },
   'no-hint-rules': { type: 'boolean', default: false },
   temperature: { type: 'string', default: '0.6' },
+  'persona-dir': { type: 'string', default: join(root, 'personas') },
 } });
 const votes = Number(values.votes), reps = Number(values.reps), seed = Number(values.seed);
 
-const personas = readdirSync(join(root, 'personas')).filter((f) => f.startsWith('chat-'))
-  .map((f) => JSON.parse(readFileSync(join(root, 'personas', f), 'utf8')) as { name: string; satisfied: { includes?: string[] }; feedback: { satisfied: string[]; unsatisfied: string[] } });
+const personaDir = values['persona-dir']!;
+const personas = readdirSync(personaDir).filter((f) => f.startsWith('chat-') && f.endsWith('.json'))
+  .map((f) => JSON.parse(readFileSync(join(personaDir, f), 'utf8')) as { name: string; satisfied: { includes?: string[] }; feedback: { satisfied: string[]; unsatisfied: string[] } });
 // the base model only writes the stories
 const base = await EmbeddedEngine.load(values.base!);
 const pool = await drawStoryPool(base, { seed, free: 120, perTopic: 6, perName: 2, topicNames: 2, maxTokens: 110, maxWords: 45, temperature: 0.8 }).finally(() => base.close());

@@ -49,6 +49,8 @@ export interface PersonalizeResult {
   /** the second band, for personas that state their preference (bench/evaluate.ts) */
   preferenceBand: FluencyBands['preference'];
   conversations: number; steps: number; curve: CurvePoint[]; samples: RecordedSample[];
+  /** the trainer's log lines (one per step: samples, loss, distillation and hindsight counts), written to trainer.log */
+  trainerLog: string[];
   /** upstream's measure: conversations until satisfied-and-fluent stays ≥ base + stableGain for 3 consecutive evaluations */
   stable: StableEffect & { gain: number };
   /** judged answers per conversation (the persona's `turns`) */
@@ -127,12 +129,13 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const judgeLoop = new JudgeLoop(store, judge, { hints: o.method !== 'binary', concurrency: 8 });
   const opdMode = o.opdMode ?? 'token', klCoef = o.klCoef ?? TRAINER_DEFAULTS.klCoef;
   const label = o.method === 'binary' ? 'binary' : `${o.method} (${opdMode})`;
+  const trainerLog: string[] = [];
   const trainer = new TrainerLoop(store, engine, {
     method: o.method, opdMode, klCoef, klEstimator: o.klEstimator ?? RECIPE.klEstimator, entropyGuard: o.entropyGuard ?? RECIPE.entropyGuard, hindsight: o.hindsight ?? RECIPE.hindsight, negativeWeight: o.negativeWeight ?? RECIPE.negativeWeight, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
     topk: { ...TRAINER_DEFAULTS.topk, selection: o.hintSelection ?? TRAINER_DEFAULTS.topk.selection, k: o.topkK ?? TRAINER_DEFAULTS.topk.k, set: o.topkSet ?? TRAINER_DEFAULTS.topk.set },
     batchSize: o.batchSize ?? RECIPE.batchSize, learningRate: o.learningRate ?? RECIPE.learningRate, rewardBaseline: o.rewardBaseline ?? RECIPE.rewardBaseline,
     keepNeutral: o.keepNeutral ?? RECIPE.keepNeutral, lora: { rank: o.loraRank ?? RECIPE.lora.rank, alpha: 2 * (o.loraRank ?? RECIPE.lora.rank), seed },
-    checkpointDir: join(dir, 'checkpoints'), checkpointEvery: 1_000_000,
+    checkpointDir: join(dir, 'checkpoints'), checkpointEvery: 1_000_000, log: (line) => trainerLog.push(line),
   });
   await trainer.init();
   const userList = Array.from({ length: users }, (_, i) => new SimulatedUser({ baseUrl: `${server.url}/v1`, model: 'policy', persona: o.persona, seed: seed * 1000 + i, id: `u${i}` }));
@@ -203,7 +206,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
       turnsPerConversation: turnsPer, satisfiedByTurn, judge: agreement,
       persona: o.persona.name, method: o.method, label, opdMode, klCoef, seed, baseRate: curve[0].rate, finalRate: curve.at(-1)!.rate, wallSeconds: +((performance.now() - t0) / 1000).toFixed(1),
       baseSatisfiedAndFluent: curve[0].satisfiedAndFluentRate, finalSatisfiedAndFluent: curve.at(-1)!.satisfiedAndFluentRate, finalKlToBase: curve.at(-1)!.klToBase,
-      fluencyBand: band.plain, preferenceBand: band.preference, conversations: done, steps: trainer.step, curve, samples, stable: { ...stableNow(), gain: stableGain },
+      fluencyBand: band.plain, preferenceBand: band.preference, conversations: done, steps: trainer.step, curve, samples, trainerLog, stable: { ...stableNow(), gain: stableGain },
       ...(curve[0].validation ? { validation: { baseSatisfiedAndFluent: curve[0].validation.satisfiedAndFluentRate, finalSatisfiedAndFluent: curve.at(-1)!.validation!.satisfiedAndFluentRate, finalFluent: curve.at(-1)!.validation!.fluentRate } } : {}),
     };
   } finally {
@@ -218,12 +221,12 @@ const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
 
 /**
  * curve.json, plot.svg/png (satisfied and satisfied-and-fluent), kl.svg/png (KL to base), summary.md and
- * samples.jsonl (every evaluated sample's text with its verdicts) for one or more runs of the same persona.
+ * samples.jsonl (every evaluated sample's text with its verdicts) and trainer.log (the trainer's lines) for one or more runs of the same persona.
  */
 export async function writeReport(outDir: string, runs: PersonalizeResult[]): Promise<string[]> {
   mkdirSync(outDir, { recursive: true });
-  const files = ['curve.json', 'plot.svg', 'plot.png', 'kl.svg', 'kl.png', 'summary.md', 'samples.jsonl'].map((f) => join(outDir, f));
-  const lean = runs.map(({ samples: _samples, ...r }) => r);
+  const files = ['curve.json', 'plot.svg', 'plot.png', 'kl.svg', 'kl.png', 'summary.md', 'samples.jsonl', 'trainer.log'].map((f) => join(outDir, f));
+  const lean = runs.map(({ samples: _samples, trainerLog: _log, ...r }) => r);
   writeFileSync(files[0], JSON.stringify(lean.length === 1 ? lean[0] : lean, null, 2) + '\n');
   const svg = lineChartSvg(runs.flatMap((r) => [
     { label: `${r.label} satisfied`, points: r.curve.map((p) => ({ x: p.conversations, y: p.rate })) },
@@ -262,5 +265,6 @@ export async function writeReport(outDir: string, runs: PersonalizeResult[]): Pr
   ];
   writeFileSync(files[5], lines.join('\n'));
   writeFileSync(files[6], runs.flatMap((r) => r.samples.map((x) => JSON.stringify({ method: r.method, opdMode: r.opdMode, runSeed: r.seed, ...x }))).join('\n') + '\n');
+  writeFileSync(files[7], runs.flatMap((r) => (r.trainerLog ?? []).map((l) => `[${r.label}] ${l}`)).join('\n') + '\n');
   return files;
 }

@@ -164,7 +164,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'lora-rank': positive('LoRA rank (alpha = 2 × rank)', RECIPE.lora.rank),
     'reward-baseline': opt.choice(['recent', 'batch', 'group', 'none'], 'advantage baseline (recent: mean reward of the last 64 samples)', { default: RECIPE.rewardBaseline }),
     'keep-neutral': opt.flag('the at-least-one rule: keep a session\'s first judged turn as a zero-advantage sample even when neutral'),
-    out: opt.path('report folder (curve.json, plot.png, kl.png, summary.md, samples.jsonl with every evaluated sample)', { default: d.out, placeholder: 'DIR' }),
+    out: opt.path('report folder (curve.json, plot.png, kl.png, summary.md, samples.jsonl with every evaluated sample, trainer.log)', { default: d.out, placeholder: 'DIR' }),
     json: jsonOption,
   };
 }

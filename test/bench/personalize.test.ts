@@ -68,6 +68,17 @@ test('the shipped personas load: four for stories260K, six written as chat reque
   }
 });
 
+test('the blind personas (personas/blind/, written by someone who never read the recipe\'s phrasings) load as chat personas', () => {
+  const dir = join(PERSONAS_DIR, 'blind');
+  const names = readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => loadPersona(join(dir, f)).name).sort();
+  assert.deepEqual(names, ['chat-bunny-fan', 'chat-fish-fan', 'chat-tree-fan']);
+  for (const n of names) {
+    const p = loadPersona(join(dir, `${n}.json`));
+    assert.ok(p.heldOutPrompts.every((h) => !p.trainPrompts.includes(h)), n);
+    assert.ok((p.validationPrompts ?? []).length >= 5 && new Set(p.feedback.unsatisfied).size >= 5 && (p.turns ?? 1) > 1 && p.preference, n);
+  }
+});
+
 test('a multi-turn session: every answer but the last is paired with the feedback on it, and each verdict is the persona\'s', async () => {
   const s = await startTestServer();
   try {
