@@ -16,7 +16,7 @@ export const benchChatModelCommand = defineCommand({
     base: opt.dir('the base model it was built from', { contains: 'config.json', defaultText: "the manifest's base model", placeholder: 'DIR' }),
     seed: opt.int('seed of the benchmark cases and samples', { min: 0, default: 7 }),
     quick: opt.flag('a smaller run (fewer prompts, one judge vote): a smoke test'),
-    'no-judge-hint-rules': opt.flag('measure the self judge without its hint rules (grounded hints; a hint naming what the answer lacks makes the turn −1)'),
+    'no-judge-hint-rules': opt.flag('measure the self judge without its hint rules (grounded hints; hints naming what the answer lacks make the turn −1, what it already has +1)'),
     json: jsonOption,
   },
   run: async (o) => {

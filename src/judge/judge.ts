@@ -1,5 +1,5 @@
 // Judges turn (answer, next state) into a reward and, for OPD, a hint. Every vote is kept raw.
-import { parseBoxed, majority, parseHintVote, selectHint, hintVoteOf, isGroundedHint, hintMissingFrom, type Score } from '../learn/votes.ts';
+import { parseBoxed, majority, parseHintVote, selectHint, hintVoteOf, isGroundedHint, hintMissingFrom, hintMetBy, type Score } from '../learn/votes.ts';
 import { judgePrompts, type JudgeInput } from './prompts.ts';
 import { BackendUnavailable, type ChatBackend } from './backends.ts';
 import { lexicalScore, lexicalHint } from './lexical.ts';
@@ -43,6 +43,12 @@ export interface PrmJudgeOptions {
    * 0: off. Hint votes are then asked on every user turn, also where no hint is wanted for training.
    */
   missingHintVotes?: number;
+  /**
+   * When a user's reply draws at least this many (grounded) hint votes asking for something the answer already has
+   * (hintMetBy) and none asking for what it lacks, the turn scores +1 whatever the PRM majority: the reply named a
+   * thing the answer has, as praise does and a complaint about something missing does not. 0: off.
+   */
+  metHintVotes?: number;
 }
 
 /** m PRM votes (and m hint votes) from an LLM backend, all in flight at once (the backend caps them). */
@@ -54,7 +60,7 @@ export class PrmJudge implements Judge {
   constructor(backend: ChatBackend, o: PrmJudgeOptions = {}) {
     this.backend = backend;
     this.name = backend.name;
-    this.o = { m: 3, temperature: 0.6, maxTokens: 2048, minHintLength: 10, groundHints: false, missingHintVotes: 0, ...o };
+    this.o = { m: 3, temperature: 0.6, maxTokens: 2048, minHintLength: 10, groundHints: false, missingHintVotes: 0, metHintVotes: 0, ...o };
   }
 
   private async vote(kind: 'prm' | 'hint', input: JudgeInput): Promise<Vote> {
@@ -70,7 +76,7 @@ export class PrmJudge implements Judge {
   }
 
   async judge(input: JudgeInput, opts: { hints: boolean }): Promise<Judgement> {
-    const crossCheck = this.o.missingHintVotes > 0 && input.nextState.role === 'user';
+    const crossCheck = (this.o.missingHintVotes > 0 || this.o.metHintVotes > 0) && input.nextState.role === 'user';
     const kinds: ('prm' | 'hint')[] = [...Array(this.o.m).fill('prm'), ...(opts.hints || crossCheck ? Array(this.o.m).fill('hint') : [])];
     const votes = await Promise.all(kinds.map((k) => this.vote(k, input)));
     // the endpoint was down for every vote: judge again later rather than record a neutral verdict
@@ -87,9 +93,13 @@ export class PrmJudge implements Judge {
     };
     if (crossCheck) {
       const missing = hints.filter((v) => v.score === 1 && v.hint && hintMissingFrom(v.hint, input.response)).length;
-      if (missing >= this.o.missingHintVotes && judgement.score !== -1) {
+      const met = hints.filter((v) => v.score === 1 && v.hint && hintMetBy(v.hint, input.response)).length;
+      if (this.o.missingHintVotes > 0 && missing >= this.o.missingHintVotes && judgement.score !== -1) {
         judgement.rule = `${missing} hint vote(s) ask for what the answer lacks (PRM majority ${judgement.score})`;
         judgement.score = -1;
+      } else if (this.o.metHintVotes > 0 && met >= this.o.metHintVotes && missing === 0 && judgement.score !== 1) {
+        judgement.rule = `${met} hint vote(s) ask for what the answer has (PRM majority ${judgement.score})`;
+        judgement.score = 1;
       }
     }
     return judgement;

@@ -138,7 +138,8 @@ const HINT_FRAME = new Set(('a an the this that these those it its is are was we
   'answer response assistant reply story stories tale one ones more next time again another some any only every each kind same ' +
   'have has had include includes including character characters someone somebody hero named name called his her their them they').split(' '));
 /** A hint with one of these asks for an absence: "no dragons" is not missing from a story without dragons. */
-const NEGATION = new Set(['no', 'not', 'without', 'never', 'less', 'fewer', 'none', 'nothing', "don't", 'dont', 'stop', 'avoid']);
+const NEGATION = new Set(['no', 'not', 'without', 'never', 'less', 'fewer', 'none', 'nothing', "don't", 'dont', "doesn't", 'doesnt', "didn't", 'didnt',
+  "isn't", "won't", 'stop', 'avoid']);
 
 const hintWords = (text: string) => text.toLowerCase().match(/[\p{L}\p{N}']+/gu) ?? [];
 /** Plural and possessive endings off, so "bears" meets "bear" and "Zoe's" meets "Zoe". */
@@ -160,4 +161,15 @@ export function hintMissingFrom(hint: string, answer: string): boolean {
   if (hintWords(hint).some((w) => NEGATION.has(w))) return false;
   const content = hintContentWords(hint), seen = new Set(hintWords(answer).map(stem));
   return content.length > 0 && content.every((w) => !seen.has(w));
+}
+
+/**
+ * Whether a hint asks for something the answer already has: it has content words, every one occurs in the answer, and
+ * it asks for no absence. A reply whose grounded hints the answer already meets names a thing the answer has ("that
+ * bunny made her giggle" after a story with a bunny): a complaint about something missing would not.
+ */
+export function hintMetBy(hint: string, answer: string): boolean {
+  if (hintWords(hint).some((w) => NEGATION.has(w))) return false;
+  const content = hintContentWords(hint), seen = new Set(hintWords(answer).map(stem));
+  return content.length > 0 && content.every((w) => seen.has(w));
 }

@@ -66,18 +66,40 @@ export const CHAT_ENTROPY_GUARD = 1;
  */
 export const CHAT_LEARNING_RATE = 5e-3;
 
+/**
+ * The OPD teacher of the chat model's recipe: the live policy reading the hint, so the distilled signal is the hint's
+ * effect alone (teacher and student differ only by it), where the base teacher also pulled every position back towards
+ * the base. OPD alone gained +86/+94 on bear/cat with it against +30/+74 with the base (docs/benchmarks.md, issue 12
+ * session 15). Upstream's Tinker path distils from the live policy too; its slime path keeps the frozen base.
+ */
+export const CHAT_OPD_TEACHER: 'base' | 'policy' = 'policy';
+
+/**
+ * β of the KL-to-base term in the chat model's recipe. 0.1 while the base was the OPD teacher (its sets pulled towards
+ * the base too); with the live policy as teacher nothing else anchors the policy, and at 0.1 OPD alone lost the text
+ * on one run in three (frog seed 2: fluent 30%, KL 0.75) where 0.2 kept it at 92–98% (docs/benchmarks.md, issue 12
+ * session 15). Binary keeps 0.1: it never had the base's pull, and at 0.2 it gained +64/+66/+58/+32 (dog/cat/frog/bear)
+ * against +88/+78/+94/+82 at 0.1.
+ */
+export const CHAT_KL_COEF = 0.2;
+/** β of the chat model's recipe for binary alone (no OPD term). */
+export const CHAT_BINARY_KL_COEF = 0.1;
+
 /** The defaults that follow the model: how to learn and who judges, when no flag says otherwise. */
 export interface ModelRecipe {
   method: Method;
   opdMode: 'token' | 'topk';
   judge: 'lexical' | 'self';
-  /** β of the KL-to-base term and how it is estimated */
+  /** β of the KL-to-base term (for the recipe's method and opd; binaryKlCoef for binary) and how it is estimated */
   klCoef: number;
+  binaryKlCoef: number;
   klEstimator: KlEstimator;
   /** λ of the entropy guard */
   entropyGuard: number;
   /** the optimizer's learning rate */
   learningRate: number;
+  /** the OPD teacher: the base weights or the live policy, reading the hint */
+  opdTeacher: 'base' | 'policy';
   /** one line for logs and --help: what was picked and why */
   reason: string;
 }
@@ -102,15 +124,20 @@ export interface ModelRecipe {
  */
 export function recipeFor(t: ModelTraits): ModelRecipe {
   if (t.chatTemplate && t.embedded) {
-    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: 0.1, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, learningRate: CHAT_LEARNING_RATE, reason: `a chat model on the embedded engine: combine with top-K OPD, the self judge, the exact KL to base at β 0.1, the entropy guard at λ ${CHAT_ENTROPY_GUARD}, learning rate ${CHAT_LEARNING_RATE}` };
+    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: CHAT_KL_COEF, binaryKlCoef: CHAT_BINARY_KL_COEF, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, learningRate: CHAT_LEARNING_RATE, opdTeacher: CHAT_OPD_TEACHER, reason: `a chat model on the embedded engine: combine with top-K OPD (the ${CHAT_OPD_TEACHER === 'policy' ? 'live policy' : 'base'} as teacher), the self judge, the exact KL to base at β ${CHAT_KL_COEF} (${CHAT_BINARY_KL_COEF} for binary), the entropy guard at λ ${CHAT_ENTROPY_GUARD}, learning rate ${CHAT_LEARNING_RATE}` };
   }
   const why = !t.chatTemplate ? 'no chat template (the model cannot read a hint)' : 'a remote engine (no top-K scoring)';
-  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, learningRate: RECIPE.learningRate, reason: `${why}: ${RECIPE.method}, the lexical judge` };
+  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, binaryKlCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, learningRate: RECIPE.learningRate, opdTeacher: 'base', reason: `${why}: ${RECIPE.method}, the lexical judge` };
+}
+
+/** β of the KL term a recipe gives a method. */
+export function klCoefOf(r: Pick<ModelRecipe, 'klCoef' | 'binaryKlCoef'>, method: Method): number {
+  return method === 'binary' ? r.binaryKlCoef : r.klCoef;
 }
 
 /** Whether any choice that follows the model was left to it (then the commands say what was picked). */
-export function leavesToModel(o: { method?: unknown; judge?: unknown; 'opd-mode'?: unknown; 'kl-coef'?: unknown; 'kl-estimator'?: unknown; 'entropy-guard'?: unknown; 'learning-rate'?: unknown }): boolean {
-  return o.method === undefined || o.judge === undefined || o['opd-mode'] === undefined || o['kl-coef'] === undefined || o['kl-estimator'] === undefined || o['entropy-guard'] === undefined || o['learning-rate'] === undefined;
+export function leavesToModel(o: { method?: unknown; judge?: unknown; 'opd-mode'?: unknown; 'kl-coef'?: unknown; 'kl-estimator'?: unknown; 'entropy-guard'?: unknown; 'learning-rate'?: unknown; 'opd-teacher'?: unknown }): boolean {
+  return o.method === undefined || o.judge === undefined || o['opd-mode'] === undefined || o['kl-coef'] === undefined || o['kl-estimator'] === undefined || o['entropy-guard'] === undefined || o['learning-rate'] === undefined || o['opd-teacher'] === undefined;
 }
 
 /** `--kl-estimator` on every command that trains: its choices and help (learn/losses.ts, KlEstimator). */
@@ -124,10 +151,11 @@ export const MODEL_AWARE_DEFAULT = {
   method: 'combine for a chat model on the embedded engine, else binary',
   opdMode: 'topk for a chat model on the embedded engine, else token',
   judge: 'self for a chat model on the embedded engine, else lexical',
-  klCoef: `0.1 for a chat model on the embedded engine, else ${RECIPE.klCoef}`,
+  klCoef: `${CHAT_KL_COEF} for a chat model on the embedded engine (${CHAT_BINARY_KL_COEF} with --method binary), else ${RECIPE.klCoef}`,
   klEstimator: `full for a chat model on the embedded engine, else ${RECIPE.klEstimator}`,
   entropyGuard: `${CHAT_ENTROPY_GUARD} for a chat model on the embedded engine, else ${RECIPE.entropyGuard}`,
   learningRate: `${CHAT_LEARNING_RATE} for a chat model on the embedded engine, else ${RECIPE.learningRate}`,
+  opdTeacher: `${CHAT_OPD_TEACHER} for a chat model on the embedded engine, else base`,
 } as const;
 
 /** `--entropy-guard` on every command that trains. */

@@ -162,7 +162,7 @@ test('a small benchmark run writes curve.json, plots of satisfaction and KL, a s
     }
     assert.ok(lines.some((l) => /16\/16 conversations · version 4 · held-out satisfaction \d+% · satisfied-and-fluent \d+% \(fluent \d+%; plain band \d+%, fluent \d+%\) · KL/.test(l)));
     const files = await writeReport(t.dir, [run]);
-    assert.deepEqual(files.map((f) => f.slice(t.dir.length + 1)), ['curve.json', 'plot.svg', 'plot.png', 'kl.svg', 'kl.png', 'summary.md', 'samples.jsonl']);
+    assert.deepEqual(files.map((f) => f.slice(t.dir.length + 1)), ['curve.json', 'plot.svg', 'plot.png', 'kl.svg', 'kl.png', 'summary.md', 'samples.jsonl', 'trainer.log']);
     const curve = JSON.parse(readFileSync(files[0], 'utf8'));
     assert.deepEqual(Object.keys(curve).sort(), ['baseRate', 'baseSatisfiedAndFluent', 'conversations', 'curve', 'finalKlToBase', 'finalRate',
       'finalSatisfiedAndFluent', 'fluencyBand', 'judge', 'klCoef', 'label', 'method', 'opdMode', 'persona', 'preferenceBand', 'satisfiedByTurn', 'seed', 'stable', 'steps',
@@ -176,6 +176,9 @@ test('a small benchmark run writes curve.json, plots of satisfaction and KL, a s
     const samples = readFileSync(files[6], 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     assert.equal(samples.length, run.samples.length);
     assert.ok(samples.every((x) => typeof x.text === 'string' && typeof x.fluent === 'boolean' && typeof x.satisfied === 'boolean' && x.method === 'binary'));
+    // the trainer's line for every published step
+    const trainerLines = readFileSync(files[7], 'utf8').trim().split('\n');
+    assert.equal(trainerLines.filter((l) => /^\[binary\] trainer: step \d+ → version \d+/.test(l)).length, run.steps, trainerLines.join('\n'));
   } finally {
     t.cleanup();
   }

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PrmJudge } from '../../src/judge/judge.ts';
 import type { JudgeInput } from '../../src/judge/prompts.ts';
-import { selfJudgeOptions, SELF_JUDGE_MISSING_HINT_VOTES } from '../../src/judge/config.ts';
+import { selfJudgeOptions, SELF_JUDGE_MISSING_HINT_VOTES, SELF_JUDGE_MET_HINT_VOTES } from '../../src/judge/config.ts';
 
 /** A judge model double: answers PRM prompts and hint prompts from two scripts, in order. */
 function scripted(prm: string[], hint: string[]) {
@@ -56,6 +56,23 @@ test('grounded hints asking for what the answer lacks outweigh a positive majori
   }
 });
 
+test('grounded hints asking for what the answer already has outweigh a negative majority, unless one asks for what it lacks', async () => {
+  const bunny = hintAnswer('The user wants a story about a bunny.'), fox = hintAnswer('The user wants a story about a fox.');
+  const table: [name: string, prm: string[], hints: string[], response: string, metHintVotes: number, score: number, rule: boolean][] = [
+    ['two votes ask for the bunny the story has', ['\\boxed{-1}'], [bunny, bunny, '\\boxed{-1}'], 'A little bunny hopped home.', 2, 1, true],
+    ['one vote is not enough at 2', ['\\boxed{-1}'], [bunny, '\\boxed{-1}', '\\boxed{-1}'], 'A little bunny hopped home.', 2, -1, false],
+    ['a neutral majority becomes +1', ['\\boxed{0}'], [bunny], 'A little bunny hopped home.', 2, 1, true],
+    ['a vote asking for what the story lacks blocks it (and two of them make it −1)', ['\\boxed{1}'], [bunny, bunny, fox], 'A little bunny hopped home.', 2, 1, false],
+    ['the story has no bunny: the missing rule, not this one', ['\\boxed{1}'], [bunny], 'A dog ran home.', 2, -1, true],
+    ['off at 0', ['\\boxed{-1}'], [bunny], 'A little bunny hopped home.', 0, -1, false],
+  ];
+  for (const [name, prm, hints, response, metHintVotes, score, rule] of table) {
+    const j = await new PrmJudge(scripted(prm, hints).backend, { m: 3, groundHints: true, missingHintVotes: 2, metHintVotes }).judge(turn(response, 'that bunny and the fox made her giggle'), { hints: false });
+    assert.equal(j.score, score, name);
+    assert.equal(j.rule !== undefined, rule, name);
+  }
+});
+
 test('the cross-check asks hint votes on user turns only, also when training wants no hint', async () => {
   const user = scripted(['\\boxed{1}'], ['\\boxed{-1}']);
   await new PrmJudge(user.backend, { m: 3, missingHintVotes: 2 }).judge(turn('A story.', 'Thanks!'), { hints: false });
@@ -74,6 +91,6 @@ test('an ungrounded hint never triggers the cross-check', async () => {
 
 test('the self judge takes these rules with the compact prompts only (a model that reads the full prompts reads the reply itself)', () => {
   const c = { votes: 7, temperature: 0.6, maxTokens: 48 };
-  assert.deepEqual(selfJudgeOptions(c, 'compact'), { m: 7, temperature: 0.6, maxTokens: 48, groundHints: true, missingHintVotes: SELF_JUDGE_MISSING_HINT_VOTES });
-  assert.deepEqual(selfJudgeOptions(c, 'full'), { m: 7, temperature: 0.6, maxTokens: 48, groundHints: false, missingHintVotes: 0 });
+  assert.deepEqual(selfJudgeOptions(c, 'compact'), { m: 7, temperature: 0.6, maxTokens: 48, groundHints: true, missingHintVotes: SELF_JUDGE_MISSING_HINT_VOTES, metHintVotes: SELF_JUDGE_MET_HINT_VOTES });
+  assert.deepEqual(selfJudgeOptions(c, 'full'), { m: 7, temperature: 0.6, maxTokens: 48, groundHints: false, missingHintVotes: 0, metHintVotes: 0 });
 });

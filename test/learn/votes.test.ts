@@ -1,7 +1,7 @@
 // Vote aggregation, boxed parsing and hint selection: hand-made tables.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseBoxed, majority, parseHintVote, selectHint, isTrivialHint, hintContentWords, isGroundedHint, hintMissingFrom, type Score } from '../../src/learn/votes.ts';
+import { parseBoxed, majority, parseHintVote, selectHint, isTrivialHint, hintContentWords, isGroundedHint, hintMissingFrom, hintMetBy, type Score } from '../../src/learn/votes.ts';
 
 test('majority vote over valid votes; a tie or no valid vote is 0', () => {
   const table: [(Score | null)[], Score][] = [
@@ -120,4 +120,20 @@ test('a hint missing from the answer: it asks for something no word of the answe
     ['The user wants more stories like this.', 'Lily had a cat.', false],
   ];
   for (const [hint, answer, expected] of table) assert.equal(hintMissingFrom(hint, answer), expected, `${hint} | ${answer}`);
+});
+
+test('a hint the answer already meets: every content word of it is in the answer, and it asks for no absence', () => {
+  const table: [hint: string, answer: string, met: boolean][] = [
+    ['The user wants a story about a bunny.', 'Once upon a time, a little bunny hopped in the park.', true],
+    ['The user likes stories about a bear.', 'Tom had two bears. They played in the sun.', true],
+    ['The user wants a story about a bear.', 'Once upon a time, there was a dog named Max.', false],
+    // every content word must be there: a big dog is not met by a small one
+    ['The user wants a story about a big dog.', 'The small dog ran home.', false],
+    ['The user wants a character named Zoe.', "Zoe's cat was big.", true],
+    ['The user wants no dragons.', 'The dragon slept.', false],
+    ["The user doesn't want a dragon.", 'The dragon slept.', false],
+    // a hint of frame words only asks for nothing in particular
+    ['The user wants more stories like this.', 'Lily liked more stories like this.', false],
+  ];
+  for (const [hint, answer, expected] of table) assert.equal(hintMetBy(hint, answer), expected, `${hint} | ${answer}`);
 });

@@ -1,4 +1,4 @@
-// The defaults that follow the model: combine + top-K OPD + the self judge (the exact KL at β 0.1 and the
+// The defaults that follow the model: combine + top-K OPD (the live policy as teacher) + the self judge (the exact KL at β 0.2 and the
 // entropy guard) for a chat model on the embedded engine, binary + the lexical judge (KL k3 at β 0.3) otherwise — as a table, and through the real `serve`,
 // `bench personalize` and `demo`.
 import { test, after } from 'node:test';
@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { recipeFor, RECIPE, CHAT_ENTROPY_GUARD, CHAT_LEARNING_RATE, type ModelTraits } from '../../src/trainer/recipe.ts';
+import { recipeFor, RECIPE, CHAT_ENTROPY_GUARD, CHAT_LEARNING_RATE, CHAT_OPD_TEACHER, CHAT_KL_COEF, CHAT_BINARY_KL_COEF, klCoefOf, type ModelTraits } from '../../src/trainer/recipe.ts';
 import { SELF_JUDGE_VOTES, JUDGE_DEFAULTS, defaultVotes } from '../../src/judge/config.ts';
 import { chatTemplateOf } from '../../src/engine/embedded/tokenizer.ts';
 import { tinyConfig } from '../../src/bench/shapes.ts';
@@ -23,18 +23,22 @@ test('judge votes follow the judge: the self judge votes more (local decode), an
 });
 
 test('recipeFor: the table', () => {
-  const plain = { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: 0, learningRate: RECIPE.learningRate };
-  const rows: [ModelTraits, { method: string; opdMode: string; judge: string; klCoef: number; klEstimator: string; entropyGuard: number; learningRate: number }][] = [
-    [{ chatTemplate: true, embedded: true }, { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: 0.1, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, learningRate: CHAT_LEARNING_RATE }],
+  const plain = { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: 0, learningRate: RECIPE.learningRate, opdTeacher: 'base' };
+  const rows: [ModelTraits, { method: string; opdMode: string; judge: string; klCoef: number; klEstimator: string; entropyGuard: number; learningRate: number; opdTeacher: string }][] = [
+    [{ chatTemplate: true, embedded: true }, { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: CHAT_KL_COEF, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, learningRate: CHAT_LEARNING_RATE, opdTeacher: CHAT_OPD_TEACHER }],
     [{ chatTemplate: false, embedded: true }, plain],
     [{ chatTemplate: true, embedded: false }, plain],
     [{ chatTemplate: false, embedded: false }, plain],
   ];
   for (const [traits, want] of rows) {
     const r = recipeFor(traits);
-    assert.deepEqual({ method: r.method, opdMode: r.opdMode, judge: r.judge, klCoef: r.klCoef, klEstimator: r.klEstimator, entropyGuard: r.entropyGuard, learningRate: r.learningRate }, want, JSON.stringify(traits));
+    assert.deepEqual({ method: r.method, opdMode: r.opdMode, judge: r.judge, klCoef: r.klCoef, klEstimator: r.klEstimator, entropyGuard: r.entropyGuard, learningRate: r.learningRate, opdTeacher: r.opdTeacher }, want, JSON.stringify(traits));
     assert.ok(r.reason.length > 0);
   }
+  // binary keeps the smaller β in the chat recipe (no OPD term to anchor); elsewhere one β for every method
+  const chat = recipeFor({ chatTemplate: true, embedded: true }), plainRecipe = recipeFor({ chatTemplate: false, embedded: true });
+  assert.deepEqual(['binary', 'opd', 'combine'].map((m) => klCoefOf(chat, m as never)), [CHAT_BINARY_KL_COEF, CHAT_KL_COEF, CHAT_KL_COEF]);
+  assert.deepEqual(['binary', 'opd', 'combine'].map((m) => klCoefOf(plainRecipe, m as never)), [RECIPE.klCoef, RECIPE.klCoef, RECIPE.klCoef]);
   assert.match(recipeFor({ chatTemplate: false, embedded: true }).reason, /no chat template/);
   assert.match(recipeFor({ chatTemplate: true, embedded: false }).reason, /remote engine/);
 });
@@ -79,8 +83,8 @@ test('serve picks the recipe from the model; flags win', { timeout: 120_000 }, a
   const chatLog = await serveLog(chat, []);
   assert.match(chatLog, /default recipe for this model: a chat model on the embedded engine/);
   assert.match(chatLog, new RegExp(`judge: self \\(${SELF_JUDGE_VOTES} votes\\), learning: combine`));
-  assert.match(chatLog, new RegExp(`KL to base full at β 0\\.1, entropy guard λ ${CHAT_ENTROPY_GUARD}`));
-  const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token', '--kl-coef', '0.3', '--kl-estimator', 'k3', '--entropy-guard', '0', '--learning-rate', '3e-3']);
+  assert.match(chatLog, new RegExp(`KL to base full at β ${CHAT_KL_COEF}, entropy guard λ ${CHAT_ENTROPY_GUARD}, OPD teacher ${CHAT_OPD_TEACHER}`));
+  const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token', '--kl-coef', '0.3', '--kl-estimator', 'k3', '--entropy-guard', '0', '--learning-rate', '3e-3', '--opd-teacher', 'base']);
   assert.doesNotMatch(flagged, /default recipe for this model/);
   assert.match(flagged, /judge: lexical, learning: binary \(version \d+\), KL to base k3 at β 0\.3/);
   assert.doesNotMatch(flagged, /entropy guard/, 'λ 0 is off and not logged');
@@ -103,8 +107,8 @@ test('bench personalize and demo resolve the KL term and the learning rate from 
   writeFileSync(join(chat, 'chat_template.jinja'), TEMPLATE);
   const none = {} as Values;
   const c = await resolvePersonalize(none, chat);
-  assert.deepEqual({ method: c.method, judge: c.judge, klCoef: c.klCoef, klEstimator: c.klEstimator, entropyGuard: c.entropyGuard }, { method: 'combine', judge: 'self', klCoef: 0.1, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD });
-  assert.match(c.defaults ?? '', /the exact KL to base at β 0\.1, the entropy guard at λ/);
+  assert.deepEqual({ method: c.method, judge: c.judge, klCoef: c.klCoef, klEstimator: c.klEstimator, entropyGuard: c.entropyGuard }, { method: 'combine', judge: 'self', klCoef: CHAT_KL_COEF, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD });
+  assert.match(c.defaults ?? '', new RegExp(`live policy as teacher\\), the self judge, the exact KL to base at β ${CHAT_KL_COEF} \\(${CHAT_BINARY_KL_COEF} for binary\\), the entropy guard at λ`));
   const plain = await resolvePersonalize(none, STORIES);
   assert.deepEqual({ method: plain.method, klCoef: plain.klCoef, klEstimator: plain.klEstimator, entropyGuard: plain.entropyGuard }, { method: RECIPE.method, klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: 0 });
   const flagged = await resolvePersonalize({ 'kl-coef': 0.3 } as Values, chat);
@@ -113,6 +117,11 @@ test('bench personalize and demo resolve the KL term and the learning rate from 
   assert.equal(unguarded.entropyGuard, 0);
   // the learning rate follows the model too
   assert.deepEqual([c.learningRate, plain.learningRate, (await resolvePersonalize({ 'learning-rate': 1e-3 } as Values, chat)).learningRate], [CHAT_LEARNING_RATE, RECIPE.learningRate, 1e-3]);
+  // β follows the method, unless the flag says
+  const binary = await resolvePersonalize({ method: 'binary' } as Values, chat);
+  assert.deepEqual([binary.klCoef, binary.klCoefFor('opd'), c.klCoefFor('binary'), flagged.klCoefFor('binary')], [CHAT_BINARY_KL_COEF, CHAT_KL_COEF, CHAT_BINARY_KL_COEF, 0.3]);
+  // and the OPD teacher
+  assert.deepEqual([c.opdTeacher, plain.opdTeacher, (await resolvePersonalize({ 'opd-teacher': 'base' } as Values, chat)).opdTeacher], [CHAT_OPD_TEACHER, 'base', 'base']);
 });
 
 test('demo --json writes its run as one JSON line on stdout; the progress stays on stderr', { timeout: 120_000 }, () => {
