@@ -265,6 +265,6 @@ export async function writeReport(outDir: string, runs: PersonalizeResult[]): Pr
   ];
   writeFileSync(files[5], lines.join('\n'));
   writeFileSync(files[6], runs.flatMap((r) => r.samples.map((x) => JSON.stringify({ method: r.method, opdMode: r.opdMode, runSeed: r.seed, ...x }))).join('\n') + '\n');
-  writeFileSync(files[7], runs.flatMap((r) => (r.trainerLog ?? []).map((l) => `[${r.label}] ${l}`)).join('\n') + '\n');
+  writeFileSync(files[7], runs.flatMap((r) => r.trainerLog.map((l) => `[${r.label}] ${l}`)).join('\n') + '\n');
   return files;
 }

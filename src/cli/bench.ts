@@ -201,9 +201,10 @@ export async function resolvePersonalize(o: PersonalizeValues, model?: string): 
   if (o['judge-satisfaction'] && judge === 'lexical') throw new UsageError('--judge-satisfaction needs --judge self or --judge llm (the lexical judge cannot grade an answer; this model\'s default judge is lexical)');
   const persona = withTurns(await personaFrom(o['persona-file'], o.persona ?? (chat ? 'chat-dog-lover' : 'dog-lover')), o.turns);
   const defaulted = leavesToModel(o) || (o.persona === undefined && !o['persona-file']);
+  const method = o.method ?? auto.method, klCoefFor = (m: Method) => o['kl-coef'] ?? klCoefOf(auto, m);
   return {
-    model: dir, persona, method: o.method ?? auto.method, opdMode: o['opd-mode'] ?? auto.opdMode, judge,
-    klCoef: o['kl-coef'] ?? klCoefOf(auto, o.method ?? auto.method), klCoefFor: (m: Method) => o['kl-coef'] ?? klCoefOf(auto, m), klEstimator: o['kl-estimator'] ?? auto.klEstimator, entropyGuard: o['entropy-guard'] ?? auto.entropyGuard,
+    model: dir, persona, method, opdMode: o['opd-mode'] ?? auto.opdMode, judge,
+    klCoef: klCoefFor(method), klCoefFor, klEstimator: o['kl-estimator'] ?? auto.klEstimator, entropyGuard: o['entropy-guard'] ?? auto.entropyGuard,
     learningRate: o['learning-rate'] ?? auto.learningRate, opdTeacher: o['opd-teacher'] ?? auto.opdTeacher,
     defaults: defaulted ? `${auto.reason}; persona ${persona.name}` : null,
   };

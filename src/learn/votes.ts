@@ -156,11 +156,17 @@ export function isGroundedHint(hint: string, nextStateText: string): boolean {
   return hintContentWords(hint).some((w) => seen.has(w));
 }
 
+/** For each content word of a hint, whether the answer has it; null when the hint asks for an absence ("no dragons"). */
+function contentInAnswer(hint: string, answer: string): boolean[] | null {
+  if (hintWords(hint).some((w) => NEGATION.has(w))) return null;
+  const seen = new Set(hintWords(answer).map(stem));
+  return hintContentWords(hint).map((w) => seen.has(w));
+}
+
 /** Whether a hint asks for something the answer lacks entirely: it has content words, none occur in the answer, and it asks for no absence. */
 export function hintMissingFrom(hint: string, answer: string): boolean {
-  if (hintWords(hint).some((w) => NEGATION.has(w))) return false;
-  const content = hintContentWords(hint), seen = new Set(hintWords(answer).map(stem));
-  return content.length > 0 && content.every((w) => !seen.has(w));
+  const found = contentInAnswer(hint, answer);
+  return !!found && found.length > 0 && found.every((f) => !f);
 }
 
 /**
@@ -169,7 +175,6 @@ export function hintMissingFrom(hint: string, answer: string): boolean {
  * bunny made her giggle" after a story with a bunny): a complaint about something missing would not.
  */
 export function hintMetBy(hint: string, answer: string): boolean {
-  if (hintWords(hint).some((w) => NEGATION.has(w))) return false;
-  const content = hintContentWords(hint), seen = new Set(hintWords(answer).map(stem));
-  return content.length > 0 && content.every((w) => seen.has(w));
+  const found = contentInAnswer(hint, answer);
+  return !!found && found.length > 0 && found.every((f) => f);
 }

@@ -69,15 +69,15 @@ export const CHAT_LEARNING_RATE = 5e-3;
 /**
  * The OPD teacher of the chat model's recipe: the live policy reading the hint, so the distilled signal is the hint's
  * effect alone (teacher and student differ only by it), where the base teacher also pulled every position back towards
- * the base. OPD alone gained +86/+94 on bear/cat with it against +30/+74 with the base (docs/benchmarks.md, issue 12
- * session 15). Upstream's Tinker path distils from the live policy too; its slime path keeps the frozen base.
+ * the base. OPD alone gained +92/+94/+92/+90 (dog/cat/frog/bear, at CHAT_KL_COEF) with it against +78/+74/+64/+30 with
+ * the base (docs/benchmarks.md, issue 12 session 15). Upstream's Tinker path distils from the live policy too; its slime path keeps the frozen base.
  */
 export const CHAT_OPD_TEACHER: 'base' | 'policy' = 'policy';
 
 /**
  * β of the KL-to-base term in the chat model's recipe. 0.1 while the base was the OPD teacher (its sets pulled towards
  * the base too); with the live policy as teacher nothing else anchors the policy, and at 0.1 OPD alone lost the text
- * on one run in three (frog seed 2: fluent 30%, KL 0.75) where 0.2 kept it at 92–98% (docs/benchmarks.md, issue 12
+ * on one run of twelve (frog seed 2: fluent 30%, KL 0.75) where 0.2 kept every run at 92–100% (docs/benchmarks.md, issue 12
  * session 15). Binary keeps 0.1: it never had the base's pull, and at 0.2 it gained +64/+66/+58/+32 (dog/cat/frog/bear)
  * against +88/+78/+94/+82 at 0.1.
  */
@@ -135,9 +135,12 @@ export function klCoefOf(r: Pick<ModelRecipe, 'klCoef' | 'binaryKlCoef'>, method
   return method === 'binary' ? r.binaryKlCoef : r.klCoef;
 }
 
+/** The flags whose default follows the model. */
+const MODEL_AWARE_FLAGS = ['method', 'judge', 'opd-mode', 'kl-coef', 'kl-estimator', 'entropy-guard', 'learning-rate', 'opd-teacher'] as const;
+
 /** Whether any choice that follows the model was left to it (then the commands say what was picked). */
-export function leavesToModel(o: { method?: unknown; judge?: unknown; 'opd-mode'?: unknown; 'kl-coef'?: unknown; 'kl-estimator'?: unknown; 'entropy-guard'?: unknown; 'learning-rate'?: unknown; 'opd-teacher'?: unknown }): boolean {
-  return o.method === undefined || o.judge === undefined || o['opd-mode'] === undefined || o['kl-coef'] === undefined || o['kl-estimator'] === undefined || o['entropy-guard'] === undefined || o['learning-rate'] === undefined || o['opd-teacher'] === undefined;
+export function leavesToModel(o: Partial<Record<(typeof MODEL_AWARE_FLAGS)[number], unknown>>): boolean {
+  return MODEL_AWARE_FLAGS.some((k) => o[k] === undefined);
 }
 
 /** `--kl-estimator` on every command that trains: its choices and help (learn/losses.ts, KlEstimator). */
