@@ -14,6 +14,7 @@ import { createJudge, JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.t
 import { TrainerLoop, TRAINER_DEFAULTS } from '../trainer/loop.ts';
 import { RECIPE } from '../trainer/recipe.ts';
 import type { KlEstimator } from '../learn/losses.ts';
+import type { LoopGuard } from '../learn/loops.ts';
 import type { Method } from '../learn/advantages.ts';
 import type { HintSelection } from '../learn/topk-opd.ts';
 import type { Persona } from './persona.ts';
@@ -51,6 +52,8 @@ export interface PersonalizeResult {
   conversations: number; steps: number; curve: CurvePoint[]; samples: RecordedSample[];
   /** the trainer's log lines (one per step: samples, loss, distillation and hindsight counts), written to trainer.log */
   trainerLog: string[];
+  /** judged answers whose reward the loop guard lowered */
+  loopingAnswers: number;
   /** upstream's measure: conversations until satisfied-and-fluent stays ≥ base + stableGain for 3 consecutive evaluations */
   stable: StableEffect & { gain: number };
   /** judged answers per conversation (the persona's `turns`) */
@@ -96,6 +99,10 @@ export interface PersonalizeOptions {
   klEstimator?: KlEstimator;
   /** λ of the entropy guard (default: the trainer's, off) */
   entropyGuard?: number;
+  /** what a looping answer's reward becomes (default: the trainer's, off) */
+  loopGuard?: LoopGuard;
+  /** w_opd next to w_rl = 1 (default 1) */
+  opdWeight?: number;
   /** hindsight answers (trainer/hindsight.ts; default: the recipe's) */
   hindsight?: boolean;
   /** scale of negative reward terms (default: the recipe's) */
@@ -131,11 +138,11 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const label = o.method === 'binary' ? 'binary' : `${o.method} (${opdMode})`;
   const trainerLog: string[] = [];
   const trainer = new TrainerLoop(store, engine, {
-    method: o.method, opdMode, klCoef, klEstimator: o.klEstimator ?? RECIPE.klEstimator, entropyGuard: o.entropyGuard ?? RECIPE.entropyGuard, hindsight: o.hindsight ?? RECIPE.hindsight, negativeWeight: o.negativeWeight ?? RECIPE.negativeWeight, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
+    method: o.method, opdMode, klCoef, klEstimator: o.klEstimator ?? RECIPE.klEstimator, entropyGuard: o.entropyGuard ?? RECIPE.entropyGuard, loopGuard: o.loopGuard ?? RECIPE.loopGuard, hindsight: o.hindsight ?? RECIPE.hindsight, negativeWeight: o.negativeWeight ?? RECIPE.negativeWeight, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
     topk: { ...TRAINER_DEFAULTS.topk, selection: o.hintSelection ?? TRAINER_DEFAULTS.topk.selection, k: o.topkK ?? TRAINER_DEFAULTS.topk.k, set: o.topkSet ?? TRAINER_DEFAULTS.topk.set },
     batchSize: o.batchSize ?? RECIPE.batchSize, learningRate: o.learningRate ?? RECIPE.learningRate, rewardBaseline: o.rewardBaseline ?? RECIPE.rewardBaseline,
     keepNeutral: o.keepNeutral ?? RECIPE.keepNeutral, lora: { rank: o.loraRank ?? RECIPE.lora.rank, alpha: 2 * (o.loraRank ?? RECIPE.lora.rank), seed },
-    checkpointDir: join(dir, 'checkpoints'), checkpointEvery: 1_000_000, log: (line) => trainerLog.push(line),
+    checkpointDir: join(dir, 'checkpoints'), checkpointEvery: 1_000_000, weights: { opd: o.opdWeight ?? 1, rl: 1 }, log: (line) => trainerLog.push(line),
   });
   await trainer.init();
   const userList = Array.from({ length: users }, (_, i) => new SimulatedUser({ baseUrl: `${server.url}/v1`, model: 'policy', persona: o.persona, seed: seed * 1000 + i, id: `u${i}` }));
@@ -206,7 +213,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
       turnsPerConversation: turnsPer, satisfiedByTurn, judge: agreement,
       persona: o.persona.name, method: o.method, label, opdMode, klCoef, seed, baseRate: curve[0].rate, finalRate: curve.at(-1)!.rate, wallSeconds: +((performance.now() - t0) / 1000).toFixed(1),
       baseSatisfiedAndFluent: curve[0].satisfiedAndFluentRate, finalSatisfiedAndFluent: curve.at(-1)!.satisfiedAndFluentRate, finalKlToBase: curve.at(-1)!.klToBase,
-      fluencyBand: band.plain, preferenceBand: band.preference, conversations: done, steps: trainer.step, curve, samples, trainerLog, stable: { ...stableNow(), gain: stableGain },
+      fluencyBand: band.plain, preferenceBand: band.preference, conversations: done, steps: trainer.step, curve, samples, trainerLog, loopingAnswers: trainer.counts.looping, stable: { ...stableNow(), gain: stableGain },
       ...(curve[0].validation ? { validation: { baseSatisfiedAndFluent: curve[0].validation.satisfiedAndFluentRate, finalSatisfiedAndFluent: curve.at(-1)!.validation!.satisfiedAndFluentRate, finalFluent: curve.at(-1)!.validation!.fluentRate } } : {}),
     };
   } finally {

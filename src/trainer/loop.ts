@@ -31,6 +31,7 @@ import { correctStaleness, cumulativeBuckets, STALENESS_BUCKETS } from '../learn
 import { windowBaseline, BASELINE_WINDOW } from '../learn/baseline.ts';
 import { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './options.ts';
 import { mergeContinuations } from '../learn/continuations.ts';
+import { guardedReward, loops } from '../learn/loops.ts';
 import { hindsightData, hindsightPrompts, type EarlierTurn } from './hindsight.ts';
 
 export { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './options.ts';
@@ -61,7 +62,7 @@ export class TrainerLoop {
   version = 0;
   step = 0;
   lastStep: StepRecord | null = null;
-  counts = { trained: 0, stale: 0, rejected: 0, rolledBack: 0, skipped: 0 };
+  counts = { trained: 0, stale: 0, rejected: 0, rolledBack: 0, skipped: 0, looping: 0 };
   /** steps skipped as no-ops (no gradient signal: nothing to publish) */
   noOpSteps = 0;
   /** staleness of every trained sample since the start, as cumulative counts per STALENESS_BUCKETS bound (+Inf last) */
@@ -192,6 +193,11 @@ export class TrainerLoop {
       const temperature = request.params.temperature > 0 ? request.params.temperature : 1;
       let reward: number | null = turn.score;
       if (reward !== null && this.o.overlong) reward = Math.max(-1, Math.min(1, reward + overlongPenalty(responseIds.length, this.o.overlong.lMax, this.o.overlong.lCache)));
+      if (reward !== null && this.o.loopGuard !== 'off' && loops(responseIds, this.engine.tokenizer.decode(responseIds, true))) {
+        const guarded = guardedReward(reward, true, this.o.loopGuard);
+        if (guarded !== reward) this.counts.looping++;
+        reward = guarded;
+      }
       const topk = this.o.opdMode === 'topk' && this.o.method !== 'binary';
       let teacher: number[] | null = null;
       if (!topk && this.o.method !== 'binary' && turn.hint) {
@@ -473,6 +479,7 @@ export class TrainerLoop {
       g('tokens', 'Loss tokens in the last step.', r?.tokens) + g('staleness_mean', 'Mean versions between sampling and training in the last step.', r?.stalenessMean) +
       g('step_duration_seconds', 'Duration of the last step.', r ? r.durationMs / 1000 : null) +
       g('samples_skipped_total', 'Samples set aside by no-op steps (no gradient signal in the batch; nothing published).', this.counts.skipped) +
+      g('looping_answers_total', 'Judged answers whose reward the loop guard lowered (they repeated themselves).', this.counts.looping) +
       g('noop_steps_total', 'Batches without gradient signal: no optimizer step taken, no version published.', this.noOpSteps) +
       g('staleness_max', 'Versions between sampling and training of the stalest sample in the last step.', r?.stalenessMax) +
       g('importance_weight_mean', 'Mean truncated importance weight (current/behaviour) per token in the last step; 1 = on-policy.', r?.importanceWeightMean) +
@@ -499,7 +506,7 @@ export class TrainerLoop {
     const samples = Object.fromEntries((this.store.sql(`SELECT status, COUNT(*) AS n FROM samples GROUP BY status`).all() as { status: string; n: number }[]).map((r) => [r.status, r.n]));
     return {
       method: this.o.method, policyVersion: this.version, step: this.step, batchSize: this.o.batchSize, samples, lastStep: this.lastStep,
-      rollbacks: this.counts.rolledBack, failures: this.periodic.totalFailures, noOpSteps: this.noOpSteps, staleness: this.stalenessDistribution(),
+      rollbacks: this.counts.rolledBack, failures: this.periodic.totalFailures, noOpSteps: this.noOpSteps, loopingAnswers: this.counts.looping, staleness: this.stalenessDistribution(),
     };
   }
 }

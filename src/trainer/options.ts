@@ -8,6 +8,7 @@ import { GUARD_DEFAULTS } from '../learn/weights-guard.ts';
 import { IMPORTANCE_CAP } from '../learn/staleness.ts';
 import { RECIPE } from './recipe.ts';
 import type { KlEstimator } from '../learn/losses.ts';
+import type { LoopGuard } from '../learn/loops.ts';
 
 export interface TrainerOptions {
   method: Method;
@@ -52,6 +53,8 @@ export interface TrainerOptions {
   klEstimator: KlEstimator;
   /** λ of the entropy guard (learn/losses.ts, entropyExcessRow; 0 = off) */
   entropyGuard: number;
+  /** what a looping answer's reward becomes (learn/loops.ts): capped at 0, −1, or left as judged */
+  loopGuard: LoopGuard;
   gradClipNorm: number;
   opdTeacher: 'base' | 'policy';
   /**
@@ -102,7 +105,7 @@ export interface TrainerOptions {
 
 export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
   method: RECIPE.method, batchSize: RECIPE.batchSize, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, keepNeutral: RECIPE.keepNeutral,
-  klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
+  klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
   opdTeacher: 'base', opdMode: 'token', opdClip: OPD_ADVANTAGE_CLIP, topk: { k: TOPK_DEFAULTS.k, maxCandidates: TOPK_DEFAULTS.maxCandidates, selection: TOPK_DEFAULTS.selection, set: RECIPE.topkSet },
   weights: { opd: 1, rl: 1 }, overlong: null, checkpointEvery: 1, maxCanaryDrop: GUARD_DEFAULTS.maxCanaryDrop, pollMs: 200, log: () => {},
 };

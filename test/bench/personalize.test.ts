@@ -165,7 +165,7 @@ test('a small benchmark run writes curve.json, plots of satisfaction and KL, a s
     assert.deepEqual(files.map((f) => f.slice(t.dir.length + 1)), ['curve.json', 'plot.svg', 'plot.png', 'kl.svg', 'kl.png', 'summary.md', 'samples.jsonl', 'trainer.log']);
     const curve = JSON.parse(readFileSync(files[0], 'utf8'));
     assert.deepEqual(Object.keys(curve).sort(), ['baseRate', 'baseSatisfiedAndFluent', 'conversations', 'curve', 'finalKlToBase', 'finalRate',
-      'finalSatisfiedAndFluent', 'fluencyBand', 'judge', 'klCoef', 'label', 'method', 'opdMode', 'persona', 'preferenceBand', 'satisfiedByTurn', 'seed', 'stable', 'steps',
+      'finalSatisfiedAndFluent', 'fluencyBand', 'judge', 'klCoef', 'label', 'loopingAnswers', 'method', 'opdMode', 'persona', 'preferenceBand', 'satisfiedByTurn', 'seed', 'stable', 'steps',
       'turnsPerConversation', 'wallSeconds']);
     assert.match(readFileSync(files[1], 'utf8'), /^<svg[\s\S]*Held-out satisfaction[\s\S]*binary satisfied[\s\S]*binary sat\. &amp; fluent[\s\S]*<\/svg>$/);
     const png = readFileSync(files[2]);

@@ -1,0 +1,50 @@
+// The loop guard in the trainer, on stories260K: every judged answer's sample carries the judge's reward after the
+// guard (learn/loops.ts) — a looping answer the user approved is not reinforced — and the trainer counts the
+// answers it lowered.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, post } from '../helpers/server.ts';
+import { JudgeLoop } from '../../src/judge/loop.ts';
+import { LexicalJudge } from '../../src/judge/judge.ts';
+import { TrainerLoop } from '../../src/trainer/loop.ts';
+import { guardedReward, loops, type LoopGuard } from '../../src/learn/loops.ts';
+
+const PROMPTS = ['Once upon a time', 'One day, a little girl', 'There was a boy', 'Tom and Lily'];
+
+for (const guard of ['punish', 'withhold'] as LoopGuard[]) {
+  test(`loop guard ${guard}: approved answers that loop lose their reward, the rest keep it`, { timeout: 120_000 }, async () => {
+    const s = await startTestServer();
+    try {
+      const trainer = new TrainerLoop(s.store, s.engine, { method: 'binary', batchSize: 64, loopGuard: guard, lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${s.dataDir}/checkpoints` });
+      await trainer.init();
+      // greedy 64-token stories from stories260K repeat themselves; short sampled ones do not
+      for (let c = 0; c < 8; c++) {
+        const h = { 'x-session-id': `c-${c}` }, prompt = PROMPTS[c % 4];
+        const params = c < 4 ? { max_tokens: 64, temperature: 0 } : { max_tokens: 12, temperature: 1, seed: c };
+        const first = await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: prompt }], ...params }, h);
+        assert.equal(first.status, 200);
+        const answer = first.json.choices[0].message.content as string;
+        const second = await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: prompt }, { role: 'assistant', content: answer }, { role: 'user', content: 'I love it, thanks!' }], max_tokens: 2 }, { ...h, 'x-session-done': '1' });
+        assert.equal(second.status, 200);
+      }
+      await new JudgeLoop(s.store, new LexicalJudge(), { hints: false }).tick();
+      await trainer.buildSamples();
+      const rows = s.store.sql(`SELECT t.response_ids, j.score, x.reward, x.status FROM samples x JOIN turns t ON t.id = x.turn_id JOIN judgements j ON j.turn_id = t.id WHERE t.idx = 0 ORDER BY t.id`).all() as { response_ids: string; score: number; reward: number; status: string }[];
+      assert.equal(rows.length, 8);
+      let looping = 0;
+      for (const r of rows) {
+        const ids = s.store.decodeIds(r.response_ids);
+        const isLoop = loops(ids, s.engine.tokenizer.decode(ids, true));
+        assert.equal(r.score, 1, 'the lexical judge approves every answer');
+        assert.equal(r.reward, guardedReward(r.score, isLoop, guard));
+        assert.equal(r.status, isLoop && guard === 'withhold' ? 'none' : 'pending', 'a withheld answer carries no signal for binary');
+        if (isLoop) looping++;
+      }
+      assert.ok(looping > 0 && looping < 8, `some answers loop and some do not (${looping} of 8)`);
+      assert.equal(trainer.counts.looping, looping);
+      assert.match(trainer.metrics(), new RegExp(`openclaw_rl_train_looping_answers_total ${looping}\\n`));
+    } finally {
+      await s.close();
+    }
+  });
+}
