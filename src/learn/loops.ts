@@ -1,7 +1,9 @@
 // The loop guard, as pure math: an answer that loops ("The bear had a bear. The bear was a bear. The bear.")
 // is never reinforced, whatever the judge said. A user who asked for bears may well approve of such an answer,
 // and every approval teaches the policy that saying the topic again is what pleases; the KL term and the entropy
-// guard pull the distribution back but not against a reward that keeps paying for the loop. The test is the
+// guard pull the distribution back but not against a reward that keeps paying for the loop. Nor is a looping answer
+// distilled (trainer/loop.ts): the teacher reading "The user wants a story about a tree." would teach, at every prefix
+// of "The tree had a tree. The tree…", to say the tree once more. The test is the
 // evaluation's own repetition check (learn/fluency.ts), read as a density so that long answers are not held to a
 // 64-token story's count.
 import { repetitionCheck, REPETITION_DEFAULTS, type RepetitionLimits } from './fluency.ts';

@@ -193,20 +193,22 @@ export class TrainerLoop {
       const temperature = request.params.temperature > 0 ? request.params.temperature : 1;
       let reward: number | null = turn.score;
       if (reward !== null && this.o.overlong) reward = Math.max(-1, Math.min(1, reward + overlongPenalty(responseIds.length, this.o.overlong.lMax, this.o.overlong.lCache)));
-      if (reward !== null && this.o.loopGuard !== 'off' && loops(responseIds, this.engine.tokenizer.decode(responseIds, true))) {
+      // the loop guard: a looping answer is neither reinforced nor distilled (the hinted teacher would teach its loop on)
+      const looping = reward !== null && this.o.loopGuard !== 'off' && loops(responseIds, this.engine.tokenizer.decode(responseIds, true));
+      if (looping) {
         const guarded = guardedReward(reward, true, this.o.loopGuard);
-        if (guarded !== reward) this.counts.looping++;
+        this.counts.looping++;
         reward = guarded;
       }
       const topk = this.o.opdMode === 'topk' && this.o.method !== 'binary';
       let teacher: number[] | null = null;
-      if (!topk && this.o.method !== 'binary' && turn.hint) {
+      if (!topk && this.o.method !== 'binary' && turn.hint && !looping) {
         const promptIds = this.engine.tokenizer.encodeChat(withHint(request.messages, turn.hint), { tools: (request.tools ?? undefined) as never, templateKwargs: request.templateKwargs });
         if (promptIds.length + responseIds.length - 1 <= this.engine.info.contextLength) {
           [teacher] = (await this.engine.score([{ promptIds, responseIds }], { temperature, adapter: this.o.opdTeacher === 'base' ? 'base' : 'current' })).map((a) => Array.from(a));
         }
       }
-      const hints = topk ? this.hintCandidates(turn) : [];
+      const hints = topk && !looping ? this.hintCandidates(turn) : [];
       let sample = topk ? topkSample(this.o.method, reward, hints.length > 0, responseIds.length, this.o.weights.rl) : buildSample(this.o.method, { reward, teacher, behaviour }, this.o.weights, this.o.opdClip);
       let kind: string = sample?.kind ?? 'none';
       if (!sample && this.o.keepNeutral && this.sessionHasNoSample(turn.session_id)) { sample = atLeastOneSample(responseIds.length); kind = 'neutral'; }
@@ -479,7 +481,7 @@ export class TrainerLoop {
       g('tokens', 'Loss tokens in the last step.', r?.tokens) + g('staleness_mean', 'Mean versions between sampling and training in the last step.', r?.stalenessMean) +
       g('step_duration_seconds', 'Duration of the last step.', r ? r.durationMs / 1000 : null) +
       g('samples_skipped_total', 'Samples set aside by no-op steps (no gradient signal in the batch; nothing published).', this.counts.skipped) +
-      g('looping_answers_total', 'Judged answers whose reward the loop guard lowered (they repeated themselves).', this.counts.looping) +
+      g('looping_answers_total', 'Judged answers the loop guard kept from being reinforced or distilled (they repeated themselves).', this.counts.looping) +
       g('noop_steps_total', 'Batches without gradient signal: no optimizer step taken, no version published.', this.noOpSteps) +
       g('staleness_max', 'Versions between sampling and training of the stalest sample in the last step.', r?.stalenessMax) +
       g('importance_weight_mean', 'Mean truncated importance weight (current/behaviour) per token in the last step; 1 = on-policy.', r?.importanceWeightMean) +

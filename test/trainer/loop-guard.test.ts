@@ -1,6 +1,6 @@
 // The loop guard in the trainer, on stories260K: every judged answer's sample carries the judge's reward after the
-// guard (learn/loops.ts) — a looping answer the user approved is not reinforced — and the trainer counts the
-// answers it lowered.
+// guard (learn/loops.ts) — a looping answer the user approved is not reinforced — a looping answer is not distilled
+// either, and the trainer counts the answers it guarded.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, post } from '../helpers/server.ts';
@@ -11,22 +11,26 @@ import { guardedReward, loops, type LoopGuard } from '../../src/learn/loops.ts';
 
 const PROMPTS = ['Once upon a time', 'One day, a little girl', 'There was a boy', 'Tom and Lily'];
 
+/** Eight sessions: greedy 64-token stories (they loop) and short sampled ones (they do not), each followed by the feedback. */
+async function sessions(s: Awaited<ReturnType<typeof startTestServer>>, feedback: string): Promise<void> {
+  for (let c = 0; c < 8; c++) {
+    const h = { 'x-session-id': `c-${c}` }, prompt = PROMPTS[c % 4];
+    const params = c < 4 ? { max_tokens: 64, temperature: 0 } : { max_tokens: 12, temperature: 1, seed: c };
+    const first = await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: prompt }], ...params }, h);
+    assert.equal(first.status, 200);
+    const answer = first.json.choices[0].message.content as string;
+    const second = await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: prompt }, { role: 'assistant', content: answer }, { role: 'user', content: feedback }], max_tokens: 2 }, { ...h, 'x-session-done': '1' });
+    assert.equal(second.status, 200);
+  }
+}
+
 for (const guard of ['punish', 'withhold'] as LoopGuard[]) {
   test(`loop guard ${guard}: approved answers that loop lose their reward, the rest keep it`, { timeout: 120_000 }, async () => {
     const s = await startTestServer();
     try {
       const trainer = new TrainerLoop(s.store, s.engine, { method: 'binary', batchSize: 64, loopGuard: guard, lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${s.dataDir}/checkpoints` });
       await trainer.init();
-      // greedy 64-token stories from stories260K repeat themselves; short sampled ones do not
-      for (let c = 0; c < 8; c++) {
-        const h = { 'x-session-id': `c-${c}` }, prompt = PROMPTS[c % 4];
-        const params = c < 4 ? { max_tokens: 64, temperature: 0 } : { max_tokens: 12, temperature: 1, seed: c };
-        const first = await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: prompt }], ...params }, h);
-        assert.equal(first.status, 200);
-        const answer = first.json.choices[0].message.content as string;
-        const second = await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: prompt }, { role: 'assistant', content: answer }, { role: 'user', content: 'I love it, thanks!' }], max_tokens: 2 }, { ...h, 'x-session-done': '1' });
-        assert.equal(second.status, 200);
-      }
+      await sessions(s, 'I love it, thanks!');
       await new JudgeLoop(s.store, new LexicalJudge(), { hints: false }).tick();
       await trainer.buildSamples();
       const rows = s.store.sql(`SELECT t.response_ids, j.score, x.reward, x.status FROM samples x JOIN turns t ON t.id = x.turn_id JOIN judgements j ON j.turn_id = t.id WHERE t.idx = 0 ORDER BY t.id`).all() as { response_ids: string; score: number; reward: number; status: string }[];
@@ -48,3 +52,31 @@ for (const guard of ['punish', 'withhold'] as LoopGuard[]) {
     }
   });
 }
+
+test('loop guard: a looping answer with a hint is not distilled; the others are', { timeout: 120_000 }, async () => {
+  const s = await startTestServer();
+  try {
+    const trainer = new TrainerLoop(s.store, s.engine, { method: 'combine', opdMode: 'token', batchSize: 64, loopGuard: 'withhold', lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${s.dataDir}/checkpoints` });
+    await trainer.init();
+    await sessions(s, 'No, I wanted a story about a dog.');
+    await new JudgeLoop(s.store, new LexicalJudge(), { hints: true }).tick();
+    await trainer.buildSamples();
+    const rows = s.store.sql(`SELECT t.response_ids, j.score, j.hint, x.reward, x.kind, x.teacher_logprobs FROM samples x JOIN turns t ON t.id = x.turn_id JOIN judgements j ON j.turn_id = t.id WHERE t.idx = 0 ORDER BY t.id`).all() as { response_ids: string; score: number; hint: string | null; reward: number; kind: string; teacher_logprobs: string | null }[];
+    assert.equal(rows.length, 8);
+    let looping = 0;
+    for (const r of rows) {
+      const ids = s.store.decodeIds(r.response_ids);
+      const isLoop = loops(ids, s.engine.tokenizer.decode(ids, true));
+      assert.equal(r.score, -1);
+      assert.ok(r.hint, 'the lexical judge hints at the dog');
+      assert.equal(r.reward, -1, 'a complaint stays −1 under withhold');
+      assert.equal(r.teacher_logprobs === null, isLoop, 'the teacher scores only answers that do not loop');
+      assert.equal(r.kind, isLoop ? 'binary' : 'combine');
+      if (isLoop) looping++;
+    }
+    assert.ok(looping > 0 && looping < 8, `some answers loop and some do not (${looping} of 8)`);
+    assert.equal(trainer.counts.looping, looping);
+  } finally {
+    await s.close();
+  }
+});

@@ -83,7 +83,7 @@ test('serve picks the recipe from the model; flags win', { timeout: 120_000 }, a
   const chatLog = await serveLog(chat, []);
   assert.match(chatLog, /default recipe for this model: a chat model on the embedded engine/);
   assert.match(chatLog, new RegExp(`judge: self \\(${SELF_JUDGE_VOTES} votes\\), learning: combine`));
-  assert.match(chatLog, new RegExp(`KL to base full at β ${CHAT_KL_COEF}, entropy guard λ ${CHAT_ENTROPY_GUARD}, OPD teacher ${CHAT_OPD_TEACHER}`));
+  assert.match(chatLog, new RegExp(`KL to base full at β ${CHAT_KL_COEF}, entropy guard λ ${CHAT_ENTROPY_GUARD}, OPD teacher ${CHAT_OPD_TEACHER} \\(w_opd ${CHAT_OPD_WEIGHT}\\), loop guard ${CHAT_LOOP_GUARD}`));
   const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token', '--kl-coef', '0.3', '--kl-estimator', 'k3', '--entropy-guard', '0', '--learning-rate', '3e-3', '--opd-teacher', 'base', '--loop-guard', 'off', '--opd-weight', '1']);
   assert.doesNotMatch(flagged, /default recipe for this model/);
   assert.match(flagged, /judge: lexical, learning: binary \(version \d+\), KL to base k3 at β 0\.3/);
