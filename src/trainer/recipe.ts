@@ -197,7 +197,7 @@ export const MODEL_AWARE_DEFAULT = {
 export const OPD_WEIGHT_HELP = 'w_opd: the weight of the distillation term in combine (and of OPD alone), next to the reward term\'s w_rl = 1';
 
 /** `--loop-guard` on every command that trains. */
-export const LOOP_GUARD_HELP = 'what a looping answer\'s reward becomes (a 3-token piece more than 3 times per 64 tokens, or one character more than 5 times in a row): withhold caps it at 0 (never reinforced), punish makes it −1, off keeps the judge\'s; under either a looping answer is not distilled';
+export const LOOP_GUARD_HELP = 'what a looping answer\'s reward becomes (a 3-token piece more than 3 times per 64 tokens, or one character more than 5 times in a row): withhold caps it at 0 (never reinforced), punish makes it −1, off keeps the judge\'s; under withhold or punish a looping answer is not distilled either';
 
 /** `--entropy-guard` on every command that trains. */
 export const ENTROPY_GUARD_HELP = 'λ of the entropy guard: λ·max(0, H(π) − H(π_base)) at each response token, which stops the policy spreading mass onto the tail of the vocabulary (misspelt words at T = 1); 0 = off';
