@@ -52,7 +52,7 @@ export interface PersonalizeResult {
   conversations: number; steps: number; curve: CurvePoint[]; samples: RecordedSample[];
   /** the trainer's log lines (one per step: samples, loss, distillation and hindsight counts), written to trainer.log */
   trainerLog: string[];
-  /** judged answers whose reward the loop guard lowered */
+  /** judged answers the loop guard kept from being reinforced or distilled */
   loopingAnswers: number;
   /** upstream's measure: conversations until satisfied-and-fluent stays ≥ base + stableGain for 3 consecutive evaluations */
   stable: StableEffect & { gain: number };
@@ -99,7 +99,7 @@ export interface PersonalizeOptions {
   klEstimator?: KlEstimator;
   /** λ of the entropy guard (default: the trainer's, off) */
   entropyGuard?: number;
-  /** what a looping answer's reward becomes (default: the trainer's, off) */
+  /** what a looping answer's reward becomes; under withhold or punish it is not distilled either (default: the trainer's, off) */
   loopGuard?: LoopGuard;
   /** w_opd next to w_rl = 1 (default 1) */
   opdWeight?: number;

@@ -13,7 +13,7 @@ export type LoopGuard = 'off' | 'withhold' | 'punish';
 export const LOOP_GUARDS: readonly LoopGuard[] = ['off', 'withhold', 'punish'];
 
 /** The answer length the fixed repetition limits were set for (the evaluation's 64-token samples). */
-export const LOOP_REFERENCE_TOKENS = 64;
+const LOOP_REFERENCE_TOKENS = 64;
 
 /** The limits for an answer of n tokens: the fixed limit of n-gram repeats per 64 tokens, never below the fixed limit. */
 export function loopLimits(n: number, base: RepetitionLimits = REPETITION_DEFAULTS): RepetitionLimits {

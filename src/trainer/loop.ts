@@ -195,11 +195,8 @@ export class TrainerLoop {
       if (reward !== null && this.o.overlong) reward = Math.max(-1, Math.min(1, reward + overlongPenalty(responseIds.length, this.o.overlong.lMax, this.o.overlong.lCache)));
       // the loop guard: a looping answer is neither reinforced nor distilled (the hinted teacher would teach its loop on)
       const looping = reward !== null && this.o.loopGuard !== 'off' && loops(responseIds, this.engine.tokenizer.decode(responseIds, true));
-      if (looping) {
-        const guarded = guardedReward(reward, true, this.o.loopGuard);
-        this.counts.looping++;
-        reward = guarded;
-      }
+      if (looping) this.counts.looping++;
+      reward = guardedReward(reward, looping, this.o.loopGuard);
       const topk = this.o.opdMode === 'topk' && this.o.method !== 'binary';
       let teacher: number[] | null = null;
       if (!topk && this.o.method !== 'binary' && turn.hint && !looping) {

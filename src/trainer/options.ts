@@ -53,7 +53,7 @@ export interface TrainerOptions {
   klEstimator: KlEstimator;
   /** λ of the entropy guard (learn/losses.ts, entropyExcessRow; 0 = off) */
   entropyGuard: number;
-  /** what a looping answer's reward becomes (learn/loops.ts): capped at 0, −1, or left as judged */
+  /** what a looping answer's reward becomes (learn/loops.ts): capped at 0, −1, or left as judged; unless off, it is not distilled either */
   loopGuard: LoopGuard;
   gradClipNorm: number;
   opdTeacher: 'base' | 'policy';
