@@ -54,6 +54,8 @@ export interface PersonalizeResult {
   trainerLog: string[];
   /** judged answers the loop guard kept from being reinforced or distilled */
   loopingAnswers: number;
+  /** judged answers below the likelihood guard's floor, and the floor (null while it was calibrating or the guard is off) */
+  unlikelyAnswers: number; likelihoodFloor: number | null;
   /** upstream's measure: conversations until satisfied-and-fluent stays ≥ base + stableGain for 3 consecutive evaluations */
   stable: StableEffect & { gain: number };
   /** judged answers per conversation (the persona's `turns`) */
@@ -101,6 +103,8 @@ export interface PersonalizeOptions {
   entropyGuard?: number;
   /** what a looping answer's reward becomes; under withhold or punish it is not distilled either (default: the trainer's, off) */
   loopGuard?: LoopGuard;
+  /** what an answer below the base's likelihood floor gets; under withhold or punish it is not distilled either (default: the trainer's, off) */
+  likelihoodGuard?: LoopGuard;
   /** w_opd next to w_rl = 1 (default 1) */
   opdWeight?: number;
   /** hindsight answers (trainer/hindsight.ts; default: the recipe's) */
@@ -138,7 +142,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const label = o.method === 'binary' ? 'binary' : `${o.method} (${opdMode})`;
   const trainerLog: string[] = [];
   const trainer = new TrainerLoop(store, engine, {
-    method: o.method, opdMode, klCoef, klEstimator: o.klEstimator ?? RECIPE.klEstimator, entropyGuard: o.entropyGuard ?? RECIPE.entropyGuard, loopGuard: o.loopGuard ?? RECIPE.loopGuard, hindsight: o.hindsight ?? RECIPE.hindsight, negativeWeight: o.negativeWeight ?? RECIPE.negativeWeight, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
+    method: o.method, opdMode, klCoef, klEstimator: o.klEstimator ?? RECIPE.klEstimator, entropyGuard: o.entropyGuard ?? RECIPE.entropyGuard, loopGuard: o.loopGuard ?? RECIPE.loopGuard, likelihoodGuard: o.likelihoodGuard ?? RECIPE.likelihoodGuard, hindsight: o.hindsight ?? RECIPE.hindsight, negativeWeight: o.negativeWeight ?? RECIPE.negativeWeight, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
     topk: { ...TRAINER_DEFAULTS.topk, selection: o.hintSelection ?? TRAINER_DEFAULTS.topk.selection, k: o.topkK ?? TRAINER_DEFAULTS.topk.k, set: o.topkSet ?? TRAINER_DEFAULTS.topk.set },
     batchSize: o.batchSize ?? RECIPE.batchSize, learningRate: o.learningRate ?? RECIPE.learningRate, rewardBaseline: o.rewardBaseline ?? RECIPE.rewardBaseline,
     keepNeutral: o.keepNeutral ?? RECIPE.keepNeutral, lora: { rank: o.loraRank ?? RECIPE.lora.rank, alpha: 2 * (o.loraRank ?? RECIPE.lora.rank), seed },
@@ -213,7 +217,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
       turnsPerConversation: turnsPer, satisfiedByTurn, judge: agreement,
       persona: o.persona.name, method: o.method, label, opdMode, klCoef, seed, baseRate: curve[0].rate, finalRate: curve.at(-1)!.rate, wallSeconds: +((performance.now() - t0) / 1000).toFixed(1),
       baseSatisfiedAndFluent: curve[0].satisfiedAndFluentRate, finalSatisfiedAndFluent: curve.at(-1)!.satisfiedAndFluentRate, finalKlToBase: curve.at(-1)!.klToBase,
-      fluencyBand: band.plain, preferenceBand: band.preference, conversations: done, steps: trainer.step, curve, samples, trainerLog, loopingAnswers: trainer.counts.looping, stable: { ...stableNow(), gain: stableGain },
+      fluencyBand: band.plain, preferenceBand: band.preference, conversations: done, steps: trainer.step, curve, samples, trainerLog, loopingAnswers: trainer.counts.looping, unlikelyAnswers: trainer.counts.unlikely, likelihoodFloor: trainer.likelihoodFloor.floor, stable: { ...stableNow(), gain: stableGain },
       ...(curve[0].validation ? { validation: { baseSatisfiedAndFluent: curve[0].validation.satisfiedAndFluentRate, finalSatisfiedAndFluent: curve.at(-1)!.validation!.satisfiedAndFluentRate, finalFluent: curve.at(-1)!.validation!.fluentRate } } : {}),
     };
   } finally {

@@ -6,7 +6,7 @@ import { parseOrigins } from '../api/cors.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId, weightsDtypeOption, kvDtypeOption } from './args.ts';
 import { JUDGE_DEFAULTS, SELF_JUDGE_VOTES, NO_HINT_RULES_HELP, defaultVotes, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
-import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, OPD_WEIGHT_HELP } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP } from '../trainer/recipe.ts';
 import { LOOP_GUARDS } from '../learn/loops.ts';
 import { learningRateProblem } from '../learn/weights-guard.ts';
 import type { Store as StoreType } from '../store/store.ts';
@@ -61,6 +61,7 @@ const SERVE_OPTIONS = {
   'entropy-guard': opt.number(ENTROPY_GUARD_HELP, { min: 0, defaultText: `${MODEL_AWARE_DEFAULT.entropyGuard} (0 with --engine tinker or --trainer tinker)` }),
   'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher: the base weights or the live policy, reading the hint', { defaultText: MODEL_AWARE_DEFAULT.opdTeacher }),
   'loop-guard': opt.choice(LOOP_GUARDS, LOOP_GUARD_HELP, { defaultText: MODEL_AWARE_DEFAULT.loopGuard }),
+  'likelihood-guard': opt.choice(LOOP_GUARDS, LIKELIHOOD_GUARD_HELP, { defaultText: MODEL_AWARE_DEFAULT.likelihoodGuard }),
   'opd-weight': opt.number(OPD_WEIGHT_HELP, { gt: 0, defaultText: MODEL_AWARE_DEFAULT.opdWeight }),
   'opd-mode': opt.choice(['token', 'topk'], 'OPD on the sampled token, or top-K distillation over the student\'s top-4 with up to 3 hints per turn (embedded engine)', { defaultText: MODEL_AWARE_DEFAULT.opdMode }),
   'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: TRAINER_DEFAULTS.topk.selection }),
@@ -254,7 +255,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     method, opdTeacher: o['opd-teacher'] ?? auto.opdTeacher, rewardBaseline: o['reward-baseline'], overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
     batchSize: o['batch-size'], maxStaleness: o['max-staleness'] ?? null, keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, learningRate: o['learning-rate'] ?? auto.learningRate,
     klCoef: o['kl-coef'] ?? (tinkerTrains ? 0 : klCoefOf(auto, method)), klEstimator: o['kl-estimator'] ?? auto.klEstimator,
-    entropyGuard: o['entropy-guard'] ?? (tinkerTrains ? 0 : auto.entropyGuard), loopGuard: o['loop-guard'] ?? auto.loopGuard, weights: { opd: o['opd-weight'] ?? opdWeightOf(auto, method), rl: 1 },
+    entropyGuard: o['entropy-guard'] ?? (tinkerTrains ? 0 : auto.entropyGuard), loopGuard: o['loop-guard'] ?? auto.loopGuard, likelihoodGuard: o['likelihood-guard'] ?? auto.likelihoodGuard, weights: { opd: o['opd-weight'] ?? opdWeightOf(auto, method), rl: 1 },
     opdMode, topk: { ...TRAINER_DEFAULTS.topk, selection: o['hint-selection'], k: o['topk-k'], set: o['topk-set'] },
     hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
     lora: o.full ? null : { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'],
@@ -283,7 +284,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   judgeLoop?.start();
   trainer?.start();
   started = true;
-  logger.info(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}${judgeConfig.kind === 'self' || judgeConfig.kind === 'llm' ? ` (${judgeConfig.votes} votes)` : ''}, learning: ${trainer ? `${method} (version ${trainer.version}), KL to base ${trainer.o.klEstimator} at β ${trainer.o.klCoef}${trainer.o.entropyGuard > 0 ? `, entropy guard λ ${trainer.o.entropyGuard}` : ''}${method !== 'binary' ? `, OPD teacher ${trainer.o.opdTeacher}${trainer.o.weights.opd !== 1 ? ` (w_opd ${trainer.o.weights.opd})` : ''}` : ''}${trainer.o.loopGuard !== 'off' ? `, loop guard ${trainer.o.loopGuard}` : ''}` : 'off'}`);
+  logger.info(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}${judgeConfig.kind === 'self' || judgeConfig.kind === 'llm' ? ` (${judgeConfig.votes} votes)` : ''}, learning: ${trainer ? `${method} (version ${trainer.version}), KL to base ${trainer.o.klEstimator} at β ${trainer.o.klCoef}${trainer.o.entropyGuard > 0 ? `, entropy guard λ ${trainer.o.entropyGuard}` : ''}${method !== 'binary' ? `, OPD teacher ${trainer.o.opdTeacher}${trainer.o.weights.opd !== 1 ? ` (w_opd ${trainer.o.weights.opd})` : ''}` : ''}${trainer.o.loopGuard !== 'off' ? `, loop guard ${trainer.o.loopGuard}` : ''}${trainer.o.likelihoodGuard !== 'off' ? `, likelihood guard ${trainer.o.likelihoodGuard}` : ''}` : 'off'}`);
   // an LLM judge that does not answer is reported now, not when the first turn waits for it
   if (judgeLoop && judgeConfig.kind === 'llm') {
     const loop = judgeLoop;

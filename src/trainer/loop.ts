@@ -32,6 +32,9 @@ import { windowBaseline, BASELINE_WINDOW } from '../learn/baseline.ts';
 import { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './options.ts';
 import { mergeContinuations } from '../learn/continuations.ts';
 import { guardedReward, loops } from '../learn/loops.ts';
+import { LikelihoodFloor, unlikely } from '../learn/likelihood-guard.ts';
+import { meanLogLikelihood } from '../learn/fluency.ts';
+import { collect } from '../engine/types.ts';
 import { hindsightData, hindsightPrompts, type EarlierTurn } from './hindsight.ts';
 
 export { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './options.ts';
@@ -62,7 +65,9 @@ export class TrainerLoop {
   version = 0;
   step = 0;
   lastStep: StepRecord | null = null;
-  counts = { trained: 0, stale: 0, rejected: 0, rolledBack: 0, skipped: 0, looping: 0 };
+  counts = { trained: 0, stale: 0, rejected: 0, rolledBack: 0, skipped: 0, looping: 0, unlikely: 0 };
+  /** the likelihood guard's floor, calibrated on the base's own answers to the first judged requests */
+  readonly likelihoodFloor: LikelihoodFloor;
   /** steps skipped as no-ops (no gradient signal: nothing to publish) */
   noOpSteps = 0;
   /** staleness of every trained sample since the start, as cumulative counts per STALENESS_BUCKETS bound (+Inf last) */
@@ -80,6 +85,7 @@ export class TrainerLoop {
     this.o = { ...TRAINER_DEFAULTS, ...o };
     const lr = learningRateProblem(this.o.learningRate);
     if (lr) throw new RangeError(lr);
+    this.likelihoodFloor = new LikelihoodFloor(this.o.likelihoodFloor);
     this.periodic = new Periodic(() => this.tick(), this.o.pollMs, (e) => (this.o.error ?? this.o.log)(`trainer: ${(e as Error).stack ?? e}`));
   }
 
@@ -197,15 +203,20 @@ export class TrainerLoop {
       const looping = reward !== null && this.o.loopGuard !== 'off' && loops(responseIds, this.engine.tokenizer.decode(responseIds, true));
       if (looping) this.counts.looping++;
       reward = guardedReward(reward, looping, this.o.loopGuard);
+      // the likelihood guard: an answer the base finds less likely than nearly all of its own is not reinforced or distilled either
+      const broken = !looping && reward !== null && this.o.likelihoodGuard !== 'off' && await this.unlikelyAnswer(turn, request.params, responseIds);
+      if (broken) this.counts.unlikely++;
+      reward = guardedReward(reward, broken, this.o.likelihoodGuard);
+      const guarded = looping || broken;
       const topk = this.o.opdMode === 'topk' && this.o.method !== 'binary';
       let teacher: number[] | null = null;
-      if (!topk && this.o.method !== 'binary' && turn.hint && !looping) {
+      if (!topk && this.o.method !== 'binary' && turn.hint && !guarded) {
         const promptIds = this.engine.tokenizer.encodeChat(withHint(request.messages, turn.hint), { tools: (request.tools ?? undefined) as never, templateKwargs: request.templateKwargs });
         if (promptIds.length + responseIds.length - 1 <= this.engine.info.contextLength) {
           [teacher] = (await this.engine.score([{ promptIds, responseIds }], { temperature, adapter: this.o.opdTeacher === 'base' ? 'base' : 'current' })).map((a) => Array.from(a));
         }
       }
-      const hints = topk && !looping ? this.hintCandidates(turn) : [];
+      const hints = topk && !guarded ? this.hintCandidates(turn) : [];
       let sample = topk ? topkSample(this.o.method, reward, hints.length > 0, responseIds.length, this.o.weights.rl) : buildSample(this.o.method, { reward, teacher, behaviour }, this.o.weights, this.o.opdClip);
       let kind: string = sample?.kind ?? 'none';
       if (!sample && this.o.keepNeutral && this.sessionHasNoSample(turn.session_id)) { sample = atLeastOneSample(responseIds.length); kind = 'neutral'; }
@@ -215,6 +226,26 @@ export class TrainerLoop {
       built++;
     }
     return built;
+  }
+
+  /**
+   * Whether a judged answer is below the likelihood floor. While the floor is calibrating, the base also answers the
+   * turn's exact prompt once (seeded by the turn, at the turn's temperature and length limit) and that answer's mean
+   * log-likelihood joins the floor; answers judged before the floor exists pass.
+   */
+  private async unlikelyAnswer(turn: { id: number; prompt_ids: string }, params: { temperature?: number; maxTokens?: number }, responseIds: number[]): Promise<boolean> {
+    const promptIds = this.store.decodeIds(turn.prompt_ids);
+    const score = async (ids: number[]) => ids.length ? meanLogLikelihood((await this.engine.score([{ promptIds, responseIds: ids }], { adapter: 'base' }))[0]) : -Infinity;
+    if (this.likelihoodFloor.calibrating) {
+      const room = this.engine.info.contextLength - promptIds.length;
+      const maxTokens = Math.min(room, params.maxTokens && params.maxTokens > 0 ? params.maxTokens : Math.max(1, responseIds.length));
+      if (maxTokens > 0) {
+        const base = await collect(this.engine.sample(promptIds, { maxTokens, temperature: params.temperature ?? 1, topP: 1, topK: 0, seed: 0x5eed + turn.id, weights: 'base', priority: 'low' }));
+        this.likelihoodFloor.add(await score(base.ids));
+      }
+    }
+    const floor = this.likelihoodFloor.floor;
+    return floor !== null && unlikely(await score(responseIds), floor);
   }
 
   /** A turn's hint candidates for top-K OPD: every accepted hint vote (≤ maxCandidates, shortest first), else the judge's chosen hint. */
@@ -479,6 +510,7 @@ export class TrainerLoop {
       g('step_duration_seconds', 'Duration of the last step.', r ? r.durationMs / 1000 : null) +
       g('samples_skipped_total', 'Samples set aside by no-op steps (no gradient signal in the batch; nothing published).', this.counts.skipped) +
       g('looping_answers_total', 'Judged answers the loop guard kept from being reinforced or distilled (they repeated themselves).', this.counts.looping) +
+      g('unlikely_answers_total', 'Judged answers the likelihood guard kept from being reinforced or distilled (below the base\'s likelihood floor).', this.counts.unlikely) +
       g('noop_steps_total', 'Batches without gradient signal: no optimizer step taken, no version published.', this.noOpSteps) +
       g('staleness_max', 'Versions between sampling and training of the stalest sample in the last step.', r?.stalenessMax) +
       g('importance_weight_mean', 'Mean truncated importance weight (current/behaviour) per token in the last step; 1 = on-policy.', r?.importanceWeightMean) +
@@ -505,7 +537,7 @@ export class TrainerLoop {
     const samples = Object.fromEntries((this.store.sql(`SELECT status, COUNT(*) AS n FROM samples GROUP BY status`).all() as { status: string; n: number }[]).map((r) => [r.status, r.n]));
     return {
       method: this.o.method, policyVersion: this.version, step: this.step, batchSize: this.o.batchSize, samples, lastStep: this.lastStep,
-      rollbacks: this.counts.rolledBack, failures: this.periodic.totalFailures, noOpSteps: this.noOpSteps, loopingAnswers: this.counts.looping, staleness: this.stalenessDistribution(),
+      rollbacks: this.counts.rolledBack, failures: this.periodic.totalFailures, noOpSteps: this.noOpSteps, loopingAnswers: this.counts.looping, unlikelyAnswers: this.counts.unlikely, likelihoodFloor: this.likelihoodFloor.floor, staleness: this.stalenessDistribution(),
     };
   }
 }

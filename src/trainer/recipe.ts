@@ -22,6 +22,8 @@ export interface Recipe {
   entropyGuard: number;
   /** what a looping answer's reward becomes (learn/loops.ts) */
   loopGuard: LoopGuard;
+  /** what an answer below the base's likelihood floor gets (learn/likelihood-guard.ts) */
+  likelihoodGuard: LoopGuard;
   /** hindsight answers: an approved answer after a correction also trains the corrected request */
   hindsight: boolean;
   /** scale of negative reward terms (1: as hard as positive ones) */
@@ -44,6 +46,8 @@ export const RECIPE: Readonly<Recipe> = Object.freeze({
   entropyGuard: 0,
   // off for stories260K's recipe, where it was not measured (recipeFor sets the chat model's)
   loopGuard: 'off',
+  // off for stories260K's recipe, where it was not measured (recipeFor sets the chat model's)
+  likelihoodGuard: 'off',
   // hindsight on: binary gained +26 to +60 points of held-out satisfied-and-fluent with it on chat-cat/dog/frog-lover
   // (medians of 3 seeds), against +0 to +18 without (seed 1); docs/benchmarks.md, issue 12 session 6
   hindsight: true,
@@ -106,6 +110,9 @@ export const CHAT_OPD_WEIGHT = 2;
  */
 export const CHAT_LOOP_GUARD: LoopGuard = 'withhold';
 
+/** The likelihood guard of the chat model's recipe (learn/likelihood-guard.ts). */
+export const CHAT_LIKELIHOOD_GUARD: LoopGuard = 'off';
+
 /** The defaults that follow the model: how to learn and who judges, when no flag says otherwise. */
 export interface ModelRecipe {
   method: Method;
@@ -119,6 +126,8 @@ export interface ModelRecipe {
   entropyGuard: number;
   /** what a looping answer's reward becomes */
   loopGuard: LoopGuard;
+  /** what the reward of an answer below the base's likelihood floor becomes */
+  likelihoodGuard: LoopGuard;
   /** w_opd in combine: the weight of the distillation term next to the reward's (w_rl = 1); OPD alone keeps 1 */
   opdWeight: number;
   /** the optimizer's learning rate */
@@ -149,10 +158,10 @@ export interface ModelRecipe {
  */
 export function recipeFor(t: ModelTraits): ModelRecipe {
   if (t.chatTemplate && t.embedded) {
-    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: CHAT_KL_COEF, binaryKlCoef: CHAT_BINARY_KL_COEF, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, loopGuard: CHAT_LOOP_GUARD, opdWeight: CHAT_OPD_WEIGHT, learningRate: CHAT_LEARNING_RATE, opdTeacher: CHAT_OPD_TEACHER, reason: `a chat model on the embedded engine: combine with top-K OPD (the ${CHAT_OPD_TEACHER === 'policy' ? 'live policy' : 'base'} as teacher, w_opd ${CHAT_OPD_WEIGHT}), the self judge, the exact KL to base at β ${CHAT_KL_COEF} (${CHAT_BINARY_KL_COEF} for binary), the entropy guard at λ ${CHAT_ENTROPY_GUARD}, the loop guard ${CHAT_LOOP_GUARD}, learning rate ${CHAT_LEARNING_RATE}` };
+    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: CHAT_KL_COEF, binaryKlCoef: CHAT_BINARY_KL_COEF, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, loopGuard: CHAT_LOOP_GUARD, likelihoodGuard: CHAT_LIKELIHOOD_GUARD, opdWeight: CHAT_OPD_WEIGHT, learningRate: CHAT_LEARNING_RATE, opdTeacher: CHAT_OPD_TEACHER, reason: `a chat model on the embedded engine: combine with top-K OPD (the ${CHAT_OPD_TEACHER === 'policy' ? 'live policy' : 'base'} as teacher, w_opd ${CHAT_OPD_WEIGHT}), the self judge, the exact KL to base at β ${CHAT_KL_COEF} (${CHAT_BINARY_KL_COEF} for binary), the entropy guard at λ ${CHAT_ENTROPY_GUARD}, the loop guard ${CHAT_LOOP_GUARD}, the likelihood guard ${CHAT_LIKELIHOOD_GUARD}, learning rate ${CHAT_LEARNING_RATE}` };
   }
   const why = !t.chatTemplate ? 'no chat template (the model cannot read a hint)' : 'a remote engine (no top-K scoring)';
-  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, binaryKlCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, opdWeight: 1, learningRate: RECIPE.learningRate, opdTeacher: 'base', reason: `${why}: ${RECIPE.method}, the lexical judge` };
+  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, binaryKlCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, likelihoodGuard: RECIPE.likelihoodGuard, opdWeight: 1, learningRate: RECIPE.learningRate, opdTeacher: 'base', reason: `${why}: ${RECIPE.method}, the lexical judge` };
 }
 
 /** β of the KL term a recipe gives a method. */
@@ -166,7 +175,7 @@ export function opdWeightOf(r: Pick<ModelRecipe, 'opdWeight'>, method: Method): 
 }
 
 /** The flags whose default follows the model. */
-const MODEL_AWARE_FLAGS = ['method', 'judge', 'opd-mode', 'kl-coef', 'kl-estimator', 'entropy-guard', 'loop-guard', 'opd-weight', 'learning-rate', 'opd-teacher'] as const;
+const MODEL_AWARE_FLAGS = ['method', 'judge', 'opd-mode', 'kl-coef', 'kl-estimator', 'entropy-guard', 'loop-guard', 'likelihood-guard', 'opd-weight', 'learning-rate', 'opd-teacher'] as const;
 
 /** Whether any choice that follows the model was left to it (then the commands say what was picked). */
 export function leavesToModel(o: Partial<Record<(typeof MODEL_AWARE_FLAGS)[number], unknown>>): boolean {
@@ -190,6 +199,7 @@ export const MODEL_AWARE_DEFAULT = {
   learningRate: `${CHAT_LEARNING_RATE} for a chat model on the embedded engine, else ${RECIPE.learningRate}`,
   opdTeacher: `${CHAT_OPD_TEACHER} for a chat model on the embedded engine, else base`,
   loopGuard: `${CHAT_LOOP_GUARD} for a chat model on the embedded engine, else ${RECIPE.loopGuard}`,
+  likelihoodGuard: `${CHAT_LIKELIHOOD_GUARD} for a chat model on the embedded engine, else ${RECIPE.likelihoodGuard}`,
   opdWeight: `${CHAT_OPD_WEIGHT} for combine with a chat model on the embedded engine, else 1`,
 } as const;
 
@@ -198,6 +208,9 @@ export const OPD_WEIGHT_HELP = 'w_opd: the weight of the distillation term in co
 
 /** `--loop-guard` on every command that trains. */
 export const LOOP_GUARD_HELP = 'what a looping answer\'s reward becomes (a 3-token piece more than 3 times per 64 tokens, or one character more than 5 times in a row): withhold caps it at 0 (never reinforced), punish makes it −1, off keeps the judge\'s; under withhold or punish a looping answer is not distilled either';
+
+/** `--likelihood-guard` on every command that trains. */
+export const LIKELIHOOD_GUARD_HELP = 'what the reward of an answer the base model finds unlikely becomes (mean log-likelihood per token below the 5th percentile of the base\'s own answers to the first 64 judged requests, which the base answers once each to calibrate it): withhold caps it at 0, punish makes it −1, off keeps the judge\'s; under withhold or punish such an answer is not distilled either';
 
 /** `--entropy-guard` on every command that trains. */
 export const ENTROPY_GUARD_HELP = 'λ of the entropy guard: λ·max(0, H(π) − H(π_base)) at each response token, which stops the policy spreading mass onto the tail of the vocabulary (misspelt words at T = 1); 0 = off';
