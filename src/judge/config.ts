@@ -41,17 +41,20 @@ export function defaultVotes(kind: JudgeConfig['kind']): number {
  * cut wrong hints from 268 of 514 to 0 of 237 (docs/benchmarks.md, issue 12 session 14). Its cost: a new
  * request after an answer ("Thanks! Now one about a cat.") also reads as a correction. The mirror rule: grounded hints
  * asking for what the answer already has (2 votes, none asking for what it lacks) make the turn +1, where the score votes
- * read "that bunny made her giggle" after a story with a bunny as a complaint. A model that reads
+ * read "that bunny made her giggle" after a story with a bunny as a complaint. And the praise veto: a reply that is
+ * praise by its words and nothing else ("Great, more like this please.") is never −1 — the score votes read that one as
+ * a complaint on every vote; with the veto bear's approved answers judged −1 went from 48 to 0 in one run and its
+ * complaints' −1s stayed (docs/benchmarks.md, issue 12 session 17). A model that reads
  * the full prompts is left to read the reply itself (not measured with these rules).
- * `hintRules: false` (`--no-judge-hint-rules`) turns all three off.
+ * `hintRules: false` (`--no-judge-hint-rules`) turns all four off.
  */
 export function selfJudgeOptions(c: Pick<JudgeConfig, 'votes' | 'temperature' | 'maxTokens' | 'hintRules'>, style: PromptStyle): PrmJudgeOptions {
   const on = style === 'compact' && c.hintRules !== false;
-  return { m: c.votes, temperature: c.temperature, maxTokens: c.maxTokens, groundHints: on, missingHintVotes: on ? SELF_JUDGE_MISSING_HINT_VOTES : 0, metHintVotes: on ? SELF_JUDGE_MET_HINT_VOTES : 0 };
+  return { m: c.votes, temperature: c.temperature, maxTokens: c.maxTokens, groundHints: on, missingHintVotes: on ? SELF_JUDGE_MISSING_HINT_VOTES : 0, metHintVotes: on ? SELF_JUDGE_MET_HINT_VOTES : 0, praiseVeto: on };
 }
 
 /** --no-judge-hint-rules on the commands that judge. */
-export const NO_HINT_RULES_HELP = 'turn off the small self judge\'s hint rules: hints must use the reply\'s own words, 2 hint votes asking for what the answer lacks make the turn −1, and 2 asking for what it already has (none for what it lacks) make it +1';
+export const NO_HINT_RULES_HELP = 'turn off the small self judge\'s hint rules: hints must use the reply\'s own words, 2 hint votes asking for what the answer lacks make the turn −1, 2 asking for what it already has (none for what it lacks) make it +1, and a reply that is praise by its words alone is never −1';
 
 /** Hint votes (of the self judge's m) that must ask for what the answer lacks to make the turn −1. */
 export const SELF_JUDGE_MISSING_HINT_VOTES = 2;

@@ -2,7 +2,7 @@
 import { parseBoxed, majority, parseHintVote, selectHint, hintVoteOf, isGroundedHint, hintMissingFrom, hintMetBy, type Score } from '../learn/votes.ts';
 import { judgePrompts, type JudgeInput } from './prompts.ts';
 import { BackendUnavailable, type ChatBackend } from './backends.ts';
-import { lexicalScore, lexicalHint } from './lexical.ts';
+import { lexicalScore, lexicalHint, praiseOnly } from './lexical.ts';
 
 export interface Vote {
   kind: 'prm' | 'hint';
@@ -49,6 +49,11 @@ export interface PrmJudgeOptions {
    * thing the answer has, as praise does and a complaint about something missing does not. 0: off.
    */
   metHintVotes?: number;
+  /**
+   * When the score votes' majority is −1 but the user's reply is praise and nothing else by its words (lexical.ts,
+   * praiseOnly: "Great, more like this please."), the turn scores 0: two readings that disagree give no reward.
+   */
+  praiseVeto?: boolean;
 }
 
 /** m PRM votes (and m hint votes) from an LLM backend, all in flight at once (the backend caps them). */
@@ -60,7 +65,7 @@ export class PrmJudge implements Judge {
   constructor(backend: ChatBackend, o: PrmJudgeOptions = {}) {
     this.backend = backend;
     this.name = backend.name;
-    this.o = { m: 3, temperature: 0.6, maxTokens: 2048, minHintLength: 10, groundHints: false, missingHintVotes: 0, metHintVotes: 0, ...o };
+    this.o = { m: 3, temperature: 0.6, maxTokens: 2048, minHintLength: 10, groundHints: false, missingHintVotes: 0, metHintVotes: 0, praiseVeto: false, ...o };
   }
 
   private async vote(kind: 'prm' | 'hint', input: JudgeInput): Promise<Vote> {
@@ -101,6 +106,10 @@ export class PrmJudge implements Judge {
         judgement.rule = `${met} hint vote(s) ask for what the answer has (PRM majority ${judgement.score})`;
         judgement.score = 1;
       }
+    }
+    if (this.o.praiseVeto && judgement.score === -1 && input.nextState.role === 'user' && praiseOnly(input.nextState.text)) {
+      judgement.rule = `the reply's words are praise only (${judgement.rule ? `${judgement.rule}; ` : ''}PRM majority −1): no reward`;
+      judgement.score = 0;
     }
     return judgement;
   }

@@ -75,6 +75,21 @@ function clauseCues(clause: string): { pos: number; neg: number } {
   return { pos, neg };
 }
 
+/** words that turn praise into a correction or a wish ("Pretty good, but I like it better with a cat.", "It would be nice to have a tree in it.") */
+const CONTRAST = /\b(but|though|although|however|except|yet|still|wish|only|if|would|could|should)\b/;
+
+/**
+ * Praise and nothing else: at least one praise cue, no complaint cue and no opening "no" ("Great, more like this
+ * please."; not "Great, but where is the bear?", not "Nice. Next time add a cat."). The self judge's veto
+ * (judge/judge.ts) reads it. A contrast ("but", "though", "only", "wish"…) makes it a correction.
+ */
+export function praiseOnly(nextState: string): boolean {
+  const text = normalise(nextState);
+  if (!text) return false;
+  const { pos, neg } = cues(text);
+  return pos > 0 && neg === 0 && !/^(no|nope|nah)\b(?! (problem|worries))/.test(text) && !CONTRAST.test(text);
+}
+
 export function lexicalScore(nextState: string): Score {
   const text = normalise(nextState);
   if (!text) return 0;

@@ -89,8 +89,27 @@ test('an ungrounded hint never triggers the cross-check', async () => {
   assert.equal(j.rule, undefined);
 });
 
+test('praise-only words veto a −1 majority: the turn scores 0, with the rule; other replies and other majorities stay', async () => {
+  const table: [name: string, prm: string, next: string, veto: boolean, score: number][] = [
+    ['praise only, majority −1', '\\boxed{-1}', 'Great, more like this please.', true, 0],
+    ['praise only, veto off', '\\boxed{-1}', 'Great, more like this please.', false, -1],
+    ['praise and a wish', '\\boxed{-1}', 'Great, but next time add a bear.', true, -1],
+    ['a complaint', '\\boxed{-1}', 'No, I wanted a bear.', true, -1],
+    ['praise only, majority +1', '\\boxed{1}', 'Great, more like this please.', true, 1],
+  ];
+  for (const [name, prm, next, praiseVeto, score] of table) {
+    const j = await new PrmJudge(scripted([prm], ['\\boxed{-1}']).backend, { m: 3, praiseVeto }).judge(turn('A bear story.', next), { hints: false });
+    assert.equal(j.score, score, name);
+    assert.equal(j.rule !== undefined, score !== Number(prm.match(/-?\d/)![0]), name);
+    if (j.rule) assert.match(j.rule, /praise only/, name);
+  }
+  // a tool result is never read as praise
+  const tool = await new PrmJudge(scripted(['\\boxed{-1}'], []).backend, { m: 3, praiseVeto: true }).judge(turn('{"name":"ls"}', 'great', 'tool'), { hints: false });
+  assert.equal(tool.score, -1);
+});
+
 test('the self judge takes these rules with the compact prompts only (a model that reads the full prompts reads the reply itself)', () => {
   const c = { votes: 7, temperature: 0.6, maxTokens: 48 };
-  assert.deepEqual(selfJudgeOptions(c, 'compact'), { m: 7, temperature: 0.6, maxTokens: 48, groundHints: true, missingHintVotes: SELF_JUDGE_MISSING_HINT_VOTES, metHintVotes: SELF_JUDGE_MET_HINT_VOTES });
-  assert.deepEqual(selfJudgeOptions(c, 'full'), { m: 7, temperature: 0.6, maxTokens: 48, groundHints: false, missingHintVotes: 0, metHintVotes: 0 });
+  assert.deepEqual(selfJudgeOptions(c, 'compact'), { m: 7, temperature: 0.6, maxTokens: 48, groundHints: true, missingHintVotes: SELF_JUDGE_MISSING_HINT_VOTES, metHintVotes: SELF_JUDGE_MET_HINT_VOTES, praiseVeto: true });
+  assert.deepEqual(selfJudgeOptions(c, 'full'), { m: 7, temperature: 0.6, maxTokens: 48, groundHints: false, missingHintVotes: 0, metHintVotes: 0, praiseVeto: false });
 });

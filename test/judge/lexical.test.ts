@@ -1,7 +1,7 @@
 // The lexical judge against hand labels on realistic feedback messages.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lexicalScore, lexicalHint } from '../../src/judge/lexical.ts';
+import { lexicalScore, lexicalHint, praiseOnly } from '../../src/judge/lexical.ts';
 
 const LABELED: [string, -1 | 0 | 1][] = [
   ['Thanks, that is perfect!', 1], ['I love it!', 1], ['Great story, thank you.', 1], ['Perfect, exactly what I needed.', 1],
@@ -37,4 +37,26 @@ test('lexical hints: the corrective sentence, as an instruction where its shape 
     ['[Sun 2026-11-22 01:43 UTC] No, I wanted you to name the dog Max.', 'The user wants the assistant to name the dog Max.'],
   ];
   for (const [text, hint] of table) assert.equal(lexicalHint(text), hint, text);
+});
+
+test('praise only: a praise cue, no complaint cue and no opening "no"', () => {
+  const table: [string, boolean][] = [
+    ['Great, more like this please.', true],
+    ['I love it, thanks!', true],
+    ['Perfect, my son loves bears.', true],
+    ['Great, but where is the bear?', false],
+    ['Nice. Next time add a cat.', false],
+    ['No, I wanted a dog.', false],
+    ['Nope, thanks.', false],
+    ['Cute, though I wanted a frog.', false],
+    ['That bunny made her giggle!', false],
+    ['Good, but it is sad.', false],
+    ['Pretty good, but I like it better with a cat.', false],
+    ['Cute, though my son is only into bears right now.', false],
+    ['Lovely. I wish it had a fish.', false],
+    ['It would be nice to have a tree in it.', false],
+    ['Not great.', false],
+    ['', false],
+  ];
+  for (const [text, want] of table) assert.equal(praiseOnly(text), want, text);
 });
