@@ -165,8 +165,8 @@ test('a small benchmark run writes curve.json, plots of satisfaction and KL, a s
     assert.deepEqual(files.map((f) => f.slice(t.dir.length + 1)), ['curve.json', 'plot.svg', 'plot.png', 'kl.svg', 'kl.png', 'summary.md', 'samples.jsonl', 'trainer.log']);
     const curve = JSON.parse(readFileSync(files[0], 'utf8'));
     assert.deepEqual(Object.keys(curve).sort(), ['baseRate', 'baseSatisfiedAndFluent', 'conversations', 'curve', 'finalKlToBase', 'finalRate',
-      'finalSatisfiedAndFluent', 'fluencyBand', 'judge', 'klCoef', 'label', 'loopingAnswers', 'method', 'opdMode', 'persona', 'preferenceBand', 'satisfiedByTurn', 'seed', 'stable', 'steps',
-      'turnsPerConversation', 'wallSeconds']);
+      'finalSatisfiedAndFluent', 'fluencyBand', 'judge', 'klCoef', 'label', 'likelihoodFloor', 'loopingAnswers', 'method', 'opdMode', 'persona', 'preferenceBand', 'satisfiedByTurn', 'seed', 'stable', 'steps',
+      'turnsPerConversation', 'unlikelyAnswers', 'wallSeconds']);
     assert.match(readFileSync(files[1], 'utf8'), /^<svg[\s\S]*Held-out satisfaction[\s\S]*binary satisfied[\s\S]*binary sat\. &amp; fluent[\s\S]*<\/svg>$/);
     const png = readFileSync(files[2]);
     assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
