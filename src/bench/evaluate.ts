@@ -21,9 +21,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Engine } from '../engine/types.ts';
 import { collect } from '../engine/types.ts';
+import { baseMeanLogLikelihood } from '../engine/base-likelihood.ts';
 import { check, type Persona } from './persona.ts';
 import { userTextWithHint } from '../learn/hint-prompt.ts';
-import { fluencyBand, isFluent, meanLogLikelihood, repeatLimit, repetitionCheck, withinLimits, REPETITION_DEFAULTS, type FluencyBand } from '../learn/fluency.ts';
+import { fluencyBand, isFluent, repeatLimit, repetitionCheck, withinLimits, REPETITION_DEFAULTS, type FluencyBand } from '../learn/fluency.ts';
 
 export const NEUTRAL_PROMPTS = ['Once upon a time', 'The sun was', 'One day', 'They went home'];
 export const REFERENCE_TEXT = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the park.';
@@ -88,12 +89,6 @@ export interface FluencyBands { plain: FluencyBand; preference: (FluencyBand & {
 const EVAL_SEED = (i: number) => 7919 * i + 17;
 const CALIBRATION_SEED = (i: number) => 6007 * i + 100_003; // never equal to an evaluation seed for the k used here
 
-async function baseMeanLL(engine: Engine, promptIds: number[], responseIds: number[]): Promise<number> {
-  if (responseIds.length === 0) return -Infinity;
-  const [lp] = await engine.score([{ promptIds, responseIds }], { adapter: 'base' });
-  return meanLogLikelihood(lp);
-}
-
 /** Base samples per held-out prompt for the fluency bands: at least this many, whatever the evaluation's k. */
 export const CALIBRATION_MIN_K = 20;
 
@@ -111,7 +106,7 @@ export async function calibrateFluency(engine: Engine, persona: Persona, k: numb
       for (let i = 0; i < n; i++) {
         const r = await collect(engine.sample(ids, { maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, topP: 1, topK: 0, seed: CALIBRATION_SEED(i), weights: 'base' }));
         if (!keep(r.text)) continue;
-        means.push(await baseMeanLL(engine, ids, r.ids));
+        means.push(await baseMeanLogLikelihood(engine, ids, r.ids));
         repeats.push(repetitionCheck(r.ids, r.text).maxNgramCount);
       }
     }
@@ -155,9 +150,9 @@ export async function evaluateHeldOut(engine: Engine, persona: Persona, k: numbe
     for (let i = 0; i < k; i++) {
       const seed = EVAL_SEED(i);
       const r = await collect(engine.sample(ids, { maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, topP: 1, topK: 0, seed, weights }));
-      const ll = await baseMeanLL(engine, ids, r.ids);
+      const ll = await baseMeanLogLikelihood(engine, ids, r.ids);
       const satisfied = check(persona.satisfied, r.text);
-      const llPref = hinted && satisfied ? await baseMeanLL(engine, hinted, r.ids) : null;
+      const llPref = hinted && satisfied ? await baseMeanLogLikelihood(engine, hinted, r.ids) : null;
       const rep = repetitionCheck(r.ids, r.text);
       const fluentPlain = isFluent(ll, bands.plain, rep);
       samples.push({

@@ -75,6 +75,9 @@ function clauseCues(clause: string): { pos: number; neg: number } {
   return { pos, neg };
 }
 
+/** an opening "no"/"nope" (not "no problem"): a rejection even when the rest is polite */
+const OPENS_WITH_NO = /^(no|nope|nah)\b(?! (problem|worries))/;
+
 /** words that turn praise into a correction or a wish ("Pretty good, but I like it better with a cat.", "It would be nice to have a tree in it.") */
 const CONTRAST = /\b(but|though|although|however|except|yet|still|wish|only|if|would|could|should)\b/;
 
@@ -87,15 +90,14 @@ export function praiseOnly(nextState: string): boolean {
   const text = normalise(nextState);
   if (!text) return false;
   const { pos, neg } = cues(text);
-  return pos > 0 && neg === 0 && !/^(no|nope|nah)\b(?! (problem|worries))/.test(text) && !CONTRAST.test(text);
+  return pos > 0 && neg === 0 && !OPENS_WITH_NO.test(text) && !CONTRAST.test(text);
 }
 
 export function lexicalScore(nextState: string): Score {
   const text = normalise(nextState);
   if (!text) return 0;
   const { pos, neg } = cues(text);
-  // an opening "no"/"nope" is a rejection even when the rest is polite
-  const opensWithNo = /^(no|nope|nah)\b(?! (problem|worries))/.test(text);
+  const opensWithNo = OPENS_WITH_NO.test(text);
   const n = neg + (opensWithNo ? 1 : 0);
   if (pos > n) return 1;
   if (n > pos) return -1;

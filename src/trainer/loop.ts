@@ -33,7 +33,7 @@ import { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './option
 import { mergeContinuations } from '../learn/continuations.ts';
 import { guardedReward, loops } from '../learn/loops.ts';
 import { LikelihoodFloor, unlikely } from '../learn/likelihood-guard.ts';
-import { meanLogLikelihood } from '../learn/fluency.ts';
+import { baseMeanLogLikelihood } from '../engine/base-likelihood.ts';
 import { collect } from '../engine/types.ts';
 import { hindsightData, hindsightPrompts, type EarlierTurn } from './hindsight.ts';
 
@@ -235,17 +235,16 @@ export class TrainerLoop {
    */
   private async unlikelyAnswer(turn: { id: number; prompt_ids: string }, params: { temperature?: number; maxTokens?: number }, responseIds: number[]): Promise<boolean> {
     const promptIds = this.store.decodeIds(turn.prompt_ids);
-    const score = async (ids: number[]) => ids.length ? meanLogLikelihood((await this.engine.score([{ promptIds, responseIds: ids }], { adapter: 'base' }))[0]) : -Infinity;
     if (this.likelihoodFloor.calibrating) {
       const room = this.engine.info.contextLength - promptIds.length;
       const maxTokens = Math.min(room, params.maxTokens && params.maxTokens > 0 ? params.maxTokens : Math.max(1, responseIds.length));
       if (maxTokens > 0) {
         const base = await collect(this.engine.sample(promptIds, { maxTokens, temperature: params.temperature ?? 1, topP: 1, topK: 0, seed: 0x5eed + turn.id, weights: 'base', priority: 'low' }));
-        this.likelihoodFloor.add(await score(base.ids));
+        this.likelihoodFloor.add(await baseMeanLogLikelihood(this.engine, promptIds, base.ids));
       }
     }
     const floor = this.likelihoodFloor.floor;
-    return floor !== null && unlikely(await score(responseIds), floor);
+    return floor !== null && unlikely(await baseMeanLogLikelihood(this.engine, promptIds, responseIds), floor);
   }
 
   /** A turn's hint candidates for top-K OPD: every accepted hint vote (≤ maxCandidates, shortest first), else the judge's chosen hint. */
