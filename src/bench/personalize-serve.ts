@@ -8,7 +8,7 @@
 // point: every published version is kept in the server's archive (<data>/checkpoints/versions/vN),
 // so each point is loaded from there. The traffic itself is never slowed by an evaluation.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +33,8 @@ export interface ServePersonalizeOptions {
   /** after the last conversation, how long the server may take to judge and train what it has */
   drainSeconds?: number;
   progress?: (line: string) => void;
+  /** where the server's log (serve.log) and every evaluated sample (serve-samples.jsonl) are kept; none when absent */
+  outDir?: string;
 }
 
 export interface ServePoint {
@@ -58,6 +60,10 @@ function startServe(o: ServePersonalizeOptions, dataDir: string): Promise<{ proc
   const proc = spawn(process.execPath, [BIN, 'serve', '--model', o.model, '--port', '0', '--data-dir', dataDir, '--judge', o.judge ?? 'lexical',
     '--served-model-name', 'policy', '--keep-versions', '1000000', '--max-concurrent', String(users * 4 + 4), ...(o.serveArgs ?? [])],
   { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, OPENCLAW_RL_API_KEY: '' } });
+  if (o.outDir) {
+    mkdirSync(o.outDir, { recursive: true });
+    proc.stderr!.pipe(createWriteStream(join(o.outDir, 'serve.log')));
+  }
   let log = '';
   return new Promise((resolve, reject) => {
     proc.stderr!.on('data', (d) => { log += d; if (log.length > 1 << 20) log = log.slice(-(1 << 19)); const m = /at (http:\/\/\S+)\/v1/.exec(log); if (m) resolve({ proc, url: m[1] }); });
@@ -130,10 +136,12 @@ export async function runPersonalizeViaServe(o: ServePersonalizeOptions): Promis
     o.progress?.(`${label} calibrating fluency on the base model's own held-out samples…`);
     const band = await calibrateFluencyCached(engine, o.model, o.persona, evalK);
     const evaluated = new Map<number, Omit<ServePoint, 'conversations' | 'seconds' | 'policyVersion'>>();
+    const texts: string[] = [];
     const evaluate = async (version: number) => {
       if (evaluated.has(version)) return evaluated.get(version)!;
       if (version > 0) await engine.publish(await engine.loadAdapter(join(dataDir, 'checkpoints', 'versions', `v${version}`)));
       const held = await evaluateHeldOut(engine, o.persona, evalK, band, version > 0 ? 'published' : 'base');
+      for (const x of held.samples) texts.push(JSON.stringify({ via: 'serve', runSeed: seed, policyVersion: version, ...x }));
       const r = { rate: held.rate, fluentRate: held.fluentRate, satisfiedAndFluentRate: held.satisfiedAndFluentRate, klToBase: version > 0 ? await klToBase(engine) : 0 };
       evaluated.set(version, r);
       o.progress?.(`${label} version ${version}: held-out satisfaction ${pct(r.rate)} · satisfied-and-fluent ${pct(r.satisfiedAndFluentRate)} (fluent ${pct(r.fluentRate)}) · KL ${r.klToBase.toFixed(3)}`);
@@ -142,6 +150,7 @@ export async function runPersonalizeViaServe(o: ServePersonalizeOptions): Promis
     const curve: ServePoint[] = [];
     for (const p of points) curve.push({ ...p, ...(await evaluate(p.policyVersion)) });
     const afterDrain = { conversations: o.conversations, policyVersion: drain.policyVersion, seconds: drain.seconds, drainSeconds: drain.drainSeconds, ...(await evaluate(drain.policyVersion)) };
+    if (o.outDir) writeFileSync(join(o.outDir, 'serve-samples.jsonl'), texts.map((l) => `${l}\n`).join(''));
     return {
       persona: o.persona.name, seed, conversations: o.conversations, trafficSeconds: +trafficSeconds.toFixed(1), wallSeconds: +((performance.now() - t0) / 1000).toFixed(1),
       fluencyBand: band.plain, curve, afterDrain, samples, steps,

@@ -12,6 +12,7 @@ import type { KlEstimator } from '../learn/losses.ts';
 import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP } from '../trainer/recipe.ts';
 import { LOOP_GUARDS, type LoopGuard } from '../learn/loops.ts';
 import { TOPK_DEFAULTS } from '../learn/topk-opd.ts';
+import { IMPORTANCE_CAP, IMPORTANCE_CAP_HELP, STALE_DISTILL_HELP } from '../learn/staleness.ts';
 
 const log = (l: string) => process.stderr.write(l + '\n');
 const positive = (help: string, d: number) => opt.int(help, { min: 1, default: d });
@@ -168,6 +169,8 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'lora-rank': positive('LoRA rank (alpha = 2 × rank)', RECIPE.lora.rank),
     'reward-baseline': opt.choice(['recent', 'batch', 'group', 'none'], 'advantage baseline (recent: mean reward of the last 64 samples)', { default: RECIPE.rewardBaseline }),
     'keep-neutral': opt.flag('the at-least-one rule: keep a session\'s first judged turn as a zero-advantage sample even when neutral'),
+    'importance-cap': opt.number(IMPORTANCE_CAP_HELP, { min: 1, default: IMPORTANCE_CAP }),
+    'stale-distill': opt.choice(['full', 'prefix'], STALE_DISTILL_HELP, { default: 'full' }),
     out: opt.path('report folder (curve.json, plot.png, kl.png, summary.md, samples.jsonl with every evaluated sample, trainer.log)', { default: d.out, placeholder: 'DIR' }),
     json: jsonOption,
   };
@@ -233,7 +236,7 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
     for (const opdMode of method === 'binary' ? ['token' as const] : modes) {
       runs.push(await runPersonalize({
         model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
-        learningRate: r.learningRate, batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], loraRank: o['lora-rank'],
+        learningRate: r.learningRate, batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], loraRank: o['lora-rank'], importanceCap: o['importance-cap'], staleDistill: o['stale-distill'],
         keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, progress,
         opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], topkSet: o['topk-set'], opdTeacher: r.opdTeacher, klCoef: r.klCoefFor(method), klEstimator: r.klEstimator, entropyGuard: r.entropyGuard, loopGuard: r.loopGuard, likelihoodGuard: r.likelihoodGuard, opdWeight: r.opdWeightFor(method), hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
         judgeSatisfaction: o['judge-satisfaction'], untilStable: o['until-stable'], stableGain: o['stable-gain'],
@@ -332,12 +335,12 @@ export const benchPersonalizeCommand = defineCommand({
       const { runPersonalizeViaServe } = await import('../bench/personalize-serve.ts');
       const { persona } = resolved;
       const serveArgs = ['--method', resolved.method, '--learning-rate', String(resolved.learningRate), '--batch-size', String(o['batch-size']),
-        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', o['reward-baseline'], ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
+        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', o['reward-baseline'], '--importance-cap', String(o['importance-cap']), '--stale-distill', o['stale-distill'], ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
         '--opd-mode', resolved.opdMode === 'both' ? 'token' : resolved.opdMode, '--topk-k', String(o['topk-k']), '--topk-set', o['topk-set'], '--hint-selection', o['hint-selection'], '--opd-teacher', resolved.opdTeacher,
         '--negative-weight', String(o['negative-weight']), '--kl-coef', String(resolved.klCoef), '--kl-estimator', resolved.klEstimator, '--entropy-guard', String(resolved.entropyGuard), '--loop-guard', resolved.loopGuard, '--likelihood-guard', resolved.likelihoodGuard, '--opd-weight', String(resolved.opdWeight), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : []), ...(o['no-judge-hint-rules'] ? ['--no-judge-hint-rules'] : [])];
       served = await runPersonalizeViaServe({
         model: resolved.model, persona, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
-        serveArgs, drainSeconds: o['drain-seconds'], progress, judge: resolved.judge === 'self' ? 'self' : 'lexical',
+        serveArgs, drainSeconds: o['drain-seconds'], progress, outDir: resolve(o.out.replace('<persona>', persona.name)), judge: resolved.judge === 'self' ? 'self' : 'lexical',
       });
       if (tty) process.stderr.write('\n');
       const at = served.curve.at(-1)!, d = served.afterDrain, pc = (x: number) => `${(x * 100).toFixed(0)}%`;

@@ -8,6 +8,7 @@ import { JUDGE_DEFAULTS, SELF_JUDGE_VOTES, NO_HINT_RULES_HELP, defaultVotes, typ
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
 import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP } from '../trainer/recipe.ts';
 import { LOOP_GUARDS } from '../learn/loops.ts';
+import { IMPORTANCE_CAP_HELP, STALE_DISTILL_HELP } from '../learn/staleness.ts';
 import { learningRateProblem } from '../learn/weights-guard.ts';
 import type { Store as StoreType } from '../store/store.ts';
 
@@ -56,6 +57,8 @@ const SERVE_OPTIONS = {
   'batch-size': count('samples per optimizer step', TRAINER_DEFAULTS.batchSize),
   'learning-rate': opt.number('optimizer learning rate (at most 0.1: larger steps destroy the weights)', { gt: 0, defaultText: MODEL_AWARE_DEFAULT.learningRate }),
   'max-staleness': opt.int('drop samples this many versions older than the policy (default: none dropped; stale samples are corrected by truncated importance weights)', { min: 0 }),
+  'importance-cap': opt.number(IMPORTANCE_CAP_HELP, { min: 1, default: TRAINER_DEFAULTS.importanceCap }),
+  'stale-distill': opt.choice(['full', 'prefix'], STALE_DISTILL_HELP, { default: TRAINER_DEFAULTS.staleDistill }),
   'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: `${MODEL_AWARE_DEFAULT.klCoef} (0 with --engine tinker or --trainer tinker)` }),
   'kl-estimator': opt.choice(KL_ESTIMATOR_OPTION.choices, KL_ESTIMATOR_OPTION.help, { defaultText: MODEL_AWARE_DEFAULT.klEstimator }),
   'entropy-guard': opt.number(ENTROPY_GUARD_HELP, { min: 0, defaultText: `${MODEL_AWARE_DEFAULT.entropyGuard} (0 with --engine tinker or --trainer tinker)` }),
@@ -253,7 +256,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   const { overlong } = o;
   trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method, opdTeacher: o['opd-teacher'] ?? auto.opdTeacher, rewardBaseline: o['reward-baseline'], overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
-    batchSize: o['batch-size'], maxStaleness: o['max-staleness'] ?? null, keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, learningRate: o['learning-rate'] ?? auto.learningRate,
+    batchSize: o['batch-size'], maxStaleness: o['max-staleness'] ?? null, importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, learningRate: o['learning-rate'] ?? auto.learningRate,
     klCoef: o['kl-coef'] ?? (tinkerTrains ? 0 : klCoefOf(auto, method)), klEstimator: o['kl-estimator'] ?? auto.klEstimator,
     entropyGuard: o['entropy-guard'] ?? (tinkerTrains ? 0 : auto.entropyGuard), loopGuard: o['loop-guard'] ?? auto.loopGuard, likelihoodGuard: o['likelihood-guard'] ?? auto.likelihoodGuard, weights: { opd: o['opd-weight'] ?? opdWeightOf(auto, method), rl: 1 },
     opdMode, topk: { ...TRAINER_DEFAULTS.topk, selection: o['hint-selection'], k: o['topk-k'], set: o['topk-set'] },

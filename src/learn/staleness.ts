@@ -36,6 +36,12 @@ export interface Corrected {
 /** Default cap on the per-token importance weight π_prox/μ. */
 export const IMPORTANCE_CAP = 2;
 
+/** `--stale-distill` on the commands that train. */
+export const STALE_DISTILL_HELP = 'the distillation term of a sample drawn by an older version: full, or prefix (each position weighted by how likely the current weights are to write the text before it, at most 1)';
+
+/** `--importance-cap` on the commands that train. */
+export const IMPORTANCE_CAP_HELP = 'cap on the per-token importance weight (current / behaviour probability) that corrects samples drawn by older versions; 1 only ever weakens their push';
+
 /** The truncated importance weight of one token: min(exp(proximal − behaviour), cap). */
 export function importanceWeight(proximal: number, behaviour: number, cap = IMPORTANCE_CAP): number {
   const w = Math.exp(proximal - behaviour);
@@ -56,6 +62,28 @@ export function correctStaleness(s: StaleSample, cap = IMPORTANCE_CAP): Correcte
     weights,
     truncated: weights.filter((w) => w >= cap).length,
   };
+}
+
+/**
+ * Per-position weights for the distillation term of a sample drawn by an older version. The top-K
+ * distillation at position t compares the teacher and the current student at the context y<t, and that
+ * context was written by the behaviour policy μ: a context the current weights would no longer write
+ * teaches them how to continue text they do not produce. The weight is the context's likelihood ratio,
+ *
+ *   ρ_t = min(cap, Π_{s<t} π_prox(y_s)/μ(y_s)),   ρ_0 = 1 (the prompt is shared),
+ *
+ * truncated at 1 by default so a stale context can only count less than a fresh one, never more.
+ */
+export function prefixWeights(behaviour: readonly number[], proximal: readonly number[], cap = 1): number[] {
+  if (behaviour.length !== proximal.length) throw new RangeError(`behaviour (${behaviour.length}) and proximal (${proximal.length}) log-probs differ in length`);
+  const out: number[] = [];
+  let logRatio = 0;
+  for (let t = 0; t < behaviour.length; t++) {
+    out.push(Math.min(cap, Math.exp(logRatio)));
+    const d = proximal[t] - behaviour[t];
+    logRatio += Number.isFinite(d) ? d : d > 0 ? 0 : -Infinity;
+  }
+  return out;
 }
 
 /**

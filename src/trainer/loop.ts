@@ -27,7 +27,7 @@ import type { WireMessage } from '../conversation/messages.ts';
 import { Periodic } from '../util/periodic.ts';
 import { recoverFolder } from '../util/atomic-folder.ts';
 import { canaryVerdict, learningRateProblem } from '../learn/weights-guard.ts';
-import { correctStaleness, cumulativeBuckets, STALENESS_BUCKETS } from '../learn/staleness.ts';
+import { correctStaleness, cumulativeBuckets, prefixWeights, STALENESS_BUCKETS } from '../learn/staleness.ts';
 import { windowBaseline, BASELINE_WINDOW } from '../learn/baseline.ts';
 import { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './options.ts';
 import { mergeContinuations } from '../learn/continuations.ts';
@@ -317,7 +317,8 @@ export class TrainerLoop {
       return;
     }
     const hindsight = this.o.hindsight ? await this.hindsightFor(fresh, shifted) : [];
-    const correction = this.o.staleCorrection === 'decoupled' ? await this.correctStale(data, staleness) : { data, weightMean: null, truncatedShare: null };
+    const correction = this.o.staleCorrection === 'decoupled' ? await this.correctStale(data, staleness) : { data, weightMean: null, truncatedShare: null, distillWeightMean: null };
+    if (correction.distillWeightMean !== null) distillNote += `, stale contexts distilled at weight ${correction.distillWeightMean.toFixed(2)}`;
     data = correction.data;
     let mergeNote = '';
     if (this.o.mergeTurns) {
@@ -371,7 +372,7 @@ export class TrainerLoop {
     this.lastStep = record;
     if (this.step % this.o.checkpointEvery === 0) await this.engine.saveTrainingState(this.checkpoint);
     await this.afterStep(record);
-    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${distillNote}${mergeNote}${this.o.learningRateAt ? `, lr ${learningRate.toExponential(2)}` : ''}, ${record.durationMs.toFixed(0)} ms)`);
+    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${(record.stalenessMax ?? 0) > 0 ? `, ${(record.stalenessMean ?? 0).toFixed(1)} versions behind (importance weight ${record.importanceWeightMean?.toFixed(2) ?? '–'})` : ''}${distillNote}${mergeNote}${this.o.learningRateAt ? `, lr ${learningRate.toExponential(2)}` : ''}, ${record.durationMs.toFixed(0)} ms)`);
   }
 
   /** The reward term each rewarded sample gets instead of its raw r (see rewardBaseline), by turn id. */
@@ -426,8 +427,8 @@ export class TrainerLoop {
    * importance weights (learn/staleness.ts): their tokens are scored under the weights being
    * trained, at the temperature they were sampled at. Fresh samples are left as they are.
    */
-  private async correctStale(data: Datum[], staleness: number[]): Promise<{ data: Datum[]; weightMean: number; truncatedShare: number }> {
-    let weightSum = 0, tokens = 0, truncated = 0;
+  private async correctStale(data: Datum[], staleness: number[]): Promise<{ data: Datum[]; weightMean: number; truncatedShare: number; distillWeightMean: number | null }> {
+    let weightSum = 0, tokens = 0, truncated = 0, distillWeightSum = 0, distillPositions = 0;
     const out = [...data];
     const staleIdx = data.map((_, i) => i).filter((i) => staleness[i] > 0);
     for (const temperature of new Set(staleIdx.map((i) => data[i].temperature ?? 1))) {
@@ -436,6 +437,13 @@ export class TrainerLoop {
       group.forEach((i, k) => {
         const c = correctStaleness({ advantages: data[i].advantages ?? [], behaviour: data[i].behaviourLogprobs ?? [], proximal: Array.from(proximal[k]) }, this.o.importanceCap);
         out[i] = { ...data[i], advantages: c.advantages, behaviourLogprobs: c.oldLogprobs };
+        const set = data[i].distill;
+        if (set && this.o.staleDistill === 'prefix') {
+          const rho = prefixWeights(data[i].behaviourLogprobs ?? [], Array.from(proximal[k]));
+          out[i].distill = { ...set, advantages: set.advantages.map((row, t) => row.map((a) => a * rho[t])) };
+          distillWeightSum += rho.reduce((a, b) => a + b, 0);
+          distillPositions += rho.length;
+        }
         weightSum += c.weights.reduce((a, b) => a + b, 0);
         truncated += c.truncated;
       });
@@ -446,7 +454,7 @@ export class TrainerLoop {
       tokens += n;
       if (staleness[i] === 0) weightSum += n;
     }
-    return { data: out, weightMean: tokens ? weightSum / tokens : 1, truncatedShare: tokens ? truncated / tokens : 0 };
+    return { data: out, weightMean: tokens ? weightSum / tokens : 1, truncatedShare: tokens ? truncated / tokens : 0, distillWeightMean: distillPositions ? distillWeightSum / distillPositions : null };
   }
 
   private countStaleness(staleness: number[]): void {

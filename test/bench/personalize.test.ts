@@ -183,3 +183,27 @@ test('a small benchmark run writes curve.json, plots of satisfaction and KL, a s
     t.cleanup();
   }
 });
+
+test('through serve: the server\'s log and every sample evaluated on its versions are kept in the report folder', { timeout: 180_000 }, async () => {
+  const t = tempDir();
+  try {
+    const { runPersonalizeViaServe } = await import('../../src/bench/personalize-serve.ts');
+    const persona = loadPersona(join(PERSONAS_DIR, 'dog-lover.json'));
+    const run = await runPersonalizeViaServe({
+      model: STORIES, persona, conversations: 8, evalEvery: 8, evalK: 2, drainSeconds: 60, outDir: t.dir,
+      serveArgs: ['--method', 'binary', '--batch-size', '2', '--reward-baseline', 'none', '--importance-cap', '1'],
+    });
+    assert.deepEqual(run.curve.map((p) => p.conversations), [0, 8]);
+    const log = readFileSync(join(t.dir, 'serve.log'), 'utf8');
+    assert.match(log, /\/v1/); // the line that names the server's address
+    if (run.steps > 0) assert.match(log, /trainer: step 1 → version 1/);
+    const rows = readFileSync(join(t.dir, 'serve-samples.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    // each distinct evaluated version once: its held-out prompts × k samples, with the verdicts the curve counts
+    const versions = [...new Set([...run.curve.map((p) => p.policyVersion), run.afterDrain.policyVersion])];
+    assert.equal(rows.length, versions.length * persona.heldOutPrompts.length * 2);
+    assert.deepEqual([...new Set(rows.map((r) => r.policyVersion))], versions);
+    for (const r of rows) assert.ok(r.via === 'serve' && typeof r.text === 'string' && typeof r.satisfied === 'boolean' && typeof r.fluent === 'boolean');
+    const last = rows.filter((r) => r.policyVersion === run.afterDrain.policyVersion);
+    assert.equal(last.filter((r) => r.satisfied && r.fluent).length / last.length, run.afterDrain.satisfiedAndFluentRate);
+  } finally { t.cleanup(); }
+});

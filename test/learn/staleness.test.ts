@@ -2,7 +2,7 @@
 // behaviour log-probs, checked against hand-computed values, and equivalence with the PPO token loss.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { importanceWeight, correctStaleness, cumulativeBuckets, STALENESS_BUCKETS } from '../../src/learn/staleness.ts';
+import { importanceWeight, correctStaleness, cumulativeBuckets, prefixWeights, STALENESS_BUCKETS } from '../../src/learn/staleness.ts';
 import { ppoToken } from '../../src/learn/losses.ts';
 
 const close = (a: number, b: number, msg: string) => assert.ok(Math.abs(a - b) < 1e-12, `${msg}: ${a} vs ${b}`);
@@ -63,4 +63,28 @@ test('staleness buckets are cumulative, ending with +Inf', () => {
     [[100], [0, 64], [0, 0, 1]],
   ];
   for (const [values, bounds, want] of table) assert.deepEqual(cumulativeBuckets(values, bounds), want, JSON.stringify(values));
+});
+
+test('prefix weights: the context\'s likelihood ratio before each position, truncated at the cap', () => {
+  const table: { behaviour: number[]; proximal: number[]; cap?: number; expected: number[] }[] = [
+    // a fresh sample (proximal = behaviour) weighs 1 everywhere
+    { behaviour: [-1, -2, -0.5], proximal: [-1, -2, -0.5], expected: [1, 1, 1] },
+    // the current weights find the first token half as likely: every later position weighs ½, the first 1
+    { behaviour: [-1, -2, -0.5], proximal: [-1 - Math.LN2, -2, -0.5], expected: [1, 0.5, 0.5] },
+    // ratios multiply along the context: ½ · ¼ = ⅛
+    { behaviour: [-1, -1, -1, -1], proximal: [-1 - Math.LN2, -1 - 2 * Math.LN2, -1, -1], expected: [1, 0.5, 0.125, 0.125] },
+    // a context the current weights like more is capped at 1 by default…
+    { behaviour: [-2, -2, -2], proximal: [-1, -2, -2], expected: [1, 1, 1] },
+    // …or at a higher cap when asked, and a later drop is taken from the running product
+    { behaviour: [-2, -2, -2], proximal: [-2 + Math.LN2, -2 - 3 * Math.LN2, -2], cap: 4, expected: [1, 2, 0.25] },
+    // a token the current weights cannot write ends the context's weight
+    { behaviour: [-1, -1, -1], proximal: [-1, -Infinity, -1], expected: [1, 1, 0] },
+    { behaviour: [], proximal: [], expected: [] },
+  ];
+  for (const [i, r] of table.entries()) {
+    const got = prefixWeights(r.behaviour, r.proximal, r.cap);
+    assert.equal(got.length, r.expected.length, `row ${i} length`);
+    got.forEach((w, t) => close(w, r.expected[t], `row ${i} position ${t}`));
+  }
+  assert.throws(() => prefixWeights([-1], [-1, -2]), /differ in length/);
 });
