@@ -326,8 +326,10 @@ export class TrainerLoop {
       if (m.merged) mergeNote = `, ${m.merged} turns merged into their episodes' earlier turns`;
       data = m.data;
     }
-    data = [...data, ...hindsight];
+    const anchors = this.o.anchorAnswers > 0 && staleness.some((x) => x > 0) && (this.o.klCoef > 0 || this.o.entropyGuard > 0) ? await this.anchorAnswers(fresh, staleness, promptIdsOf) : [];
+    data = [...data, ...hindsight, ...anchors];
     if (hindsight.length) distillNote += `, ${hindsight.length} hindsight answer(s)`;
+    if (anchors.length) distillNote += `, ${anchors.length} anchor answer(s)`;
     const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.o.klCoef, klEstimator: this.o.klEstimator, entropyGuard: this.o.entropyGuard });
     const learningRate = this.o.learningRateAt?.(this.step + 1) ?? this.o.learningRate;
     const opt = await this.engine.optimStep({ learningRate, gradClipNorm: this.o.gradClipNorm });
@@ -393,6 +395,26 @@ export class TrainerLoop {
       for (const g of groups.values()) if (g.length > 1) groupNormalise(g.map((r) => r.reward!)).forEach((v, i) => shifted.set(g[i].turn_id, v));
     }
     return shifted;
+  }
+
+  /**
+   * Anchor answers (TrainerOptions.anchorAnswers): the current weights answer the prompts of the batch's stalest samples
+   * once each (seeded by the turn, at its temperature and length), with zero advantages — only the KL and entropy
+   * terms act on them.
+   */
+  private async anchorAnswers(rows: PendingRow[], staleness: number[], promptIdsOf: Map<number, number[]>): Promise<Datum[]> {
+    const order = rows.map((_, i) => i).filter((i) => staleness[i] > 0).sort((a, b) => staleness[b] - staleness[a]).slice(0, this.o.anchorAnswers);
+    const out: Datum[] = [];
+    for (const i of order) {
+      const r = rows[i], promptIds = promptIdsOf.get(r.turn_id)!;
+      const room = this.engine.info.contextLength - promptIds.length;
+      const maxTokens = Math.min(room, Math.max(1, this.store.decodeIds(r.response_ids).length));
+      if (maxTokens <= 0) continue;
+      const a = await collect(this.engine.sample(promptIds, { maxTokens, temperature: r.temperature, topP: 1, topK: 0, seed: 0xa9c4 + r.turn_id, weights: 'published', priority: 'low' }));
+      if (!a.ids.length) continue;
+      out.push({ promptIds, responseIds: a.ids, behaviourLogprobs: a.logprobs, advantages: new Array(a.ids.length).fill(0), lossMask: new Array(a.ids.length).fill(1), temperature: r.temperature });
+    }
+    return out;
   }
 
   /** A rewarded sample's reward term after the baseline, negative ones scaled by negativeWeight (null: no reward term). */

@@ -24,6 +24,8 @@ export interface Recipe {
   loopGuard: LoopGuard;
   /** what an answer below the base's likelihood floor gets (learn/likelihood-guard.ts) */
   likelihoodGuard: LoopGuard;
+  /** anchor answers per stale batch (TrainerOptions.anchorAnswers; 0 = off) */
+  anchorAnswers: number;
   /** hindsight answers: an approved answer after a correction also trains the corrected request */
   hindsight: boolean;
   /** scale of negative reward terms (1: as hard as positive ones) */
@@ -48,6 +50,8 @@ export const RECIPE: Readonly<Recipe> = Object.freeze({
   loopGuard: 'off',
   // off for stories260K's recipe, where it was not measured (recipeFor sets the chat model's)
   likelihoodGuard: 'off',
+  // off for stories260K's recipe, where it was not measured (recipeFor sets the chat model's)
+  anchorAnswers: 0,
   // hindsight on: binary gained +26 to +60 points of held-out satisfied-and-fluent with it on chat-cat/dog/frog-lover
   // (medians of 3 seeds), against +0 to +18 without (seed 1); docs/benchmarks.md, issue 12 session 6
   hindsight: true,
@@ -113,6 +117,16 @@ export const CHAT_LOOP_GUARD: LoopGuard = 'withhold';
 /** The likelihood guard of the chat model's recipe (learn/likelihood-guard.ts). */
 export const CHAT_LIKELIHOOD_GUARD: LoopGuard = 'off';
 
+/**
+ * Anchor answers per stale batch in the chat model's recipe (TrainerOptions.anchorAnswers). Through `serve`, unpaced,
+ * most steps are taken after the traffic on answers sampled by versions 0–5, so the KL and entropy terms only ever saw
+ * the old versions' text; four answers of the current weights a step put them on the text the policy writes now. Bear
+ * went from 89/85/87/88/87% fluent to 94/91/95/98/90/95% (base 97%) at +78 against +82 (medians), KL to base 0.12–0.28
+ * against 0.35–0.41; frog and dog stayed (92 and 93% against 94 and 93–96%); in-process, where batches are at most a
+ * version behind, bear +88 at 92% against +87 at 91% (6 seeds; docs/benchmarks.md, issue 12 session 18).
+ */
+export const CHAT_ANCHOR_ANSWERS = 4;
+
 /** The defaults that follow the model: how to learn and who judges, when no flag says otherwise. */
 export interface ModelRecipe {
   method: Method;
@@ -128,6 +142,8 @@ export interface ModelRecipe {
   loopGuard: LoopGuard;
   /** what the reward of an answer below the base's likelihood floor becomes */
   likelihoodGuard: LoopGuard;
+  /** anchor answers per stale batch */
+  anchorAnswers: number;
   /** w_opd in combine: the weight of the distillation term next to the reward's (w_rl = 1); OPD alone keeps 1 */
   opdWeight: number;
   /** the optimizer's learning rate */
@@ -158,10 +174,10 @@ export interface ModelRecipe {
  */
 export function recipeFor(t: ModelTraits): ModelRecipe {
   if (t.chatTemplate && t.embedded) {
-    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: CHAT_KL_COEF, binaryKlCoef: CHAT_BINARY_KL_COEF, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, loopGuard: CHAT_LOOP_GUARD, likelihoodGuard: CHAT_LIKELIHOOD_GUARD, opdWeight: CHAT_OPD_WEIGHT, learningRate: CHAT_LEARNING_RATE, opdTeacher: CHAT_OPD_TEACHER, reason: `a chat model on the embedded engine: combine with top-K OPD (the ${CHAT_OPD_TEACHER === 'policy' ? 'live policy' : 'base'} as teacher, w_opd ${CHAT_OPD_WEIGHT}), the self judge, the exact KL to base at β ${CHAT_KL_COEF} (${CHAT_BINARY_KL_COEF} for binary), the entropy guard at λ ${CHAT_ENTROPY_GUARD}, the loop guard ${CHAT_LOOP_GUARD}, the likelihood guard ${CHAT_LIKELIHOOD_GUARD}, learning rate ${CHAT_LEARNING_RATE}` };
+    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: CHAT_KL_COEF, binaryKlCoef: CHAT_BINARY_KL_COEF, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, loopGuard: CHAT_LOOP_GUARD, likelihoodGuard: CHAT_LIKELIHOOD_GUARD, anchorAnswers: CHAT_ANCHOR_ANSWERS, opdWeight: CHAT_OPD_WEIGHT, learningRate: CHAT_LEARNING_RATE, opdTeacher: CHAT_OPD_TEACHER, reason: `a chat model on the embedded engine: combine with top-K OPD (the ${CHAT_OPD_TEACHER === 'policy' ? 'live policy' : 'base'} as teacher, w_opd ${CHAT_OPD_WEIGHT}), the self judge, the exact KL to base at β ${CHAT_KL_COEF} (${CHAT_BINARY_KL_COEF} for binary), the entropy guard at λ ${CHAT_ENTROPY_GUARD}, the loop guard ${CHAT_LOOP_GUARD}, the likelihood guard ${CHAT_LIKELIHOOD_GUARD}, ${CHAT_ANCHOR_ANSWERS} anchor answers per stale batch, learning rate ${CHAT_LEARNING_RATE}` };
   }
   const why = !t.chatTemplate ? 'no chat template (the model cannot read a hint)' : 'a remote engine (no top-K scoring)';
-  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, binaryKlCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, likelihoodGuard: RECIPE.likelihoodGuard, opdWeight: 1, learningRate: RECIPE.learningRate, opdTeacher: 'base', reason: `${why}: ${RECIPE.method}, the lexical judge` };
+  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, binaryKlCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, likelihoodGuard: RECIPE.likelihoodGuard, anchorAnswers: RECIPE.anchorAnswers, opdWeight: 1, learningRate: RECIPE.learningRate, opdTeacher: 'base', reason: `${why}: ${RECIPE.method}, the lexical judge` };
 }
 
 /** β of the KL term a recipe gives a method. */
@@ -175,7 +191,7 @@ export function opdWeightOf(r: Pick<ModelRecipe, 'opdWeight'>, method: Method): 
 }
 
 /** The flags whose default follows the model. */
-const MODEL_AWARE_FLAGS = ['method', 'judge', 'opd-mode', 'kl-coef', 'kl-estimator', 'entropy-guard', 'loop-guard', 'likelihood-guard', 'opd-weight', 'learning-rate', 'opd-teacher'] as const;
+const MODEL_AWARE_FLAGS = ['method', 'judge', 'opd-mode', 'kl-coef', 'kl-estimator', 'entropy-guard', 'loop-guard', 'likelihood-guard', 'anchor-answers', 'opd-weight', 'learning-rate', 'opd-teacher'] as const;
 
 /** Whether any choice that follows the model was left to it (then the commands say what was picked). */
 export function leavesToModel(o: Partial<Record<(typeof MODEL_AWARE_FLAGS)[number], unknown>>): boolean {
@@ -201,6 +217,7 @@ export const MODEL_AWARE_DEFAULT = {
   loopGuard: `${CHAT_LOOP_GUARD} for a chat model on the embedded engine, else ${RECIPE.loopGuard}`,
   likelihoodGuard: `${CHAT_LIKELIHOOD_GUARD} for a chat model on the embedded engine, else ${RECIPE.likelihoodGuard}`,
   opdWeight: `${CHAT_OPD_WEIGHT} for combine with a chat model on the embedded engine, else 1`,
+  anchorAnswers: `${CHAT_ANCHOR_ANSWERS} for a chat model on the embedded engine, else ${RECIPE.anchorAnswers}`,
 } as const;
 
 /** `--opd-weight` on the commands that serve and benchmark personal learning. */

@@ -138,3 +138,35 @@ test('the at-least-one rule: a session\'s neutral first turn becomes a zero-adva
     }
   }
 });
+
+test('anchor answers: a batch sampled by an older version is joined by the current weights\' answers to its prompts, which carry only the KL term', { timeout: 120_000 }, async () => {
+  for (const klCoef of [0.3, 0]) {
+    const lines: string[] = [];
+    const tokensOf: number[] = [];
+    const { s, trainer, judge } = await setUp({ rewardBaseline: 'none', klCoef, entropyGuard: 0, hindsight: false, anchorAnswers: 2, log: (l) => lines.push(l), onStep: (r) => { tokensOf.push(r.tokens!); } });
+    try {
+      for (let c = 0; c < 8; c++) await conversation(s, c, c % 3 ? '-' : '+');
+      await judge.tick();
+      await trainer.buildSamples();
+      const batches = [0, 4].map((offset) => (s.store.sql(`SELECT t.response_ids FROM samples x JOIN turns t ON t.id = x.turn_id ORDER BY t.id LIMIT 4 OFFSET ${offset}`).all() as { response_ids: string }[])
+        .reduce((a, t) => a + (JSON.parse(t.response_ids) as number[]).length, 0));
+      await trainer.tick();
+      assert.equal(trainer.step, 2);
+      const steps = lines.filter((l) => /trainer: step \d/.test(l));
+      // the first batch was sampled by the weights it trains: no anchors, its own tokens only
+      assert.doesNotMatch(steps[0], /anchor/);
+      assert.equal(tokensOf[0], batches[0]);
+      if (klCoef > 0) {
+        // the second was sampled by version 0 and trained by version 1: two anchor answers (up to 16 tokens each, as long as the answers they stand beside) join it
+        assert.match(steps[1], /, 2 anchor answer\(s\)/);
+        assert.ok(tokensOf[1] > batches[1] && tokensOf[1] <= batches[1] + 2 * 16, `${tokensOf[1]} tokens against the batch's ${batches[1]}`);
+      } else {
+        // with no KL or entropy term an anchor would carry nothing: none is drawn
+        assert.doesNotMatch(steps[1], /anchor/);
+        assert.equal(tokensOf[1], batches[1]);
+      }
+    } finally {
+      await s.close();
+    }
+  }
+});
