@@ -37,6 +37,12 @@ import { baseMeanLogLikelihood } from '../engine/base-likelihood.ts';
 import { collect } from '../engine/types.ts';
 import { hindsightData, hindsightPrompts, type EarlierTurn } from './hindsight.ts';
 
+/**
+ * Anchor answers are drawn for answers at least this many versions behind. One version behind is the text the policy
+ * wrote a step ago, as in-process training always has; there, anchors only diluted the reward (binary on bear
+ * +60/+57/+80 with them against +85/+84 without; docs/benchmarks.md, issue 12 session 18).
+ */
+export const ANCHOR_STALENESS = 2;
 export { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './options.ts';
 
 /** A pending sample with its turn's exact ids, as trainStep reads it. */
@@ -326,7 +332,7 @@ export class TrainerLoop {
       if (m.merged) mergeNote = `, ${m.merged} turns merged into their episodes' earlier turns`;
       data = m.data;
     }
-    const anchors = this.o.anchorAnswers > 0 && staleness.some((x) => x > 0) && (this.o.klCoef > 0 || this.o.entropyGuard > 0) ? await this.anchorAnswers(fresh, staleness, promptIdsOf) : [];
+    const anchors = this.o.anchorAnswers > 0 && staleness.some((x) => x >= ANCHOR_STALENESS) && (this.o.klCoef > 0 || this.o.entropyGuard > 0) ? await this.anchorAnswers(fresh, staleness, promptIdsOf) : [];
     data = [...data, ...hindsight, ...anchors];
     if (hindsight.length) distillNote += `, ${hindsight.length} hindsight answer(s)`;
     if (anchors.length) distillNote += `, ${anchors.length} anchor answer(s)`;
@@ -399,11 +405,12 @@ export class TrainerLoop {
 
   /**
    * Anchor answers (TrainerOptions.anchorAnswers): the current weights answer the prompts of the batch's stalest samples
+   * (those at least ANCHOR_STALENESS versions behind)
    * once each (seeded by the turn, at its temperature and length), with zero advantages — only the KL and entropy
    * terms act on them.
    */
   private async anchorAnswers(rows: PendingRow[], staleness: number[], promptIdsOf: Map<number, number[]>): Promise<Datum[]> {
-    const order = rows.map((_, i) => i).filter((i) => staleness[i] > 0).sort((a, b) => staleness[b] - staleness[a]).slice(0, this.o.anchorAnswers);
+    const order = rows.map((_, i) => i).filter((i) => staleness[i] >= ANCHOR_STALENESS).sort((a, b) => staleness[b] - staleness[a]).slice(0, this.o.anchorAnswers);
     const out: Datum[] = [];
     for (const i of order) {
       const r = rows[i], promptIds = promptIdsOf.get(r.turn_id)!;

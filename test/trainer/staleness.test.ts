@@ -139,31 +139,36 @@ test('the at-least-one rule: a session\'s neutral first turn becomes a zero-adva
   }
 });
 
-test('anchor answers: a batch sampled by an older version is joined by the current weights\' answers to its prompts, which carry only the KL term', { timeout: 120_000 }, async () => {
+test('anchor answers: a batch sampled two or more versions back is joined by the current weights\' answers to its prompts, which carry only the KL term', { timeout: 120_000 }, async () => {
   for (const klCoef of [0.3, 0]) {
     const lines: string[] = [];
     const tokensOf: number[] = [];
     const { s, trainer, judge } = await setUp({ rewardBaseline: 'none', klCoef, entropyGuard: 0, hindsight: false, anchorAnswers: 2, log: (l) => lines.push(l), onStep: (r) => { tokensOf.push(r.tokens!); } });
     try {
-      for (let c = 0; c < 8; c++) await conversation(s, c, c % 3 ? '-' : '+');
+      // twelve turns served by version 0: three batches, trained by versions 0, 1 and 2
+      for (let c = 0; c < 12; c++) await conversation(s, c, c % 3 ? '-' : '+');
       await judge.tick();
       await trainer.buildSamples();
-      const batches = [0, 4].map((offset) => (s.store.sql(`SELECT t.response_ids FROM samples x JOIN turns t ON t.id = x.turn_id ORDER BY t.id LIMIT 4 OFFSET ${offset}`).all() as { response_ids: string }[])
+      const batches = [0, 4, 8].map((offset) => (s.store.sql(`SELECT t.response_ids FROM samples x JOIN turns t ON t.id = x.turn_id ORDER BY t.id LIMIT 4 OFFSET ${offset}`).all() as { response_ids: string }[])
         .reduce((a, t) => a + (JSON.parse(t.response_ids) as number[]).length, 0));
       await trainer.tick();
-      assert.equal(trainer.step, 2);
+      assert.equal(trainer.step, 3);
       const steps = lines.filter((l) => /trainer: step \d/.test(l));
-      // the first batch was sampled by the weights it trains: no anchors, its own tokens only
-      assert.doesNotMatch(steps[0], /anchor/);
-      assert.equal(tokensOf[0], batches[0]);
+      // the first batch was sampled by the weights it trains, the second one version back (the text of a step ago):
+      // no anchors, their own tokens only
+      for (const k of [0, 1]) {
+        assert.doesNotMatch(steps[k], /anchor/);
+        assert.equal(tokensOf[k], batches[k]);
+      }
+      assert.match(steps[1], /1\.0 versions behind/);
       if (klCoef > 0) {
-        // the second was sampled by version 0 and trained by version 1: two anchor answers (up to 16 tokens each, as long as the answers they stand beside) join it
-        assert.match(steps[1], /, 2 anchor answer\(s\)/);
-        assert.ok(tokensOf[1] > batches[1] && tokensOf[1] <= batches[1] + 2 * 16, `${tokensOf[1]} tokens against the batch's ${batches[1]}`);
+        // the third is two versions back: two anchor answers (up to 16 tokens each, as long as the answers they stand beside) join it
+        assert.match(steps[2], /2\.0 versions behind .*, 2 anchor answer\(s\)/);
+        assert.ok(tokensOf[2] > batches[2] && tokensOf[2] <= batches[2] + 2 * 16, `${tokensOf[2]} tokens against the batch's ${batches[2]}`);
       } else {
         // with no KL or entropy term an anchor would carry nothing: none is drawn
-        assert.doesNotMatch(steps[1], /anchor/);
-        assert.equal(tokensOf[1], batches[1]);
+        assert.doesNotMatch(steps[2], /anchor/);
+        assert.equal(tokensOf[2], batches[2]);
       }
     } finally {
       await s.close();
