@@ -35,8 +35,8 @@ export interface TrainerOptions {
    */
   staleDistill: 'full' | 'prefix';
   /**
-   * anchor answers: when a batch was sampled by older versions, the current weights answer up to this many of its
-   * prompts, and those answers join the step with no reward or distillation term, carrying only the KL and entropy
+   * anchor answers: when a batch holds answers sampled two or more versions back (trainer/loop.ts, ANCHOR_STALENESS), the
+   * current weights answer up to this many of their prompts, and those answers join the step with no reward or distillation term, carrying only the KL and entropy
    * terms — so the regularisers see the text the policy writes now, not only the old versions' (0 = off)
    */
   anchorAnswers: number;

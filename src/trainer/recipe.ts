@@ -122,8 +122,8 @@ export const CHAT_LIKELIHOOD_GUARD: LoopGuard = 'off';
  * most steps are taken after the traffic on answers sampled by versions 0–5, so the KL and entropy terms only ever saw
  * the old versions' text; four answers of the current weights a step put them on the text the policy writes now. Bear
  * went from 89/85/87/88/87% fluent to 94/91/95/98/90/95% (base 97%) at +78 against +82 (medians), KL to base 0.12–0.28
- * against 0.35–0.41; frog and dog stayed (92 and 93% against 94 and 93–96%); in-process, where batches are at most a
- * version behind, bear +88 at 92% against +87 at 91% (6 seeds; docs/benchmarks.md, issue 12 session 18).
+ * against 0.35–0.41; frog and dog stayed (92 and 93% against 94 and 93–96%) (docs/benchmarks.md, issue 12 session 18).
+ * In-process training, where a batch is at most a version behind, draws none (ANCHOR_STALENESS in trainer/loop.ts).
  */
 export const CHAT_ANCHOR_ANSWERS = 4;
 
