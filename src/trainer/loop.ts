@@ -43,6 +43,7 @@ import { hindsightData, hindsightPrompts, type EarlierTurn } from './hindsight.t
  * +60/+57/+80 with them against +85/+84 without; docs/benchmarks.md, issue 12 session 18).
  */
 export const ANCHOR_STALENESS = 2;
+
 export { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './options.ts';
 
 /** A pending sample with its turn's exact ids, as trainStep reads it. */
@@ -405,9 +406,8 @@ export class TrainerLoop {
 
   /**
    * Anchor answers (TrainerOptions.anchorAnswers): the current weights answer the prompts of the batch's stalest samples
-   * (those at least ANCHOR_STALENESS versions behind)
-   * once each (seeded by the turn, at its temperature and length), with zero advantages — only the KL and entropy
-   * terms act on them.
+   * (those at least ANCHOR_STALENESS versions behind) once each, seeded by the turn, at its temperature and length, with
+   * zero advantages — only the KL and entropy terms act on them.
    */
   private async anchorAnswers(rows: PendingRow[], staleness: number[], promptIdsOf: Map<number, number[]>): Promise<Datum[]> {
     const order = rows.map((_, i) => i).filter((i) => staleness[i] >= ANCHOR_STALENESS).sort((a, b) => staleness[b] - staleness[a]).slice(0, this.o.anchorAnswers);
