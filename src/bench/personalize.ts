@@ -15,6 +15,7 @@ import { TrainerLoop, TRAINER_DEFAULTS } from '../trainer/loop.ts';
 import { RECIPE } from '../trainer/recipe.ts';
 import type { KlEstimator } from '../learn/losses.ts';
 import type { LoopGuard } from '../learn/loops.ts';
+import type { StaleDistill } from '../learn/staleness.ts';
 import type { Method } from '../learn/advantages.ts';
 import type { HintSelection } from '../learn/topk-opd.ts';
 import type { Persona } from './persona.ts';
@@ -88,7 +89,7 @@ export interface PersonalizeOptions {
   /** cap on the importance weight of samples drawn by older versions (learn/staleness.ts) */
   importanceCap?: number;
   /** the distillation term of stale samples (trainer/options.ts, staleDistill) */
-  staleDistill?: 'full' | 'prefix';
+  staleDistill?: StaleDistill;
   /** anchor answers per stale batch (trainer/options.ts, anchorAnswers) */
   anchorAnswers?: number;
   /** the at-least-one rule */

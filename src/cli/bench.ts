@@ -9,10 +9,11 @@ import type { Persona } from '../bench/persona.ts';
 import { NO_HINT_RULES_HELP, type JudgeConfig } from '../judge/config.ts';
 import type { Method } from '../learn/advantages.ts';
 import type { KlEstimator } from '../learn/losses.ts';
-import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
 import { LOOP_GUARDS, type LoopGuard } from '../learn/loops.ts';
 import { TOPK_DEFAULTS } from '../learn/topk-opd.ts';
-import { ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP, IMPORTANCE_CAP_HELP, STALE_DISTILL_HELP } from '../learn/staleness.ts';
+import { STALE_DISTILL_MODES } from '../learn/staleness.ts';
+import { TRAINER_DEFAULTS } from '../trainer/options.ts';
 
 const log = (l: string) => process.stderr.write(l + '\n');
 const positive = (help: string, d: number) => opt.int(help, { min: 1, default: d });
@@ -169,8 +170,8 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'lora-rank': positive('LoRA rank (alpha = 2 × rank)', RECIPE.lora.rank),
     'reward-baseline': opt.choice(['recent', 'batch', 'group', 'none'], 'advantage baseline (recent: mean reward of the last 64 samples)', { default: RECIPE.rewardBaseline }),
     'keep-neutral': opt.flag('the at-least-one rule: keep a session\'s first judged turn as a zero-advantage sample even when neutral'),
-    'importance-cap': opt.number(IMPORTANCE_CAP_HELP, { min: 1, default: IMPORTANCE_CAP }),
-    'stale-distill': opt.choice(['full', 'prefix'], STALE_DISTILL_HELP, { default: 'full' }),
+    'importance-cap': opt.number(IMPORTANCE_CAP_HELP, { min: 1, default: TRAINER_DEFAULTS.importanceCap }),
+    'stale-distill': opt.choice(STALE_DISTILL_MODES, STALE_DISTILL_HELP, { default: TRAINER_DEFAULTS.staleDistill }),
     'anchor-answers': opt.int(ANCHOR_ANSWERS_HELP, { min: 0, max: 64, defaultText: MODEL_AWARE_DEFAULT.anchorAnswers }),
     out: opt.path('report folder (curve.json, plot.png, kl.png, summary.md, samples.jsonl with every evaluated sample, trainer.log)', { default: d.out, placeholder: 'DIR' }),
     json: jsonOption,

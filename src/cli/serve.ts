@@ -6,9 +6,9 @@ import { parseOrigins } from '../api/cors.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId, weightsDtypeOption, kvDtypeOption } from './args.ts';
 import { JUDGE_DEFAULTS, SELF_JUDGE_VOTES, NO_HINT_RULES_HELP, defaultVotes, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
-import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
 import { LOOP_GUARDS } from '../learn/loops.ts';
-import { ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP, STALE_DISTILL_HELP } from '../learn/staleness.ts';
+import { STALE_DISTILL_MODES } from '../learn/staleness.ts';
 import { learningRateProblem } from '../learn/weights-guard.ts';
 import type { Store as StoreType } from '../store/store.ts';
 
@@ -58,7 +58,7 @@ const SERVE_OPTIONS = {
   'learning-rate': opt.number('optimizer learning rate (at most 0.1: larger steps destroy the weights)', { gt: 0, defaultText: MODEL_AWARE_DEFAULT.learningRate }),
   'max-staleness': opt.int('drop samples this many versions older than the policy (default: none dropped; stale samples are corrected by truncated importance weights)', { min: 0 }),
   'importance-cap': opt.number(IMPORTANCE_CAP_HELP, { min: 1, default: TRAINER_DEFAULTS.importanceCap }),
-  'stale-distill': opt.choice(['full', 'prefix'], STALE_DISTILL_HELP, { default: TRAINER_DEFAULTS.staleDistill }),
+  'stale-distill': opt.choice(STALE_DISTILL_MODES, STALE_DISTILL_HELP, { default: TRAINER_DEFAULTS.staleDistill }),
   'anchor-answers': opt.int(ANCHOR_ANSWERS_HELP, { min: 0, max: 64, defaultText: MODEL_AWARE_DEFAULT.anchorAnswers }),
   'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: `${MODEL_AWARE_DEFAULT.klCoef} (0 with --engine tinker or --trainer tinker)` }),
   'kl-estimator': opt.choice(KL_ESTIMATOR_OPTION.choices, KL_ESTIMATOR_OPTION.help, { defaultText: MODEL_AWARE_DEFAULT.klEstimator }),

@@ -36,14 +36,9 @@ export interface Corrected {
 /** Default cap on the per-token importance weight π_prox/μ. */
 export const IMPORTANCE_CAP = 2;
 
-/** `--stale-distill` on the commands that train. */
-export const STALE_DISTILL_HELP = 'the distillation term of a sample drawn by an older version: full, or prefix (each position weighted by how likely the current weights are to write the text before it, at most 1)';
-
-/** `--anchor-answers` on the commands that train. */
-export const ANCHOR_ANSWERS_HELP = 'when a batch holds answers sampled two or more versions back, the current weights answer up to N of their prompts, and those answers carry only the KL and entropy terms (0 = off)';
-
-/** `--importance-cap` on the commands that train. */
-export const IMPORTANCE_CAP_HELP = 'cap on the per-token importance weight (current / behaviour probability) that corrects samples drawn by older versions; 1 only ever weakens their push';
+/** How a stale sample's distillation term is trained: as a fresh one's, or weighted by prefixWeights. */
+export const STALE_DISTILL_MODES = ['full', 'prefix'] as const;
+export type StaleDistill = (typeof STALE_DISTILL_MODES)[number];
 
 /** The truncated importance weight of one token: min(exp(proximal − behaviour), cap). */
 export function importanceWeight(proximal: number, behaviour: number, cap = IMPORTANCE_CAP): number {

@@ -324,6 +324,7 @@ export class TrainerLoop {
       return;
     }
     const hindsight = this.o.hindsight ? await this.hindsightFor(fresh, shifted) : [];
+    const anchors = await this.anchorAnswers(data, staleness, ids);
     const correction = this.o.staleCorrection === 'decoupled' ? await this.correctStale(data, staleness) : { data, weightMean: null, truncatedShare: null, distillWeightMean: null };
     if (correction.distillWeightMean !== null) distillNote += `, stale contexts distilled at weight ${correction.distillWeightMean.toFixed(2)}`;
     data = correction.data;
@@ -333,7 +334,6 @@ export class TrainerLoop {
       if (m.merged) mergeNote = `, ${m.merged} turns merged into their episodes' earlier turns`;
       data = m.data;
     }
-    const anchors = this.o.anchorAnswers > 0 && staleness.some((x) => x >= ANCHOR_STALENESS) && (this.o.klCoef > 0 || this.o.entropyGuard > 0) ? await this.anchorAnswers(fresh, staleness, promptIdsOf) : [];
     data = [...data, ...hindsight, ...anchors];
     if (hindsight.length) distillNote += `, ${hindsight.length} hindsight answer(s)`;
     if (anchors.length) distillNote += `, ${anchors.length} anchor answer(s)`;
@@ -407,19 +407,20 @@ export class TrainerLoop {
   /**
    * Anchor answers (TrainerOptions.anchorAnswers): the current weights answer the prompts of the batch's stalest samples
    * (those at least ANCHOR_STALENESS versions behind) once each, seeded by the turn, at its temperature and length, with
-   * zero advantages — only the KL and entropy terms act on them.
+   * zero advantages — only the KL and entropy terms act on them, so none are drawn when both are off. `data`,
+   * `staleness` and `turnIds` are the batch's, index for index.
    */
-  private async anchorAnswers(rows: PendingRow[], staleness: number[], promptIdsOf: Map<number, number[]>): Promise<Datum[]> {
-    const order = rows.map((_, i) => i).filter((i) => staleness[i] >= ANCHOR_STALENESS).sort((a, b) => staleness[b] - staleness[a]).slice(0, this.o.anchorAnswers);
+  private async anchorAnswers(data: readonly Datum[], staleness: readonly number[], turnIds: readonly number[]): Promise<Datum[]> {
+    if (this.o.anchorAnswers === 0 || (this.o.klCoef === 0 && this.o.entropyGuard === 0)) return [];
+    const order = data.map((_, i) => i).filter((i) => staleness[i] >= ANCHOR_STALENESS).sort((a, b) => staleness[b] - staleness[a]).slice(0, this.o.anchorAnswers);
     const out: Datum[] = [];
     for (const i of order) {
-      const r = rows[i], promptIds = promptIdsOf.get(r.turn_id)!;
-      const room = this.engine.info.contextLength - promptIds.length;
-      const maxTokens = Math.min(room, Math.max(1, this.store.decodeIds(r.response_ids).length));
+      const { promptIds, responseIds } = data[i], temperature = data[i].temperature ?? 1;
+      const maxTokens = Math.min(this.engine.info.contextLength - promptIds.length, Math.max(1, responseIds.length));
       if (maxTokens <= 0) continue;
-      const a = await collect(this.engine.sample(promptIds, { maxTokens, temperature: r.temperature, topP: 1, topK: 0, seed: 0xa9c4 + r.turn_id, weights: 'published', priority: 'low' }));
+      const a = await collect(this.engine.sample(promptIds, { maxTokens, temperature, topP: 1, topK: 0, seed: 0xa9c4 + turnIds[i], weights: 'published', priority: 'low' }));
       if (!a.ids.length) continue;
-      out.push({ promptIds, responseIds: a.ids, behaviourLogprobs: a.logprobs, advantages: new Array(a.ids.length).fill(0), lossMask: new Array(a.ids.length).fill(1), temperature: r.temperature });
+      out.push({ promptIds, responseIds: a.ids, behaviourLogprobs: a.logprobs, advantages: new Array(a.ids.length).fill(0), lossMask: new Array(a.ids.length).fill(1), temperature });
     }
     return out;
   }

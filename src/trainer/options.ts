@@ -5,7 +5,7 @@ import type { LoraSettings } from '../engine/types.ts';
 import { OPD_ADVANTAGE_CLIP, type Method } from '../learn/advantages.ts';
 import { TOPK_DEFAULTS, type HintSelection } from '../learn/topk-opd.ts';
 import { GUARD_DEFAULTS } from '../learn/weights-guard.ts';
-import { IMPORTANCE_CAP } from '../learn/staleness.ts';
+import { IMPORTANCE_CAP, type StaleDistill } from '../learn/staleness.ts';
 import { RECIPE } from './recipe.ts';
 import type { KlEstimator } from '../learn/losses.ts';
 import type { LoopGuard } from '../learn/loops.ts';
@@ -33,11 +33,12 @@ export interface TrainerOptions {
    * the distillation term of a stale sample (with 'decoupled'): 'full' as a fresh one's, or 'prefix', each position
    * weighted by how likely the current weights are to write the context before it (learn/staleness.ts, prefixWeights)
    */
-  staleDistill: 'full' | 'prefix';
+  staleDistill: StaleDistill;
   /**
-   * anchor answers: when a batch holds answers sampled two or more versions back (trainer/loop.ts, ANCHOR_STALENESS), the
-   * current weights answer up to this many of their prompts, and those answers join the step with no reward or distillation term, carrying only the KL and entropy
-   * terms — so the regularisers see the text the policy writes now, not only the old versions' (0 = off)
+   * anchor answers: when a batch holds answers sampled two or more versions back (trainer/loop.ts, ANCHOR_STALENESS),
+   * the current weights answer up to this many of their prompts, and those answers join the step with no reward or
+   * distillation term, carrying only the KL and entropy terms — so the regularisers see the text the policy writes now,
+   * not only the old versions' (0 = off)
    */
   anchorAnswers: number;
   /**

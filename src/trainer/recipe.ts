@@ -121,8 +121,8 @@ export const CHAT_LIKELIHOOD_GUARD: LoopGuard = 'off';
  * Anchor answers per stale batch in the chat model's recipe (TrainerOptions.anchorAnswers). Through `serve`, unpaced,
  * most steps are taken after the traffic on answers sampled by versions 0–5, so the KL and entropy terms only ever saw
  * the old versions' text; four answers of the current weights a step put them on the text the policy writes now. Bear
- * went from 89/85/87/88/87% fluent to 94/91/95/98/90/95% (base 97%) at +78 against +82 (medians), KL to base 0.12–0.28
- * against 0.35–0.41; frog and dog stayed (92 and 93% against 94 and 93–96%) (docs/benchmarks.md, issue 12 session 18).
+ * went from 89/85/87/88/87/92% fluent to 94/91/95/98/90/95% (base 97%) at +78 against +82 (medians), KL to base 0.12–0.28
+ * against 0.21–0.41; frog and dog stayed (92 and 93% against 94 and 93–96%) (docs/benchmarks.md, issue 12 session 18).
  * In-process training, where a batch is at most a version behind, draws none (ANCHOR_STALENESS in trainer/loop.ts).
  */
 export const CHAT_ANCHOR_ANSWERS = 4;
@@ -228,6 +228,15 @@ export const LOOP_GUARD_HELP = 'what a looping answer\'s reward becomes (a 3-tok
 
 /** `--likelihood-guard` on every command that trains. */
 export const LIKELIHOOD_GUARD_HELP = 'what the reward of an answer the base model finds unlikely becomes (mean log-likelihood per token below the 5th percentile of the base\'s own answers to the first 64 judged requests, which the base answers once each to calibrate it): withhold caps it at 0, punish makes it −1, off keeps the judge\'s; under withhold or punish such an answer is not distilled either';
+
+/** `--stale-distill` on the commands that train. */
+export const STALE_DISTILL_HELP = 'the distillation term of a sample drawn by an older version: full, or prefix (each position weighted by how likely the current weights are to write the text before it, at most 1)';
+
+/** `--anchor-answers` on the commands that train. */
+export const ANCHOR_ANSWERS_HELP = 'when a batch holds answers sampled two or more versions back, the current weights answer up to N of their prompts, and those answers carry only the KL and entropy terms (0 = off)';
+
+/** `--importance-cap` on the commands that train. */
+export const IMPORTANCE_CAP_HELP = 'cap on the per-token importance weight (current / behaviour probability) that corrects samples drawn by older versions; 1 only ever weakens their push';
 
 /** `--entropy-guard` on every command that trains. */
 export const ENTROPY_GUARD_HELP = 'λ of the entropy guard: λ·max(0, H(π) − H(π_base)) at each response token, which stops the policy spreading mass onto the tail of the vocabulary (misspelt words at T = 1); 0 = off';
