@@ -36,8 +36,11 @@ export interface Corrected {
 /** Default cap on the per-token importance weight π_prox/μ. */
 export const IMPORTANCE_CAP = 2;
 
-/** How a stale sample's distillation term is trained: as a fresh one's, or weighted by prefixWeights. */
-export const STALE_DISTILL_MODES = ['full', 'prefix'] as const;
+/**
+ * How a stale sample's distillation term is trained: as a fresh one's, weighted by prefixWeights, or moved onto the
+ * current weights' answer to the same prompt (refresh; trainer/current-answers.ts).
+ */
+export const STALE_DISTILL_MODES = ['full', 'prefix', 'refresh'] as const;
 export type StaleDistill = (typeof STALE_DISTILL_MODES)[number];
 
 /** The truncated importance weight of one token: min(exp(proximal − behaviour), cap). */

@@ -36,13 +36,9 @@ import { LikelihoodFloor, unlikely } from '../learn/likelihood-guard.ts';
 import { baseMeanLogLikelihood } from '../engine/base-likelihood.ts';
 import { collect } from '../engine/types.ts';
 import { hindsightData, hindsightPrompts, type EarlierTurn } from './hindsight.ts';
+import { ANCHOR_STALENESS, anchorPicks, currentAnswer } from './current-answers.ts';
 
-/**
- * Anchor answers are drawn for answers at least this many versions behind. One version behind is the text the policy
- * wrote a step ago, as in-process training always has; there, anchors only diluted the reward (binary on bear
- * +60/+57/+80 with them against +85/+84 without; docs/benchmarks.md, issue 12 session 18).
- */
-export const ANCHOR_STALENESS = 2;
+export { ANCHOR_STALENESS } from './current-answers.ts';
 
 export { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './options.ts';
 
@@ -292,7 +288,11 @@ export class TrainerLoop {
         lossMask: JSON.parse(r.loss_mask), teacherLogprobs: r.teacher_logprobs ? JSON.parse(r.teacher_logprobs) : undefined, temperature: r.temperature,
       };
     });
+    const ids = fresh.map((r) => r.turn_id);
+    const staleness = fresh.map((r) => Math.max(0, this.version - r.behaviour_version));
     let distillNote = '';
+    // --stale-distill refresh: a stale turn's distillation set is computed on the current weights' answer to its prompt
+    const refreshed = new Map<number, Datum>();
     if (this.o.opdMode === 'topk' && this.o.method !== 'binary') {
       // only samples with hints get a distillation set. A rewarded turn without one used to get the teacher on its own
       // prompt in combine: with the base as teacher that pulled every approved answer back towards the base at full OPD
@@ -300,19 +300,20 @@ export class TrainerLoop {
       // cat/frog/bear without it; docs/benchmarks.md, issue 12 session 14)
       const wants = fresh.map((r) => r.kind === 'opd' || r.kind === 'combine');
       const inputs: DistillInput[] = [], at: number[] = [];
-      fresh.forEach((r, i) => {
-        if (!wants[i]) return;
-        inputs.push({ promptIds: data[i].promptIds, responseIds: data[i].responseIds, temperature: r.temperature, request: JSON.parse(r.request_json), hints: r.hint ? JSON.parse(r.hint) as string[] : [] });
+      for (let i = 0; i < fresh.length; i++) {
+        if (!wants[i]) continue;
+        const r = fresh[i], hints = r.hint ? JSON.parse(r.hint) as string[] : [];
+        const now = this.o.staleDistill === 'refresh' && hints.length && staleness[i] >= ANCHOR_STALENESS ? await currentAnswer(this.engine, data[i], r.turn_id) : null;
+        if (now) refreshed.set(i, now);
+        inputs.push({ promptIds: data[i].promptIds, responseIds: (now ?? data[i]).responseIds, temperature: r.temperature, request: JSON.parse(r.request_json), hints });
         at.push(i);
-      });
+      }
       const { sets, stats } = await distillSets(this.engine, inputs, { k: this.o.topk.k, selection: this.o.topk.selection, advantageClip: this.o.opdClip, weight: this.o.weights.opd, teacher: this.o.opdTeacher, set: this.o.topk.set });
-      sets.forEach((set, j) => { if (set) data[at[j]].distill = set; });
-      if (stats.samples) distillNote = `, top-${this.o.topk.k} OPD on ${stats.samples} (${stats.candidates} teacher passes${stats.tooLong ? `, ${stats.tooLong} too long` : ''}, overlap ${stats.overlapMean.toFixed(2)}, |teacher − old| ${stats.gapMean.toFixed(2)}${this.o.topk.set === 'union' ? `, +${stats.joined.toFixed(2)} teacher ids a position` : ''})`;
+      sets.forEach((set, j) => { if (set) (refreshed.get(at[j]) ?? data[at[j]]).distill = set; });
+      if (stats.samples) distillNote = `, top-${this.o.topk.k} OPD on ${stats.samples}${refreshed.size ? ` (${refreshed.size} on the current weights' answers)` : ''} (${stats.candidates} teacher passes${stats.tooLong ? `, ${stats.tooLong} too long` : ''}, overlap ${stats.overlapMean.toFixed(2)}, |teacher − old| ${stats.gapMean.toFixed(2)}${this.o.topk.set === 'union' ? `, +${stats.joined.toFixed(2)} teacher ids a position` : ''})`;
     }
-    const ids = fresh.map((r) => r.turn_id);
-    const staleness = fresh.map((r) => Math.max(0, this.version - r.behaviour_version));
     // a step without gradient signal would only move the weights by optimizer momentum: take none, publish nothing
-    if (this.o.klCoef === 0 && this.o.entropyGuard === 0 && data.every((d) => !d.distill && (d.advantages ?? []).every((a, i) => a === 0 || d.lossMask?.[i] === 0))) {
+    if (this.o.klCoef === 0 && this.o.entropyGuard === 0 && [...data, ...refreshed.values()].every((d) => !d.distill && (d.advantages ?? []).every((a, i) => a === 0 || d.lossMask?.[i] === 0))) {
       const why = 'no learning signal in the batch (every advantage 0): no step taken, no version published';
       this.store.transaction(() => {
         const mark = this.store.sql(`UPDATE samples SET status = 'skipped', reason = ? WHERE turn_id = ?`);
@@ -324,7 +325,7 @@ export class TrainerLoop {
       return;
     }
     const hindsight = this.o.hindsight ? await this.hindsightFor(fresh, shifted) : [];
-    const anchors = await this.anchorAnswers(data, staleness, ids);
+    const anchors = [...refreshed.values(), ...await this.anchorAnswers(data, staleness, ids, new Set(refreshed.keys()))];
     const correction = this.o.staleCorrection === 'decoupled' ? await this.correctStale(data, staleness) : { data, weightMean: null, truncatedShare: null, distillWeightMean: null };
     if (correction.distillWeightMean !== null) distillNote += `, stale contexts distilled at weight ${correction.distillWeightMean.toFixed(2)}`;
     data = correction.data;
@@ -336,7 +337,7 @@ export class TrainerLoop {
     }
     data = [...data, ...hindsight, ...anchors];
     if (hindsight.length) distillNote += `, ${hindsight.length} hindsight answer(s)`;
-    if (anchors.length) distillNote += `, ${anchors.length} anchor answer(s)`;
+    if (anchors.length - refreshed.size) distillNote += `, ${anchors.length - refreshed.size} anchor answer(s)`;
     const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.o.klCoef, klEstimator: this.o.klEstimator, entropyGuard: this.o.entropyGuard });
     const learningRate = this.o.learningRateAt?.(this.step + 1) ?? this.o.learningRate;
     const opt = await this.engine.optimStep({ learningRate, gradClipNorm: this.o.gradClipNorm });
@@ -405,22 +406,17 @@ export class TrainerLoop {
   }
 
   /**
-   * Anchor answers (TrainerOptions.anchorAnswers): the current weights answer the prompts of the batch's stalest samples
-   * (those at least ANCHOR_STALENESS versions behind) once each, seeded by the turn, at its temperature and length, with
-   * zero advantages — only the KL and entropy terms act on them, so none are drawn when both are off. `data`,
-   * `staleness` and `turnIds` are the batch's, index for index.
+   * Anchor answers (TrainerOptions.anchorAnswers; trainer/current-answers.ts): the current weights answer the prompts of
+   * the batch's stalest samples (at least ANCHOR_STALENESS versions behind, none of `refreshed`) once each, with zero
+   * advantages — only the KL and entropy terms act on them, so none are drawn when both are off. `data`, `staleness` and
+   * `turnIds` are the batch's, index for index.
    */
-  private async anchorAnswers(data: readonly Datum[], staleness: readonly number[], turnIds: readonly number[]): Promise<Datum[]> {
+  private async anchorAnswers(data: readonly Datum[], staleness: readonly number[], turnIds: readonly number[], refreshed: ReadonlySet<number>): Promise<Datum[]> {
     if (this.o.anchorAnswers === 0 || (this.o.klCoef === 0 && this.o.entropyGuard === 0)) return [];
-    const order = data.map((_, i) => i).filter((i) => staleness[i] >= ANCHOR_STALENESS).sort((a, b) => staleness[b] - staleness[a]).slice(0, this.o.anchorAnswers);
     const out: Datum[] = [];
-    for (const i of order) {
-      const { promptIds, responseIds } = data[i], temperature = data[i].temperature ?? 1;
-      const maxTokens = Math.min(this.engine.info.contextLength - promptIds.length, Math.max(1, responseIds.length));
-      if (maxTokens <= 0) continue;
-      const a = await collect(this.engine.sample(promptIds, { maxTokens, temperature, topP: 1, topK: 0, seed: 0xa9c4 + turnIds[i], weights: 'published', priority: 'low' }));
-      if (!a.ids.length) continue;
-      out.push({ promptIds, responseIds: a.ids, behaviourLogprobs: a.logprobs, advantages: new Array(a.ids.length).fill(0), lossMask: new Array(a.ids.length).fill(1), temperature });
+    for (const i of anchorPicks(staleness, this.o.anchorAnswers, refreshed)) {
+      const a = await currentAnswer(this.engine, data[i], turnIds[i]);
+      if (a) out.push(a);
     }
     return out;
   }

@@ -30,8 +30,10 @@ export interface TrainerOptions {
    */
   staleCorrection: 'decoupled' | 'behaviour';
   /**
-   * the distillation term of a stale sample (with 'decoupled'): 'full' as a fresh one's, or 'prefix', each position
-   * weighted by how likely the current weights are to write the context before it (learn/staleness.ts, prefixWeights)
+   * the distillation term of a stale sample (with 'decoupled'): 'full' as a fresh one's, 'prefix', each position
+   * weighted by how likely the current weights are to write the context before it (learn/staleness.ts, prefixWeights),
+   * or 'refresh' (top-K OPD, samples ≥ ANCHOR_STALENESS behind): the set is computed on the current weights' answer to
+   * the same prompt instead of the old answer (trainer/current-answers.ts)
    */
   staleDistill: StaleDistill;
   /**

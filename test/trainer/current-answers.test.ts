@@ -1,0 +1,89 @@
+// The current weights' answers to stale samples' prompts: which samples get an anchor answer (table), and
+// --stale-distill refresh in the learning loop on stories260K — a hinted turn two or more versions behind is
+// distilled on the current weights' answer to its prompt, not on its old answer; fresher turns keep theirs.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, post, type TestServer } from '../helpers/server.ts';
+import { JudgeLoop } from '../../src/judge/loop.ts';
+import { LexicalJudge } from '../../src/judge/judge.ts';
+import { TrainerLoop } from '../../src/trainer/loop.ts';
+import { anchorPicks, ANCHOR_STALENESS } from '../../src/trainer/current-answers.ts';
+import type { Datum } from '../../src/engine/types.ts';
+
+test('anchorPicks: samples at least ANCHOR_STALENESS behind, stalest first, ties in batch order, at most max, none excluded', () => {
+  assert.equal(ANCHOR_STALENESS, 2);
+  const cases: [number[], number, number[], number[]][] = [
+    [[0, 1, 1, 0], 4, [], []],
+    [[2, 3, 2, 5], 4, [], [3, 1, 0, 2]],
+    [[2, 3, 2, 5], 2, [], [3, 1]],
+    [[2, 3, 2, 5], 2, [3], [1, 0]],
+    [[4, 4, 1, 4], 3, [0], [1, 3]],
+    [[6, 6], 0, [], []],
+    [[], 4, [], []],
+  ];
+  for (const [staleness, max, exclude, expected] of cases) assert.deepEqual(anchorPicks(staleness, max, new Set(exclude)), expected, `${staleness} max ${max} without ${exclude}`);
+});
+
+/** One story request, answered, and the user's reply: a complaint with a hint, or praise. */
+async function conversation(s: TestServer, c: number, complaint: boolean): Promise<number[]> {
+  const prompt = [{ role: 'user', content: 'Once upon a time' }];
+  const h = { 'x-session-id': `r-${c}` };
+  const first = await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: prompt, max_tokens: 16, temperature: 1, seed: c }, h);
+  assert.equal(first.status, 200);
+  const answer = first.json.choices[0].message.content as string;
+  await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: [...prompt, { role: 'assistant', content: answer }, { role: 'user', content: complaint ? 'No, I wanted a story about a dog.' : 'I love it, thanks!' }], max_tokens: 2 }, { ...h, 'x-session-done': '1' });
+  const ids = (s.store.sql(`SELECT response_ids FROM turns WHERE session_id = ? ORDER BY idx LIMIT 1`).get(`r-${c}`) as { response_ids: string }).response_ids;
+  return JSON.parse(ids) as number[];
+}
+
+test('--stale-distill refresh: a hinted turn two versions behind is distilled on the current weights\' answer; fresher turns on their own', { timeout: 300_000 }, async () => {
+  const s = await startTestServer();
+  const lines: string[] = [];
+  const batches: Datum[][] = [];
+  try {
+    // the real engine, observed: what each step trains on
+    const forwardBackward = s.engine.forwardBackward.bind(s.engine);
+    s.engine.forwardBackward = (data, loss) => { batches.push(data); return forwardBackward(data, loss); };
+    const judge = new JudgeLoop(s.store, new LexicalJudge(), { hints: true, concurrency: 8 });
+    const trainer = new TrainerLoop(s.store, s.engine, {
+      method: 'combine', opdMode: 'topk', staleDistill: 'refresh', anchorAnswers: 1, klCoef: 0.3, entropyGuard: 0, hindsight: false, rewardBaseline: 'none',
+      batchSize: 4, learningRate: 1e-2, lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${s.dataDir}/ckpt`, log: (l) => lines.push(l),
+    });
+    await trainer.init();
+    // twelve turns served by version 0 (three complaints with a hint, one praise per batch): trained by versions 0, 1 and 2
+    const answers: number[][] = [];
+    for (let c = 0; c < 12; c++) answers.push(await conversation(s, c, c % 4 !== 3));
+    await judge.tick();
+    await trainer.buildSamples();
+    await trainer.tick();
+    assert.equal(trainer.step, 3, lines.join('\n'));
+    const steps = lines.filter((l) => /trainer: step \d/.test(l));
+    const same = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+    for (const k of [0, 1]) {
+      // the batch's own four answers, the three hinted ones distilled on themselves
+      assert.equal(batches[k].length, 4);
+      batches[k].forEach((d, j) => assert.ok(same(d.responseIds, answers[4 * k + j])));
+      assert.deepEqual(batches[k].map((d) => !!d.distill), [true, true, true, false]);
+      assert.doesNotMatch(steps[k], /current weights' answers|anchor/);
+    }
+    // two versions behind: the old answers keep their reward terms but lose their distillation sets, three refreshed
+    // answers carry them (zero advantages), and the praised turn gets the one anchor answer
+    const third = batches[2];
+    assert.match(steps[2], /2\.0 versions behind .*top-4 OPD on 3 \(3 on the current weights' answers\).*, 1 anchor answer\(s\)/);
+    assert.equal(third.length, 4 + 3 + 1);
+    third.slice(0, 4).forEach((d, j) => { assert.ok(same(d.responseIds, answers[8 + j])); assert.equal(d.distill, undefined); });
+    assert.ok(third.slice(0, 3).every((d) => d.advantages!.some((a) => a !== 0)), 'the complaints keep their reward terms');
+    for (const d of third.slice(4)) {
+      assert.ok(d.advantages!.every((a) => a === 0));
+      assert.equal(d.behaviourLogprobs!.length, d.responseIds.length);
+      assert.ok(d.responseIds.length <= 16);
+    }
+    assert.deepEqual(third.slice(4).map((d) => !!d.distill), [true, true, true, false]);
+    for (const d of third.slice(4, 7)) {
+      assert.equal(d.distill!.ids.length, d.responseIds.length, 'the set covers the refreshed answer position by position');
+      assert.deepEqual(d.promptIds, third[0].promptIds);
+    }
+  } finally {
+    await s.close();
+  }
+});
