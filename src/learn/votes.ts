@@ -178,3 +178,16 @@ export function hintMetBy(hint: string, answer: string): boolean {
   const found = contentInAnswer(hint, answer);
   return !!found && found.length > 0 && found.every((f) => f);
 }
+
+/**
+ * The first position whose text so far meets the hint (hintMetBy on prefixes[t], the answer's text through token t),
+ * or null when no prefix does. A word counts only once something follows it (or the answer ends there), so a prefix
+ * ending in "fis", or in a "fish" the next token may turn into "fishing", does not meet "… about a fish."
+ */
+export function hintMetAt(hint: string, prefixes: readonly string[]): number | null {
+  for (let t = 0; t < prefixes.length; t++) {
+    const text = t === prefixes.length - 1 ? prefixes[t] : prefixes[t].replace(/[\p{L}\p{N}']+$/u, '');
+    if (hintMetBy(hint, text)) return t;
+  }
+  return null;
+}

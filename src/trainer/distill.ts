@@ -7,6 +7,7 @@
 // student's top-K towards the teacher); the learning loop no longer asks for that (trainer/loop.ts says why).
 import type { Engine, Datum, ChatMessage, ToolSpec, TopKScoreRequest } from '../engine/types.ts';
 import { withHint } from '../learn/hint-prompt.ts';
+import { hintMetAt } from '../learn/votes.ts';
 import { topkTargets, joinSet, mixedAdvantages, type HintSelection } from '../learn/topk-opd.ts';
 import type { WireMessage } from '../conversation/messages.ts';
 
@@ -19,6 +20,12 @@ export interface DistillOptions {
   teacher: 'base' | 'policy';
   /** the set per position: the student's top-K (upstream), or joined with the chosen teacher's top-K (learn/topk-opd.ts, mixedAdvantages) */
   set?: 'student' | 'union';
+  /**
+   * distil each position only until the answer meets the hint chosen there (learn/votes.ts, hintMetAt): later positions
+   * get zero set advantages, since once the answer has what the hint asks for, what the hinted teacher still adds is
+   * more of it (a fish in every sentence)
+   */
+  untilMet?: boolean;
 }
 
 /** What one sample needs: its exact ids, the request (to re-render with a hint) and its hint candidates ([] = no hint). */
@@ -41,21 +48,36 @@ export interface DistillStats {
   gapMean: number;
   /** ids the teacher's top-K added to the sets (union sets), per position */
   joined: number;
+  /** positions left undistilled because the answer already met their hint (untilMet) */
+  afterMet: number;
+}
+
+/** For each response position, whether the text before it already meets the hint chosen there (untilMet). */
+function metCutoffs(engine: Engine, responseIds: number[], hintAt: (string | null)[]): boolean[] {
+  const prefixes = responseIds.map((_, t) => engine.tokenizer.decode(responseIds.slice(0, t + 1)));
+  const metAt = new Map<string, number | null>();
+  return hintAt.map((h, t) => {
+    if (h === null) return false;
+    if (!metAt.has(h)) metAt.set(h, hintMetAt(h, prefixes));
+    const m = metAt.get(h)!;
+    return m !== null && t > m;
+  });
 }
 
 /** Distillation sets for the inputs (null where no candidate fits the context). */
 export async function distillSets(engine: Engine, inputs: DistillInput[], o: DistillOptions): Promise<{ sets: (Datum['distill'] | null)[]; stats: DistillStats }> {
   if (!engine.scoreTopK) throw new Error('top-K OPD needs an engine with top-K scoring (the embedded engine); use --opd-mode token');
-  const stats: DistillStats = { samples: 0, candidates: 0, tooLong: 0, overlapMean: 0, chosenMean: 0, gapMean: 0, joined: 0 };
+  const stats: DistillStats = { samples: 0, candidates: 0, tooLong: 0, overlapMean: 0, chosenMean: 0, gapMean: 0, joined: 0, afterMet: 0 };
   const sets: (Datum['distill'] | null)[] = inputs.map(() => null);
   if (inputs.length === 0) return { sets, stats };
   const max = engine.info.contextLength;
-  // teacher prompts per input: one per hint, or the prompt itself when there is no hint
-  const teacherPrompts = inputs.map((x) => {
-    if (x.hints.length === 0) return [x.promptIds];
-    return x.hints.map((h) => engine.tokenizer.encodeChat(withHint(x.request.messages, h) as ChatMessage[], { tools: (x.request.tools ?? undefined) as ToolSpec[] | undefined, templateKwargs: x.request.templateKwargs }))
-      .filter((p) => { const fits = p.length + x.responseIds.length - 1 <= max; if (!fits) stats.tooLong++; return fits; });
+  // teacher prompts per input: one per hint, or the prompt itself when there is no hint (with the hint each stands for)
+  const candidatesOf = inputs.map((x) => {
+    if (x.hints.length === 0) return [{ hint: null as string | null, ids: x.promptIds }];
+    return x.hints.map((h) => ({ hint: h as string | null, ids: engine.tokenizer.encodeChat(withHint(x.request.messages, h) as ChatMessage[], { tools: (x.request.tools ?? undefined) as ToolSpec[] | undefined, templateKwargs: x.request.templateKwargs }) }))
+      .filter((p) => { const fits = p.ids.length + x.responseIds.length - 1 <= max; if (!fits) stats.tooLong++; return fits; });
   });
+  const teacherPrompts = candidatesOf.map((c) => c.map((p) => p.ids));
   // scoring runs per temperature (the sets are of softmax(logits / T), as the samples were drawn)
   const byTemperature = new Map<number, number[]>();
   inputs.forEach((x, i) => { if (teacherPrompts[i].length) byTemperature.set(x.temperature, [...(byTemperature.get(x.temperature) ?? []), i]); });
@@ -95,7 +117,9 @@ export async function distillSets(engine: Engine, inputs: DistillInput[], o: Dis
         advantages = joined.map((x) => mixedAdvantages(x.teacher, x.old, o.advantageClip));
         stats.joined += joined.reduce((a, x, t) => a + x.ids.length - targets.ids[t].length, 0);
       }
-      sets[i] = { ids, oldLogprobs, advantages: advantages.map((row) => row.map((a) => a * o.weight)) };
+      const cutoff = o.untilMet ? metCutoffs(engine, inputs[i].responseIds, targets.chosen.map((k) => candidatesOf[i][k].hint)) : null;
+      if (cutoff) stats.afterMet += cutoff.filter((c) => c).length;
+      sets[i] = { ids, oldLogprobs, advantages: advantages.map((row, t) => row.map((a) => (cutoff?.[t] ? 0 : a * o.weight))) };
     });
   }
   const positions = sets.reduce((a, s) => a + (s ? s.ids.length : 0), 0);

@@ -308,9 +308,9 @@ export class TrainerLoop {
         inputs.push({ promptIds: data[i].promptIds, responseIds: (now ?? data[i]).responseIds, temperature: r.temperature, request: JSON.parse(r.request_json), hints });
         at.push(i);
       }
-      const { sets, stats } = await distillSets(this.engine, inputs, { k: this.o.topk.k, selection: this.o.topk.selection, advantageClip: this.o.opdClip, weight: this.o.weights.opd, teacher: this.o.opdTeacher, set: this.o.topk.set });
+      const { sets, stats } = await distillSets(this.engine, inputs, { k: this.o.topk.k, selection: this.o.topk.selection, advantageClip: this.o.opdClip, weight: this.o.weights.opd, teacher: this.o.opdTeacher, set: this.o.topk.set, untilMet: this.o.distillUntilMet });
       sets.forEach((set, j) => { if (set) (refreshed.get(at[j]) ?? data[at[j]]).distill = set; });
-      if (stats.samples) distillNote = `, top-${this.o.topk.k} OPD on ${stats.samples}${refreshed.size ? ` (${refreshed.size} on the current weights' answers)` : ''} (${stats.candidates} teacher passes${stats.tooLong ? `, ${stats.tooLong} too long` : ''}, overlap ${stats.overlapMean.toFixed(2)}, |teacher − old| ${stats.gapMean.toFixed(2)}${this.o.topk.set === 'union' ? `, +${stats.joined.toFixed(2)} teacher ids a position` : ''})`;
+      if (stats.samples) distillNote = `, top-${this.o.topk.k} OPD on ${stats.samples}${refreshed.size ? ` (${refreshed.size} on the current weights' answers)` : ''} (${stats.candidates} teacher passes${stats.tooLong ? `, ${stats.tooLong} too long` : ''}, overlap ${stats.overlapMean.toFixed(2)}, |teacher − old| ${stats.gapMean.toFixed(2)}${this.o.topk.set === 'union' ? `, +${stats.joined.toFixed(2)} teacher ids a position` : ''}${this.o.distillUntilMet ? `, ${stats.afterMet} positions after the hint was met left out` : ''})`;
     }
     // a step without gradient signal would only move the weights by optimizer momentum: take none, publish nothing
     if (this.o.klCoef === 0 && this.o.entropyGuard === 0 && [...data, ...refreshed.values()].every((d) => !d.distill && (d.advantages ?? []).every((a, i) => a === 0 || d.lossMask?.[i] === 0))) {

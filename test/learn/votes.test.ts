@@ -1,7 +1,7 @@
 // Vote aggregation, boxed parsing and hint selection: hand-made tables.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseBoxed, majority, parseHintVote, selectHint, isTrivialHint, hintContentWords, isGroundedHint, hintMissingFrom, hintMetBy, type Score } from '../../src/learn/votes.ts';
+import { parseBoxed, majority, parseHintVote, selectHint, isTrivialHint, hintContentWords, isGroundedHint, hintMissingFrom, hintMetBy, hintMetAt, type Score } from '../../src/learn/votes.ts';
 
 test('majority vote over valid votes; a tie or no valid vote is 0', () => {
   const table: [(Score | null)[], Score][] = [
@@ -136,4 +136,24 @@ test('a hint the answer already meets: every content word of it is in the answer
     ['The user wants more stories like this.', 'Lily liked more stories like this.', false],
   ];
   for (const [hint, answer, expected] of table) assert.equal(hintMetBy(hint, answer), expected, `${hint} | ${answer}`);
+});
+
+test('hintMetAt: the first prefix that meets the hint, a word counting once something follows it or the answer ends', () => {
+  const hint = 'The user wants a story about a fish.';
+  const table: [string, string[], number | null][] = [
+    // the token after "fish" completes it
+    [hint, ['Once', 'Once a', 'Once a fis', 'Once a fish', 'Once a fish swam', 'Once a fish swam.'], 4],
+    [hint, ['A', 'A fish', 'A fish.'], 2],
+    // "fishing" is not "fish"; a fish at the very end counts
+    [hint, ['He', 'He went', 'He went fish', 'He went fishing', 'He went fishing.'], null],
+    [hint, ['The', 'The fish'], 1],
+    // plurals meet the singular (stemmed)
+    ['The user wants a story about a bear.', ['Two', 'Two bear', 'Two bears', 'Two bears sat'], 3],
+    // every content word: a red ball needs "red" and "ball"
+    ['The user wants a story about a red ball.', ['A red', 'A red cat', 'A red cat and a ball', 'A red cat and a ball.'], 3],
+    // a hint asking for an absence is never met
+    ['The user wants no dragons.', ['A', 'A cat.'], null],
+    [hint, [], null],
+  ];
+  for (const [h, prefixes, expected] of table) assert.equal(hintMetAt(h, prefixes), expected, `${h} | ${prefixes.at(-1)}`);
 });

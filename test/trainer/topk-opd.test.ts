@@ -9,6 +9,7 @@ import { LexicalJudge } from '../../src/judge/judge.ts';
 import { TrainerLoop } from '../../src/trainer/loop.ts';
 import { distillSets } from '../../src/trainer/distill.ts';
 import { withHint, HINT_MARKER } from '../../src/learn/hint-prompt.ts';
+import { hintMetAt, hintContentWords } from '../../src/learn/votes.ts';
 import { collect } from '../../src/engine/types.ts';
 import { EmbeddedEngine } from '../../src/engine/embedded/engine.ts';
 import { STORIES } from '../helpers/models.ts';
@@ -90,6 +91,32 @@ test('joined distillation sets (--topk-set union): the student top-4 plus the ch
     });
     assert.ok(added > 0, 'the hinted teacher named at least one id outside the student top-4');
     assert.ok(Math.abs(stats.joined - added / r.ids.length) < 1e-9);
+  } finally {
+    await engine.close();
+  }
+});
+
+test('distillation until the hint is met (--distill-until-met): positions after the answer has what the hint asks for get zero advantages, the rest are unchanged', async () => {
+  const { engine, messages, promptIds, r } = await sampledTurn();
+  try {
+    // a hint asking for a word the answer writes early (its first word of four letters or more that a hint would ask for)
+    const word = r.text.match(/[A-Za-z]{4,}/g)!.find((w) => hintContentWords(`The user wants ${w}.`).length === 1)!;
+    const hint = `The user wants a story about ${word.toLowerCase()}.`;
+    const prefixes = r.ids.map((_, t) => engine.tokenizer.decode(r.ids.slice(0, t + 1)));
+    const metAt = hintMetAt(hint, prefixes);
+    assert.ok(metAt !== null && metAt < r.ids.length - 1, `"${word}" is met before the answer's last token (${metAt} of ${r.ids.length}): ${r.text}`);
+    const input = { promptIds, responseIds: r.ids, temperature: 1, request: { messages }, hints: [hint] };
+    const o = { k: 4, selection: 'sequence_optimal' as const, advantageClip: 1, weight: 2, teacher: 'base' as const };
+    const all = await distillSets(engine, [input], o);
+    const until = await distillSets(engine, [input], { ...o, untilMet: true });
+    assert.equal(until.stats.afterMet, r.ids.length - 1 - metAt);
+    assert.equal(all.stats.afterMet, 0);
+    until.sets[0]!.advantages.forEach((row, t) => {
+      assert.deepEqual(until.sets[0]!.ids[t], all.sets[0]!.ids[t]);
+      if (t <= metAt) assert.deepEqual(row, all.sets[0]!.advantages[t], `position ${t} is distilled as before`);
+      else assert.ok(row.every((a) => a === 0), `position ${t} comes after the hint was met`);
+    });
+    assert.ok(all.sets[0]!.advantages.slice(metAt + 1).some((row) => row.some((a) => a !== 0)), 'without the option those positions had a signal');
   } finally {
     await engine.close();
   }
