@@ -1,6 +1,8 @@
 // The current weights' answers to stale samples' prompts: which samples get an anchor answer (table), and
 // --stale-distill refresh in the learning loop on stories260K — a hinted turn two or more versions behind is
 // distilled on the current weights' answer to its prompt, not on its old answer; fresher turns keep theirs.
+// And the other stale distillation mode, --stale-distill prefix, in the loop: its weights from the recorded
+// behaviour log-probs and the current weights' own.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, post, type TestServer } from '../helpers/server.ts';
@@ -8,6 +10,7 @@ import { JudgeLoop } from '../../src/judge/loop.ts';
 import { LexicalJudge } from '../../src/judge/judge.ts';
 import { TrainerLoop } from '../../src/trainer/loop.ts';
 import { anchorPicks, ANCHOR_STALENESS } from '../../src/trainer/current-answers.ts';
+import { prefixWeights } from '../../src/learn/staleness.ts';
 import type { Datum } from '../../src/engine/types.ts';
 
 test('anchorPicks: samples at least ANCHOR_STALENESS behind, stalest first, ties in batch order, at most max, none excluded', () => {
@@ -83,6 +86,49 @@ test('--stale-distill refresh: a hinted turn two versions behind is distilled on
       assert.equal(d.distill!.ids.length, d.responseIds.length, 'the set covers the refreshed answer position by position');
       assert.deepEqual(d.promptIds, third[0].promptIds);
     }
+  } finally {
+    await s.close();
+  }
+});
+
+test('--stale-distill prefix: a stale hinted turn\'s distillation positions are weighted by min(1, Π current/behaviour) over the text before them', { timeout: 300_000 }, async () => {
+  const s = await startTestServer();
+  const lines: string[] = [];
+  const batches: Datum[][] = [];
+  try {
+    const forwardBackward = s.engine.forwardBackward.bind(s.engine);
+    s.engine.forwardBackward = (data, loss) => { batches.push(data); return forwardBackward(data, loss); };
+    const judge = new JudgeLoop(s.store, new LexicalJudge(), { hints: true, concurrency: 8 });
+    const trainer = new TrainerLoop(s.store, s.engine, {
+      method: 'combine', opdMode: 'topk', staleDistill: 'prefix', anchorAnswers: 0, klCoef: 0, entropyGuard: 0, hindsight: false, rewardBaseline: 'none',
+      batchSize: 4, learningRate: 3e-2, lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${s.dataDir}/ckpt`, log: (l) => lines.push(l),
+    });
+    await trainer.init();
+    const answers: number[][] = [];
+    for (let c = 0; c < 8; c++) answers.push(await conversation(s, c, c % 4 !== 3));
+    const behaviour = answers.map((_, c) => JSON.parse((s.store.sql(`SELECT response_logprobs FROM turns WHERE session_id = ? ORDER BY idx LIMIT 1`).get(`r-${c}`) as { response_logprobs: string }).response_logprobs) as number[]);
+    await judge.tick();
+    await trainer.buildSamples();
+    await trainer.tick();
+    assert.equal(trainer.step, 2, lines.join('\n'));
+    const steps = lines.filter((l) => /trainer: step \d/.test(l));
+    assert.doesNotMatch(steps[0], /stale contexts/, 'the first batch was sampled by the weights it trains');
+    // the second batch is a version behind: its samples carry the current weights' log-probs (the PPO ratio's "old")
+    // where the store keeps the behaviour's, and the weights of their distillation positions follow from the two
+    let sum = 0, n = 0;
+    batches[1].slice(0, 4).forEach((d, j) => {
+      assert.equal(d.behaviourLogprobs!.length, behaviour[4 + j].length);
+      if (!d.distill) return;
+      const rho = prefixWeights(behaviour[4 + j], d.behaviourLogprobs!);
+      assert.equal(rho[0], 1, 'the first position\'s context is the prompt alone');
+      assert.ok(rho.every((w) => w >= 0 && w <= 1));
+      rho.forEach((w, t) => { if (w === 0) assert.ok(d.distill!.advantages[t].every((a) => a === 0)); });
+      sum += rho.reduce((a, b) => a + b, 0); n += rho.length;
+    });
+    assert.equal(n > 0, true, 'the hinted turns of the second batch were distilled');
+    const logged = Number(/stale contexts distilled at weight ([\d.]+)/.exec(steps[1])?.[1]);
+    assert.ok(Math.abs(logged - sum / n) < 0.005 + 1e-9, `logged ${logged}, recomputed ${sum / n}`);
+    assert.ok(sum / n < 1, 'a version later, the old contexts weigh less than fresh ones');
   } finally {
     await s.close();
   }
