@@ -110,9 +110,13 @@ export const CHAT_OPD_WEIGHT = 2;
 /**
  * The loop guard of the chat model's recipe (learn/loops.ts): a looping answer is neither reinforced nor distilled. With
  * w_opd 2, through `serve` after the drain, the answers went from 88/92/100/90% fluent to 94/94/98/94% (dog/cat/frog/bear;
- * base 98–100%) at +88/+88/+98/+90 against +82/+90/+100/+84 (docs/benchmarks.md, issue 12 session 16).
+ * base 98–100%) at +88/+88/+98/+90 against +82/+90/+100/+84 (docs/benchmarks.md, issue 12 session 16). Its reward is −1
+ * (punish) rather than at most 0 (withhold): side by side, 3 seeds, in-process fluency moved +4/+3/−2/0 points on the
+ * shipped personas and +2/+2/+9 on the blind bunny/fish/tree (tree 80 → 89%), through `serve` −1/−1/−3/−2 and +5/+2 on
+ * fish/tree, at the same gains (issue 12 session 19). Against the recent-reward baseline, which starts near −1, a
+ * withheld loop (0) was even reinforced early on.
  */
-export const CHAT_LOOP_GUARD: LoopGuard = 'withhold';
+export const CHAT_LOOP_GUARD: LoopGuard = 'punish';
 
 /** The likelihood guard of the chat model's recipe (learn/likelihood-guard.ts). */
 export const CHAT_LIKELIHOOD_GUARD: LoopGuard = 'off';
@@ -224,7 +228,7 @@ export const MODEL_AWARE_DEFAULT = {
 export const OPD_WEIGHT_HELP = 'w_opd: the weight of the distillation term in combine (and of OPD alone), next to the reward term\'s w_rl = 1';
 
 /** `--loop-guard` on every command that trains. */
-export const LOOP_GUARD_HELP = 'what a looping answer\'s reward becomes (a 3-token piece more than 3 times per 64 tokens, or one character more than 5 times in a row): withhold caps it at 0 (never reinforced), punish makes it −1, off keeps the judge\'s; under withhold or punish a looping answer is not distilled either';
+export const LOOP_GUARD_HELP = 'what a looping answer\'s reward becomes (a 3-token piece more than 3 times per 64 tokens, or one character more than 5 times in a row): withhold caps it at 0 (still above a baseline of mostly complaints), punish makes it −1, off keeps the judge\'s; under withhold or punish a looping answer is not distilled either';
 
 /** `--likelihood-guard` on every command that trains. */
 export const LIKELIHOOD_GUARD_HELP = 'what the reward of an answer the base model finds unlikely becomes (mean log-likelihood per token below the 5th percentile of the base\'s own answers to the first 64 judged requests, which the base answers once each to calibrate it): withhold caps it at 0, punish makes it −1, off keeps the judge\'s; under withhold or punish such an answer is not distilled either';
