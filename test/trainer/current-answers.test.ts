@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { startTestServer, post, type TestServer } from '../helpers/server.ts';
 import { JudgeLoop } from '../../src/judge/loop.ts';
 import { LexicalJudge } from '../../src/judge/judge.ts';
-import { TrainerLoop } from '../../src/trainer/loop.ts';
+import { TrainerLoop, type TrainerOptions } from '../../src/trainer/loop.ts';
 import { anchorPicks, ANCHOR_STALENESS } from '../../src/trainer/current-answers.ts';
 import { prefixWeights } from '../../src/learn/staleness.ts';
 import type { Datum } from '../../src/engine/types.ts';
@@ -39,20 +39,25 @@ async function conversation(s: TestServer, c: number, complaint: boolean): Promi
   return JSON.parse(ids) as number[];
 }
 
-test('--stale-distill refresh: a hinted turn two versions behind is distilled on the current weights\' answer; fresher turns on their own', { timeout: 300_000 }, async () => {
-  const s = await startTestServer();
+/** A top-K combine trainer (batches of 4) and a hinting lexical judge on the test server, with the real engine observed: what each step trains on. */
+async function observedLoop(s: TestServer, o: Partial<TrainerOptions>) {
   const lines: string[] = [];
   const batches: Datum[][] = [];
+  const forwardBackward = s.engine.forwardBackward.bind(s.engine);
+  s.engine.forwardBackward = (data, loss) => { batches.push(data); return forwardBackward(data, loss); };
+  const judge = new JudgeLoop(s.store, new LexicalJudge(), { hints: true, concurrency: 8 });
+  const trainer = new TrainerLoop(s.store, s.engine, {
+    method: 'combine', opdMode: 'topk', entropyGuard: 0, hindsight: false, rewardBaseline: 'none',
+    batchSize: 4, lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${s.dataDir}/ckpt`, log: (l) => lines.push(l), ...o,
+  });
+  await trainer.init();
+  return { lines, batches, judge, trainer };
+}
+
+test('--stale-distill refresh: a hinted turn two versions behind is distilled on the current weights\' answer; fresher turns on their own', { timeout: 300_000 }, async () => {
+  const s = await startTestServer();
   try {
-    // the real engine, observed: what each step trains on
-    const forwardBackward = s.engine.forwardBackward.bind(s.engine);
-    s.engine.forwardBackward = (data, loss) => { batches.push(data); return forwardBackward(data, loss); };
-    const judge = new JudgeLoop(s.store, new LexicalJudge(), { hints: true, concurrency: 8 });
-    const trainer = new TrainerLoop(s.store, s.engine, {
-      method: 'combine', opdMode: 'topk', staleDistill: 'refresh', anchorAnswers: 1, klCoef: 0.3, entropyGuard: 0, hindsight: false, rewardBaseline: 'none',
-      batchSize: 4, learningRate: 1e-2, lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${s.dataDir}/ckpt`, log: (l) => lines.push(l),
-    });
-    await trainer.init();
+    const { lines, batches, judge, trainer } = await observedLoop(s, { staleDistill: 'refresh', anchorAnswers: 1, klCoef: 0.3, learningRate: 1e-2 });
     // twelve turns served by version 0 (three complaints with a hint, one praise per batch): trained by versions 0, 1 and 2
     const answers: number[][] = [];
     for (let c = 0; c < 12; c++) answers.push(await conversation(s, c, c % 4 !== 3));
@@ -93,17 +98,8 @@ test('--stale-distill refresh: a hinted turn two versions behind is distilled on
 
 test('--stale-distill prefix: a stale hinted turn\'s distillation positions are weighted by min(1, Π current/behaviour) over the text before them', { timeout: 300_000 }, async () => {
   const s = await startTestServer();
-  const lines: string[] = [];
-  const batches: Datum[][] = [];
   try {
-    const forwardBackward = s.engine.forwardBackward.bind(s.engine);
-    s.engine.forwardBackward = (data, loss) => { batches.push(data); return forwardBackward(data, loss); };
-    const judge = new JudgeLoop(s.store, new LexicalJudge(), { hints: true, concurrency: 8 });
-    const trainer = new TrainerLoop(s.store, s.engine, {
-      method: 'combine', opdMode: 'topk', staleDistill: 'prefix', anchorAnswers: 0, klCoef: 0, entropyGuard: 0, hindsight: false, rewardBaseline: 'none',
-      batchSize: 4, learningRate: 3e-2, lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${s.dataDir}/ckpt`, log: (l) => lines.push(l),
-    });
-    await trainer.init();
+    const { lines, batches, judge, trainer } = await observedLoop(s, { staleDistill: 'prefix', anchorAnswers: 0, klCoef: 0, learningRate: 3e-2 });
     const answers: number[][] = [];
     for (let c = 0; c < 8; c++) answers.push(await conversation(s, c, c % 4 !== 3));
     const behaviour = answers.map((_, c) => JSON.parse((s.store.sql(`SELECT response_logprobs FROM turns WHERE session_id = ? ORDER BY idx LIMIT 1`).get(`r-${c}`) as { response_logprobs: string }).response_logprobs) as number[]);
