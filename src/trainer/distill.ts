@@ -8,6 +8,7 @@
 import type { Engine, Datum, ChatMessage, ToolSpec, TopKScoreRequest } from '../engine/types.ts';
 import { withHint } from '../learn/hint-prompt.ts';
 import { hintMetAt } from '../learn/votes.ts';
+import { IncrementalDecoder } from '../engine/embedded/detokenize.ts';
 import { topkTargets, joinSet, mixedAdvantages, type HintSelection } from '../learn/topk-opd.ts';
 import type { WireMessage } from '../conversation/messages.ts';
 
@@ -54,7 +55,10 @@ export interface DistillStats {
 
 /** For each response position, whether the text before it already meets the hint chosen there (untilMet). */
 function metCutoffs(engine: Engine, responseIds: number[], hintAt: (string | null)[]): boolean[] {
-  const prefixes = responseIds.map((_, t) => engine.tokenizer.decode(responseIds.slice(0, t + 1)));
+  // the answer's text through each token, decoded once as it grows
+  const decoder = new IncrementalDecoder(engine.tokenizer);
+  let text = '';
+  const prefixes = responseIds.map((id) => (text += decoder.push(id)));
   const metAt = new Map<string, number | null>();
   return hintAt.map((h, t) => {
     if (h === null) return false;
@@ -72,9 +76,9 @@ export async function distillSets(engine: Engine, inputs: DistillInput[], o: Dis
   if (inputs.length === 0) return { sets, stats };
   const max = engine.info.contextLength;
   // teacher prompts per input: one per hint, or the prompt itself when there is no hint (with the hint each stands for)
-  const candidatesOf = inputs.map((x) => {
-    if (x.hints.length === 0) return [{ hint: null as string | null, ids: x.promptIds }];
-    return x.hints.map((h) => ({ hint: h as string | null, ids: engine.tokenizer.encodeChat(withHint(x.request.messages, h) as ChatMessage[], { tools: (x.request.tools ?? undefined) as ToolSpec[] | undefined, templateKwargs: x.request.templateKwargs }) }))
+  const candidatesOf = inputs.map((x): { hint: string | null; ids: number[] }[] => {
+    if (x.hints.length === 0) return [{ hint: null, ids: x.promptIds }];
+    return x.hints.map((h) => ({ hint: h, ids: engine.tokenizer.encodeChat(withHint(x.request.messages, h) as ChatMessage[], { tools: (x.request.tools ?? undefined) as ToolSpec[] | undefined, templateKwargs: x.request.templateKwargs }) }))
       .filter((p) => { const fits = p.ids.length + x.responseIds.length - 1 <= max; if (!fits) stats.tooLong++; return fits; });
   });
   const teacherPrompts = candidatesOf.map((c) => c.map((p) => p.ids));

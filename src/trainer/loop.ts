@@ -325,7 +325,7 @@ export class TrainerLoop {
       return;
     }
     const hindsight = this.o.hindsight ? await this.hindsightFor(fresh, shifted) : [];
-    const anchors = [...refreshed.values(), ...await this.anchorAnswers(data, staleness, ids, new Set(refreshed.keys()))];
+    const anchors = await this.anchorAnswers(data, staleness, ids, new Set(refreshed.keys()));
     const correction = this.o.staleCorrection === 'decoupled' ? await this.correctStale(data, staleness) : { data, weightMean: null, truncatedShare: null, distillWeightMean: null };
     if (correction.distillWeightMean !== null) distillNote += `, stale contexts distilled at weight ${correction.distillWeightMean.toFixed(2)}`;
     data = correction.data;
@@ -335,9 +335,9 @@ export class TrainerLoop {
       if (m.merged) mergeNote = `, ${m.merged} turns merged into their episodes' earlier turns`;
       data = m.data;
     }
-    data = [...data, ...hindsight, ...anchors];
+    data = [...data, ...hindsight, ...refreshed.values(), ...anchors];
     if (hindsight.length) distillNote += `, ${hindsight.length} hindsight answer(s)`;
-    if (anchors.length - refreshed.size) distillNote += `, ${anchors.length - refreshed.size} anchor answer(s)`;
+    if (anchors.length) distillNote += `, ${anchors.length} anchor answer(s)`;
     const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.o.klCoef, klEstimator: this.o.klEstimator, entropyGuard: this.o.entropyGuard });
     const learningRate = this.o.learningRateAt?.(this.step + 1) ?? this.o.learningRate;
     const opt = await this.engine.optimStep({ learningRate, gradClipNorm: this.o.gradClipNorm });
