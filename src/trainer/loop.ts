@@ -36,6 +36,7 @@ import { LikelihoodFloor, unlikely } from '../learn/likelihood-guard.ts';
 import { baseMeanLogLikelihood } from '../engine/base-likelihood.ts';
 import { collect } from '../engine/types.ts';
 import { hindsightData, hindsightPrompts, type EarlierTurn } from './hindsight.ts';
+import { nextKlCoef, KL_BUDGET_DEFAULTS } from '../learn/kl-budget.ts';
 import { ANCHOR_STALENESS, anchorPicks, currentAnswer } from './current-answers.ts';
 
 export { ANCHOR_STALENESS } from './current-answers.ts';
@@ -68,6 +69,8 @@ export class TrainerLoop {
   version = 0;
   step = 0;
   lastStep: StepRecord | null = null;
+  /** β of the KL term for the next step: klCoef, or above it while the policy is over its KL budget */
+  klCoef: number;
   counts = { trained: 0, stale: 0, rejected: 0, rolledBack: 0, skipped: 0, looping: 0, unlikely: 0 };
   /** the likelihood guard's floor, calibrated on the base's own answers to the first judged requests */
   readonly likelihoodFloor: LikelihoodFloor;
@@ -88,6 +91,8 @@ export class TrainerLoop {
     this.o = { ...TRAINER_DEFAULTS, ...o };
     const lr = learningRateProblem(this.o.learningRate);
     if (lr) throw new RangeError(lr);
+    if (this.o.klBudget !== null && !(this.o.klBudget > 0)) throw new RangeError(`the KL budget must be > 0 nats/token, got ${this.o.klBudget}`);
+    this.klCoef = this.o.klCoef;
     this.likelihoodFloor = new LikelihoodFloor(this.o.likelihoodFloor);
     this.periodic = new Periodic(() => this.tick(), this.o.pollMs, (e) => (this.o.error ?? this.o.log)(`trainer: ${(e as Error).stack ?? e}`));
   }
@@ -313,7 +318,7 @@ export class TrainerLoop {
       if (stats.samples) distillNote = `, top-${this.o.topk.k} OPD on ${stats.samples}${refreshed.size ? ` (${refreshed.size} on the current weights' answers)` : ''} (${stats.candidates} teacher passes${stats.tooLong ? `, ${stats.tooLong} too long` : ''}, overlap ${stats.overlapMean.toFixed(2)}, |teacher − old| ${stats.gapMean.toFixed(2)}${this.o.topk.set === 'union' ? `, +${stats.joined.toFixed(2)} teacher ids a position` : ''}${this.o.distillUntilMet ? `, ${stats.afterMet} positions after the hint was met left out` : ''})`;
     }
     // a step without gradient signal would only move the weights by optimizer momentum: take none, publish nothing
-    if (this.o.klCoef === 0 && this.o.entropyGuard === 0 && [...data, ...refreshed.values()].every((d) => !d.distill && (d.advantages ?? []).every((a, i) => a === 0 || d.lossMask?.[i] === 0))) {
+    if (this.klCoef === 0 && this.o.entropyGuard === 0 && [...data, ...refreshed.values()].every((d) => !d.distill && (d.advantages ?? []).every((a, i) => a === 0 || d.lossMask?.[i] === 0))) {
       const why = 'no learning signal in the batch (every advantage 0): no step taken, no version published';
       this.store.transaction(() => {
         const mark = this.store.sql(`UPDATE samples SET status = 'skipped', reason = ? WHERE turn_id = ?`);
@@ -338,7 +343,9 @@ export class TrainerLoop {
     data = [...data, ...hindsight, ...refreshed.values(), ...anchors];
     if (hindsight.length) distillNote += `, ${hindsight.length} hindsight answer(s)`;
     if (anchors.length) distillNote += `, ${anchors.length} anchor answer(s)`;
-    const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.o.klCoef, klEstimator: this.o.klEstimator, entropyGuard: this.o.entropyGuard });
+    const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.klCoef, klEstimator: this.o.klEstimator, entropyGuard: this.o.entropyGuard });
+    const stepKlCoef = this.klCoef;
+    if (this.o.klBudget !== null) this.klCoef = nextKlCoef(this.klCoef, fb.kl, this.o.klCoef, { ...KL_BUDGET_DEFAULTS, target: this.o.klBudget });
     const learningRate = this.o.learningRateAt?.(this.step + 1) ?? this.o.learningRate;
     const opt = await this.engine.optimStep({ learningRate, gradClipNorm: this.o.gradClipNorm });
     const rewards = fresh.map((r) => r.reward).filter((x): x is number => x !== null);
@@ -382,7 +389,7 @@ export class TrainerLoop {
     this.lastStep = record;
     if (this.step % this.o.checkpointEvery === 0) await this.engine.saveTrainingState(this.checkpoint);
     await this.afterStep(record);
-    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${(record.stalenessMax ?? 0) > 0 ? `, ${(record.stalenessMean ?? 0).toFixed(1)} versions behind (importance weight ${record.importanceWeightMean?.toFixed(2) ?? '–'})` : ''}${distillNote}${mergeNote}${this.o.learningRateAt ? `, lr ${learningRate.toExponential(2)}` : ''}, ${record.durationMs.toFixed(0)} ms)`);
+    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${this.o.klBudget !== null ? ` (β ${stepKlCoef.toFixed(3)}, budget ${this.o.klBudget})` : ''}${(record.stalenessMax ?? 0) > 0 ? `, ${(record.stalenessMean ?? 0).toFixed(1)} versions behind (importance weight ${record.importanceWeightMean?.toFixed(2) ?? '–'})` : ''}${distillNote}${mergeNote}${this.o.learningRateAt ? `, lr ${learningRate.toExponential(2)}` : ''}, ${record.durationMs.toFixed(0)} ms)`);
   }
 
   /** The reward term each rewarded sample gets instead of its raw r (see rewardBaseline), by turn id. */
@@ -571,6 +578,7 @@ export class TrainerLoop {
     return {
       method: this.o.method, policyVersion: this.version, step: this.step, batchSize: this.o.batchSize, samples, lastStep: this.lastStep,
       rollbacks: this.counts.rolledBack, failures: this.periodic.totalFailures, noOpSteps: this.noOpSteps, loopingAnswers: this.counts.looping, unlikelyAnswers: this.counts.unlikely, likelihoodFloor: this.likelihoodFloor.floor, staleness: this.stalenessDistribution(),
+      ...(this.o.klBudget !== null ? { klCoef: this.klCoef, klBudget: this.o.klBudget } : {}),
     };
   }
 }

@@ -234,6 +234,7 @@ export const LOOP_GUARD_HELP = 'what a looping answer\'s reward becomes (a 3-tok
 export const LIKELIHOOD_GUARD_HELP = 'what the reward of an answer the base model finds unlikely becomes (mean log-likelihood per token below the 5th percentile of the base\'s own answers to the first 64 judged requests, which the base answers once each to calibrate it): withhold caps it at 0, punish makes it −1, off keeps the judge\'s; under withhold or punish such an answer is not distilled either';
 
 /** `--stale-distill` on the commands that train. */
+export const KL_BUDGET_HELP = 'a KL budget in nats/token: while a training batch\'s mean KL to the base is over it, β of the KL term grows (up to 20× --kl-coef, 20% a step) and falls back as the KL comes under (default: none, β stays --kl-coef)';
 export const DISTILL_UNTIL_MET_HELP = 'top-K OPD: distil each position of an answer only until the answer has what the hint asks for (every content word of the hint written); later positions are left out, where the hinted teacher only asks for more of it';
 export const STALE_DISTILL_HELP = 'the distillation term of a sample drawn by an older version: full, prefix (each position weighted by how likely the current weights are to write the text before it, at most 1), or refresh (top-K OPD, two or more versions back: computed on the current weights\' answer to the same prompt, with the hint the user\'s reply gave, instead of on the old answer)';
 

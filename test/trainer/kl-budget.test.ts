@@ -1,0 +1,65 @@
+// The KL budget in the trainer, on stories260K: while a step's KL to the base is over the budget, β of the next step
+// grows by the controller's rule (learn/kl-budget.ts), and without a budget β stays the recipe's.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, post, type TestServer } from '../helpers/server.ts';
+import { JudgeLoop } from '../../src/judge/loop.ts';
+import { LexicalJudge } from '../../src/judge/judge.ts';
+import { TrainerLoop } from '../../src/trainer/loop.ts';
+import { nextKlCoef, KL_BUDGET_DEFAULTS } from '../../src/learn/kl-budget.ts';
+
+const PROMPTS = ['Once upon a time', 'One day, a little girl', 'There was a boy', 'Tom and Lily'];
+
+/** A scripted user who wants a dog in the story: one request, one piece of feedback, done. */
+async function conversation(s: TestServer, c: number): Promise<void> {
+  const prompt = PROMPTS[c % PROMPTS.length], h = { 'x-session-id': `conv-${c}` };
+  const first = await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: prompt }], max_tokens: 24, temperature: 1, seed: c }, h);
+  assert.equal(first.status, 200);
+  const answer = first.json.choices[0].message.content as string;
+  const feedback = /\bdog/i.test(answer) ? 'I love it!' : 'No, I wanted a story about a dog.';
+  const second = await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: prompt }, { role: 'assistant', content: answer }, { role: 'user', content: feedback }], max_tokens: 2 }, { ...h, 'x-session-done': '1' });
+  assert.equal(second.status, 200);
+}
+
+async function train(budget: number | null): Promise<{ beta: number; kls: number[]; log: string[]; status: Record<string, unknown> }> {
+  const s = await startTestServer();
+  try {
+    const log: string[] = [];
+    const trainer = new TrainerLoop(s.store, s.engine, { method: 'binary', rewardBaseline: 'none', batchSize: 4, learningRate: 1e-2, klCoef: 0.3, klEstimator: 'full', klBudget: budget, loopGuard: 'off', lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${s.dataDir}/ckpt`, log: (l) => log.push(l) });
+    await trainer.init();
+    const judge = new JudgeLoop(s.store, new LexicalJudge(), { hints: false });
+    for (let c = 0; c < 16; c++) { await conversation(s, c); await judge.tick(); await trainer.tick(); }
+    const kls = (s.store.sql(`SELECT kl FROM training_steps WHERE status = 'published' ORDER BY step`).all() as { kl: number }[]).map((r) => r.kl);
+    return { beta: trainer.klCoef, kls, log, status: trainer.status() };
+  } finally {
+    await s.close();
+  }
+}
+
+test('KL budget: β follows the recorded step KLs by the controller\'s rule; no budget leaves β alone', { timeout: 300_000 }, async () => {
+  const budget = 1e-4;
+  const over = await train(budget);
+  assert.ok(over.kls.length >= 2, `steps were taken (${over.kls.length})`);
+  assert.ok(over.kls.slice(1).every((kl) => kl > budget), `after the first step the policy is over a budget this small (${over.kls.map((k) => k.toFixed(5)).join(', ')})`);
+  const want = over.kls.reduce((beta, kl) => nextKlCoef(beta, kl, 0.3, { ...KL_BUDGET_DEFAULTS, target: budget }), 0.3);
+  assert.ok(Math.abs(over.beta - want) < 1e-9, `β ${over.beta} against ${want} from the recorded KLs`);
+  assert.ok(over.beta > 0.3 * 1.19 ** (over.kls.length - 2), `β grew a step at a time (${over.beta})`);
+  assert.equal(over.status.klCoef, over.beta);
+  // the first step starts from the base (KL 0, β stays at its floor); the second is over, so the third runs at β × 1.2
+  assert.match(over.log.find((l) => l.includes('→ version 2'))!, /\(β 0\.300, budget 0\.0001\)/);
+  assert.match(over.log.find((l) => l.includes('→ version 3'))!, /\(β 0\.360, budget 0\.0001\)/);
+
+  const free = await train(null);
+  assert.equal(free.beta, 0.3);
+  assert.equal(free.status.klCoef, undefined);
+  assert.ok(free.log.every((l) => !l.includes('budget')));
+});
+
+test('KL budget: a budget that is not a positive number is refused', async () => {
+  const s = await startTestServer();
+  try {
+    for (const klBudget of [0, -0.1, Number.NaN]) assert.throws(() => new TrainerLoop(s.store, s.engine, { klBudget, checkpointDir: `${s.dataDir}/ckpt` }), /KL budget must be > 0/);
+  } finally {
+    await s.close();
+  }
+});
