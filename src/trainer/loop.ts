@@ -117,7 +117,14 @@ export class TrainerLoop {
       this.version = version;
     }
     this.lastCanary = await this.canary(this.version);
+    if (this.o.klBudget !== null) this.klCoef = this.klCoefFromSteps(this.o.klBudget);
     if (loaded) this.o.log(`trainer: resumed at step ${this.step} from ${loaded.from} (saved as version ${loaded.version}), serving it as version ${this.version}`);
+  }
+
+  /** β under the KL budget after the recorded steps (the store keeps each step's KL, so a restart goes on where it was). */
+  private klCoefFromSteps(target: number): number {
+    const kls = (this.store.sql(`SELECT kl FROM training_steps WHERE status != 'lost' AND kl IS NOT NULL ORDER BY id`).all() as { kl: number }[]).map((r) => r.kl);
+    return kls.reduce((beta, kl) => nextKlCoef(beta, kl, this.o.klCoef, { ...KL_BUDGET_DEFAULTS, target }), this.o.klCoef);
   }
 
   /** Load latest, else previous; a checkpoint that fails to load is quarantined with a message. */

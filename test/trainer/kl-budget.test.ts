@@ -6,6 +6,7 @@ import { startTestServer, post, type TestServer } from '../helpers/server.ts';
 import { JudgeLoop } from '../../src/judge/loop.ts';
 import { LexicalJudge } from '../../src/judge/judge.ts';
 import { TrainerLoop } from '../../src/trainer/loop.ts';
+import type { TrainerOptions } from '../../src/trainer/options.ts';
 import { nextKlCoef, KL_BUDGET_DEFAULTS } from '../../src/learn/kl-budget.ts';
 
 const PROMPTS = ['Once upon a time', 'One day, a little girl', 'There was a boy', 'Tom and Lily'];
@@ -25,11 +26,16 @@ async function train(budget: number | null): Promise<{ beta: number; kls: number
   const s = await startTestServer();
   try {
     const log: string[] = [];
-    const trainer = new TrainerLoop(s.store, s.engine, { method: 'binary', rewardBaseline: 'none', batchSize: 4, learningRate: 1e-2, klCoef: 0.3, klEstimator: 'full', klBudget: budget, loopGuard: 'off', lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${s.dataDir}/ckpt`, log: (l) => log.push(l) });
+    const options: Partial<TrainerOptions> & { checkpointDir: string } = { method: 'binary', rewardBaseline: 'none', batchSize: 4, learningRate: 1e-2, klCoef: 0.3, klEstimator: 'full', klBudget: budget, loopGuard: 'off', lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${s.dataDir}/ckpt` };
+    const trainer = new TrainerLoop(s.store, s.engine, { ...options, log: (l: string) => log.push(l) });
     await trainer.init();
     const judge = new JudgeLoop(s.store, new LexicalJudge(), { hints: false });
     for (let c = 0; c < 16; c++) { await conversation(s, c); await judge.tick(); await trainer.tick(); }
     const kls = (s.store.sql(`SELECT kl FROM training_steps WHERE status = 'published' ORDER BY step`).all() as { kl: number }[]).map((r) => r.kl);
+    // a restart on the same store goes on at the same β: it is replayed from the steps' recorded KLs
+    const restarted = new TrainerLoop(s.store, s.engine, { ...options, log: () => {} });
+    await restarted.init();
+    assert.equal(restarted.klCoef, trainer.klCoef);
     return { beta: trainer.klCoef, kls, log, status: trainer.status() };
   } finally {
     await s.close();
