@@ -87,4 +87,11 @@ export const MIGRATIONS: string[] = [
    );`,
   // 5: the rule over the votes that gave a judgement's score, when not the PRM majority (judge/judge.ts)
   `ALTER TABLE judgements ADD COLUMN rule TEXT;`,
+  // 6: the likelihood guard's calibration (learn/likelihood-guard.ts): the base's own answers' mean log-likelihood per
+  // token, one a judged request, so that a restart keeps the floor rather than sampling the base again
+  `CREATE TABLE likelihood_calibration (
+     turn_id INTEGER PRIMARY KEY,          -- the judged turn whose request the base answered
+     base_mean REAL NOT NULL,              -- nats per token
+     created_at INTEGER NOT NULL
+   );`,
 ];

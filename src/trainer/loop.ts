@@ -118,6 +118,11 @@ export class TrainerLoop {
     }
     this.lastCanary = await this.canary(this.version);
     if (this.o.klBudget !== null) this.klCoef = this.klCoefFromSteps(this.o.klBudget);
+    if (this.o.likelihoodGuard !== 'off') {
+      const calibration = this.store.sql(`SELECT base_mean FROM likelihood_calibration ORDER BY turn_id LIMIT ?`).all(this.o.likelihoodFloor.maxSamples) as { base_mean: number }[];
+      for (const r of calibration) this.likelihoodFloor.add(r.base_mean);
+      if (calibration.length) this.o.log(`trainer: likelihood floor from ${calibration.length} recorded base answers${this.likelihoodFloor.floor !== null ? ` (${this.likelihoodFloor.floor.toFixed(3)} nats/token)` : ''}`);
+    }
     if (loaded) this.o.log(`trainer: resumed at step ${this.step} from ${loaded.from} (saved as version ${loaded.version}), serving it as version ${this.version}`);
   }
 
@@ -255,7 +260,9 @@ export class TrainerLoop {
       const maxTokens = Math.min(room, params.maxTokens && params.maxTokens > 0 ? params.maxTokens : Math.max(1, responseIds.length));
       if (maxTokens > 0) {
         const base = await collect(this.engine.sample(promptIds, { maxTokens, temperature: params.temperature ?? 1, topP: 1, topK: 0, seed: 0x5eed + turn.id, weights: 'base', priority: 'low' }));
-        this.likelihoodFloor.add(await baseMeanLogLikelihood(this.engine, promptIds, base.ids));
+        const mean = await baseMeanLogLikelihood(this.engine, promptIds, base.ids);
+        if (Number.isFinite(mean)) this.store.sql(`INSERT OR REPLACE INTO likelihood_calibration (turn_id, base_mean, created_at) VALUES (?, ?, ?)`).run(turn.id, mean, Date.now());
+        this.likelihoodFloor.add(mean);
       }
     }
     const floor = this.likelihoodFloor.floor;

@@ -63,6 +63,12 @@ test('likelihood guard withhold: after calibration, approved answers below the b
     assert.ok(trainer.counts.unlikely >= unlikely);
     assert.match(trainer.metrics(), new RegExp(`openclaw_rl_train_unlikely_answers_total ${trainer.counts.unlikely}\\n`));
     assert.equal(trainer.status().likelihoodFloor, floor);
+    // a restart keeps the floor: the base's answers were recorded, and the new trainer samples none
+    const restarted = new TrainerLoop(s.store, s.engine, { method: 'binary', batchSize: 64, loopGuard: 'off', likelihoodGuard: 'withhold', likelihoodFloor: FLOOR, lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${s.dataDir}/checkpoints` });
+    await restarted.init();
+    assert.equal(restarted.likelihoodFloor.samples, 3);
+    assert.equal(restarted.likelihoodFloor.calibrating, false);
+    assert.equal(restarted.likelihoodFloor.floor, floor);
   } finally {
     await s.close();
   }
