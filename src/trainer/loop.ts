@@ -36,6 +36,7 @@ import { LikelihoodFloor, unlikely } from '../learn/likelihood-guard.ts';
 import { baseMeanLogLikelihood } from '../engine/base-likelihood.ts';
 import { collect } from '../engine/types.ts';
 import { hindsightData, hindsightPrompts, type EarlierTurn } from './hindsight.ts';
+import { distillFade } from '../learn/distill-fade.ts';
 import { nextKlCoef, KL_BUDGET_DEFAULTS } from '../learn/kl-budget.ts';
 import { ANCHOR_STALENESS, anchorPicks, currentAnswer } from './current-answers.ts';
 
@@ -327,9 +328,10 @@ export class TrainerLoop {
         inputs.push({ promptIds: data[i].promptIds, responseIds: (now ?? data[i]).responseIds, temperature: r.temperature, request: JSON.parse(r.request_json), hints });
         at.push(i);
       }
-      const { sets, stats } = await distillSets(this.engine, inputs, { k: this.o.topk.k, selection: this.o.topk.selection, advantageClip: this.o.opdClip, weight: this.o.weights.opd, teacher: this.o.opdTeacher, set: this.o.topk.set, untilMet: this.o.distillUntilMet });
+      const fade = this.o.distillFade > 0 ? distillFade(this.recentRewards(fresh), this.o.distillFade) : 1;
+      const { sets, stats } = await distillSets(this.engine, inputs, { k: this.o.topk.k, selection: this.o.topk.selection, advantageClip: this.o.opdClip, weight: this.o.weights.opd * fade, teacher: this.o.opdTeacher, set: this.o.topk.set, untilMet: this.o.distillUntilMet });
       sets.forEach((set, j) => { if (set) (refreshed.get(at[j]) ?? data[at[j]]).distill = set; });
-      if (stats.samples) distillNote = `, top-${this.o.topk.k} OPD on ${stats.samples}${refreshed.size ? ` (${refreshed.size} on the current weights' answers)` : ''} (${stats.candidates} teacher passes${stats.tooLong ? `, ${stats.tooLong} too long` : ''}, overlap ${stats.overlapMean.toFixed(2)}, |teacher − old| ${stats.gapMean.toFixed(2)}${this.o.topk.set === 'union' ? `, +${stats.joined.toFixed(2)} teacher ids a position` : ''}${this.o.distillUntilMet ? `, ${stats.afterMet} positions after the hint was met left out` : ''})`;
+      if (stats.samples) distillNote = `, top-${this.o.topk.k} OPD on ${stats.samples}${refreshed.size ? ` (${refreshed.size} on the current weights' answers)` : ''} (${stats.candidates} teacher passes${stats.tooLong ? `, ${stats.tooLong} too long` : ''}, overlap ${stats.overlapMean.toFixed(2)}, |teacher − old| ${stats.gapMean.toFixed(2)}${this.o.topk.set === 'union' ? `, +${stats.joined.toFixed(2)} teacher ids a position` : ''}${this.o.distillUntilMet ? `, ${stats.afterMet} positions after the hint was met left out` : ''}${this.o.distillFade > 0 ? `, faded to ${fade.toFixed(2)}` : ''})`;
     }
     // a step without gradient signal would only move the weights by optimizer momentum: take none, publish nothing
     if (this.klCoef === 0 && this.o.entropyGuard === 0 && [...data, ...refreshed.values()].every((d) => !d.distill && (d.advantages ?? []).every((a, i) => a === 0 || d.lossMask?.[i] === 0))) {
@@ -404,6 +406,14 @@ export class TrainerLoop {
     if (this.step % this.o.checkpointEvery === 0) await this.engine.saveTrainingState(this.checkpoint);
     await this.afterStep(record);
     this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${this.o.klBudget !== null ? ` (β ${stepKlCoef.toFixed(3)}, budget ${this.o.klBudget})` : ''}${(record.stalenessMax ?? 0) > 0 ? `, ${(record.stalenessMean ?? 0).toFixed(1)} versions behind (importance weight ${record.importanceWeightMean?.toFixed(2) ?? '–'})` : ''}${distillNote}${mergeNote}${this.o.learningRateAt ? `, lr ${learningRate.toExponential(2)}` : ''}, ${record.durationMs.toFixed(0)} ms)`);
+  }
+
+  /** The batch's rewards and the most recent earlier ones, up to the baseline's window. */
+  private recentRewards(batch: PendingRow[]): number[] {
+    const now = batch.map((r) => r.reward).filter((x): x is number => x !== null);
+    const earlier = (this.store.sql(`SELECT reward FROM samples WHERE reward IS NOT NULL AND kind IN ('binary', 'combine', 'opd') AND status != 'pending'
+      ORDER BY turn_id DESC LIMIT ?`).all(BASELINE_WINDOW) as { reward: number }[]).map((x) => x.reward);
+    return [...now, ...earlier].slice(0, Math.max(BASELINE_WINDOW, now.length));
   }
 
   /** The reward term each rewarded sample gets instead of its raw r (see rewardBaseline), by turn id. */

@@ -235,6 +235,7 @@ export const LIKELIHOOD_GUARD_HELP = 'what the reward of an answer the base mode
 
 /** `--stale-distill` on the commands that train. */
 export const KL_BUDGET_HELP = 'a KL budget in nats/token: while a training batch\'s mean KL to the base is over it, β of the KL term grows (up to 20× --kl-coef, 20% a step) and falls back as the KL comes under (default: none, β stays --kl-coef)';
+export const DISTILL_FADE_HELP = 'top-K OPD: the distilled term fades as the recent answers please the user: in full while at least this share of the last 64 judged answers miss, then in proportion, down to 0.2 of it (0 = never; 0.5 fades once half please); the KL and entropy terms do not fade';
 export const DISTILL_UNTIL_MET_HELP = 'top-K OPD: distil each position of an answer only until the answer has what the hint asks for (every content word of the hint written); later positions are left out, where the hinted teacher only asks for more of it';
 export const STALE_DISTILL_HELP = 'the distillation term of a sample drawn by an older version: full, prefix (each position weighted by how likely the current weights are to write the text before it, at most 1), or refresh (top-K OPD, two or more versions back: computed on the current weights\' answer to the same prompt, with the hint the user\'s reply gave, instead of on the old answer)';
 
