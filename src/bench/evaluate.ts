@@ -83,8 +83,25 @@ export interface HeldOutEvaluation {
   samples: EvaluatedSample[];
 }
 
-/** The plain band, and the preference band when the persona states its preference. */
-export interface FluencyBands { plain: FluencyBand; preference: (FluencyBand & { hint: string; maxRepeats: number }) | null }
+/**
+ * The plain band, and the preference band when the persona states its preference and the base, given it as a hint,
+ * wrote enough satisfying samples to draw one (preferenceSamples: how many it wrote, when a preference is stated).
+ */
+export interface FluencyBands { plain: FluencyBand; preference: (FluencyBand & { hint: string; maxRepeats: number }) | null; preferenceSamples?: number }
+
+/**
+ * Satisfying base samples a preference band needs. Fewer, and satisfying samples are held to the plain band: a
+ * 5th percentile of a handful of values is not a band, and a model that cannot write the topic at all even when
+ * asked (stories260k-chat and hats: 0 of 100) has none.
+ */
+export const PREFERENCE_BAND_MIN_SAMPLES = 20;
+
+/** A line for the progress output when a stated preference got no band of its own, else null. */
+export function preferenceBandNote(bands: FluencyBands, persona: Persona, k: number): string | null {
+  if (!persona.preference || bands.preference || bands.preferenceSamples === undefined) return null;
+  const asked = persona.heldOutPrompts.length * Math.max(k, CALIBRATION_MIN_K);
+  return `the base model, given the preference as a hint, satisfied it in ${bands.preferenceSamples} of ${asked} samples (fewer than ${PREFERENCE_BAND_MIN_SAMPLES}): satisfying samples are held to the plain band`;
+}
 
 const EVAL_SEED = (i: number) => 7919 * i + 17;
 const CALIBRATION_SEED = (i: number) => 6007 * i + 100_003; // never equal to an evaluation seed for the k used here
@@ -110,13 +127,15 @@ export async function calibrateFluency(engine: Engine, persona: Persona, k: numb
         repeats.push(repetitionCheck(r.ids, r.text).maxNgramCount);
       }
     }
-    return { band: fluencyBand(means, p), maxRepeats: repeatLimit(repeats, p) };
+    return { band: means.length ? fluencyBand(means, p) : null, maxRepeats: repeatLimit(repeats, p), samples: means.length };
   };
   const plain = (await calibrate((x) => x, () => true)).band;
+  if (!plain) throw new Error('the base model wrote no scorable sample for the held-out requests: no fluency band can be drawn');
   const hint = persona.preference;
   if (!hint) return { plain, preference: null };
   const pref = await calibrate((x) => userTextWithHint(x, hint), (t) => check(persona.satisfied, t));
-  return { plain, preference: { ...pref.band, hint, maxRepeats: pref.maxRepeats } };
+  if (!pref.band || pref.samples < PREFERENCE_BAND_MIN_SAMPLES) return { plain, preference: null, preferenceSamples: pref.samples };
+  return { plain, preference: { ...pref.band, hint, maxRepeats: pref.maxRepeats }, preferenceSamples: pref.samples };
 }
 
 /**

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { EmbeddedEngine } from '../engine/embedded/engine.ts';
 import type { Persona } from './persona.ts';
 import { SimulatedUser } from './user.ts';
-import { evaluateHeldOut, calibrateFluencyCached, klToBase } from './evaluate.ts';
+import { evaluateHeldOut, calibrateFluencyCached, preferenceBandNote, klToBase } from './evaluate.ts';
 import type { FluencyBand } from '../learn/fluency.ts';
 
 export interface ServePersonalizeOptions {
@@ -135,6 +135,8 @@ export async function runPersonalizeViaServe(o: ServePersonalizeOptions): Promis
   try {
     o.progress?.(`${label} calibrating fluency on the base model's own held-out samples…`);
     const band = await calibrateFluencyCached(engine, o.model, o.persona, evalK);
+    const bandNote = preferenceBandNote(band, o.persona, evalK);
+    if (bandNote) o.progress?.(`${label} ${bandNote}`);
     const evaluated = new Map<number, Omit<ServePoint, 'conversations' | 'seconds' | 'policyVersion'>>();
     const texts: string[] = [];
     const evaluate = async (version: number) => {

@@ -20,7 +20,7 @@ import type { Method } from '../learn/advantages.ts';
 import type { HintSelection } from '../learn/topk-opd.ts';
 import type { Persona } from './persona.ts';
 import { SimulatedUser } from './user.ts';
-import { evaluateHeldOut, calibrateFluencyCached, klToBase, referenceLogLikelihood, type EvaluatedSample, type FluencyBands } from './evaluate.ts';
+import { evaluateHeldOut, calibrateFluencyCached, preferenceBandNote, klToBase, referenceLogLikelihood, type EvaluatedSample, type FluencyBands } from './evaluate.ts';
 import type { FluencyBand } from '../learn/fluency.ts';
 import { stableEffect, type StableEffect } from '../learn/effect.ts';
 import { LlmBackend, SelfBackend, type ChatBackend } from '../judge/backends.ts';
@@ -197,6 +197,8 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   try {
     o.progress?.(`[${o.persona.name} · ${label}] calibrating fluency on the base model's own held-out samples…`);
     band = await calibrateFluencyCached(engine, o.model, o.persona, evalK);
+    const bandNote = preferenceBandNote(band, o.persona, evalK);
+    if (bandNote) o.progress?.(`[${o.persona.name} · ${label}] ${bandNote}`);
     if (valPersona) valBand = await calibrateFluencyCached(engine, o.model, valPersona, evalK);
     await evaluate(0);
     let done = 0, satisfiedSeen = 0;

@@ -71,7 +71,7 @@ test('the shipped personas load: four for stories260K, six written as chat reque
 test('the blind personas (personas/blind/, written by someone who never read the recipe\'s phrasings) load as chat personas', () => {
   const dir = join(PERSONAS_DIR, 'blind');
   const names = readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => loadPersona(join(dir, f)).name).sort();
-  assert.deepEqual(names, ['chat-bunny-fan', 'chat-fish-fan', 'chat-tree-fan']);
+  assert.deepEqual(names, ['chat-bunny-fan', 'chat-fish-fan', 'chat-hat-fan', 'chat-tree-fan']);
   for (const n of names) {
     const p = loadPersona(join(dir, `${n}.json`));
     assert.ok(p.heldOutPrompts.every((h) => !p.trainPrompts.includes(h)), n);
@@ -206,4 +206,28 @@ test('through serve: the server\'s log and every sample evaluated on its version
     const last = rows.filter((r) => r.policyVersion === run.afterDrain.policyVersion);
     assert.equal(last.filter((r) => r.satisfied && r.fluent).length / last.length, run.afterDrain.satisfiedAndFluentRate);
   } finally { t.cleanup(); }
+});
+
+test('fluency bands: a preference the base never writes even when asked gets no band of its own (the plain band holds), and says so', { timeout: 120_000 }, async () => {
+  const { EmbeddedEngine } = await import('../../src/engine/embedded/engine.ts');
+  const { calibrateFluency, preferenceBandNote, PREFERENCE_BAND_MIN_SAMPLES } = await import('../../src/bench/evaluate.ts');
+  const engine = await EmbeddedEngine.load(STORIES);
+  try {
+    const base = validatePersona({ ...valid, heldOutPrompts: ['Once upon a time', 'One day'], maxTokens: 16 });
+    const never = { ...base, satisfied: { includes: ['zyzzyva'] }, preference: 'The user wants a story about a zyzzyva.' };
+    const bands = await calibrateFluency(engine, never, 1);
+    assert.ok(Number.isFinite(bands.plain.lower), 'the plain band is drawn');
+    assert.equal(bands.preference, null);
+    assert.equal(bands.preferenceSamples, 0);
+    assert.match(preferenceBandNote(bands, never, 1)!, /satisfied it in 0 of 40 samples \(fewer than 20\): satisfying samples are held to the plain band/);
+    // a preference the base writes all the time has its band, and nothing to say
+    const always = { ...base, satisfied: { minWords: 0 }, preference: 'The user wants a story.' };
+    const drawn = await calibrateFluency(engine, always, 1);
+    assert.ok(drawn.preference && Number.isFinite(drawn.preference.lower));
+    assert.ok(drawn.preferenceSamples! >= PREFERENCE_BAND_MIN_SAMPLES);
+    assert.equal(preferenceBandNote(drawn, always, 1), null);
+    assert.equal(preferenceBandNote(drawn, base, 1), null, 'no preference stated: no note');
+  } finally {
+    await engine.close();
+  }
 });
