@@ -6,10 +6,14 @@
 // rewards (this batch's and the ones before it) keeps the expected push of the batch mean — a rare
 // success gets a strong one, routine failures a mild one — without throwing uniform batches away.
 
-/** Mean of the batch's rewards and up to `window − batch` of the most recent earlier ones (newest first). */
+/** The batch's rewards and up to `window − batch` of the most recent earlier ones (newest first). */
+export function rewardWindow(batch: readonly number[], earlier: readonly number[], window: number): number[] {
+  return [...batch, ...earlier.slice(0, Math.max(0, window - batch.length))];
+}
+
+/** Mean of the reward window (0 when it is empty). */
 export function windowBaseline(batch: readonly number[], earlier: readonly number[], window: number): number {
-  const take = earlier.slice(0, Math.max(0, window - batch.length));
-  const all = [...batch, ...take];
+  const all = rewardWindow(batch, earlier, window);
   return all.length === 0 ? 0 : all.reduce((a, b) => a + b, 0) / all.length;
 }
 

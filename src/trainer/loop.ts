@@ -28,7 +28,7 @@ import { Periodic } from '../util/periodic.ts';
 import { recoverFolder } from '../util/atomic-folder.ts';
 import { canaryVerdict, learningRateProblem } from '../learn/weights-guard.ts';
 import { correctStaleness, cumulativeBuckets, prefixWeights, STALENESS_BUCKETS } from '../learn/staleness.ts';
-import { windowBaseline, BASELINE_WINDOW } from '../learn/baseline.ts';
+import { rewardWindow, windowBaseline, BASELINE_WINDOW } from '../learn/baseline.ts';
 import { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './options.ts';
 import { mergeContinuations } from '../learn/continuations.ts';
 import { guardedReward, loops } from '../learn/loops.ts';
@@ -411,9 +411,13 @@ export class TrainerLoop {
   /** The batch's rewards and the most recent earlier ones, up to the baseline's window. */
   private recentRewards(batch: PendingRow[]): number[] {
     const now = batch.map((r) => r.reward).filter((x): x is number => x !== null);
-    const earlier = (this.store.sql(`SELECT reward FROM samples WHERE reward IS NOT NULL AND kind IN ('binary', 'combine', 'opd') AND status != 'pending'
-      ORDER BY turn_id DESC LIMIT ?`).all(BASELINE_WINDOW) as { reward: number }[]).map((x) => x.reward);
-    return [...now, ...earlier].slice(0, Math.max(BASELINE_WINDOW, now.length));
+    return rewardWindow(now, this.earlierRewards(['binary', 'combine', 'opd']), BASELINE_WINDOW);
+  }
+
+  /** The rewards of the most recently judged samples of these kinds, outside the pending batch, newest first. */
+  private earlierRewards(kinds: readonly string[]): number[] {
+    return (this.store.sql(`SELECT reward FROM samples WHERE reward IS NOT NULL AND kind IN (${kinds.map(() => '?').join(', ')}) AND status != 'pending'
+      ORDER BY turn_id DESC LIMIT ?`).all(...kinds, BASELINE_WINDOW) as { reward: number }[]).map((x) => x.reward);
   }
 
   /** The reward term each rewarded sample gets instead of its raw r (see rewardBaseline), by turn id. */
@@ -422,10 +426,7 @@ export class TrainerLoop {
     const shifted = new Map<number, number>();
     if ((this.o.rewardBaseline === 'batch' && rewarded.length > 1) || (this.o.rewardBaseline === 'recent' && rewarded.length > 0)) {
       const batch = rewarded.map((r) => r.reward!);
-      const earlier = this.o.rewardBaseline === 'recent'
-        ? (this.store.sql(`SELECT reward FROM samples WHERE reward IS NOT NULL AND kind IN ('binary', 'combine') AND status != 'pending'
-            ORDER BY turn_id DESC LIMIT ?`).all(BASELINE_WINDOW) as { reward: number }[]).map((x) => x.reward)
-        : [];
+      const earlier = this.o.rewardBaseline === 'recent' ? this.earlierRewards(['binary', 'combine']) : [];
       const mean = windowBaseline(batch, earlier, this.o.rewardBaseline === 'recent' ? BASELINE_WINDOW : batch.length);
       for (const r of rewarded) shifted.set(r.turn_id, r.reward! - mean);
     } else if (this.o.rewardBaseline === 'group') {
@@ -443,7 +444,7 @@ export class TrainerLoop {
    * `turnIds` are the batch's, index for index.
    */
   private async anchorAnswers(data: readonly Datum[], staleness: readonly number[], turnIds: readonly number[], refreshed: ReadonlySet<number>): Promise<Datum[]> {
-    if (this.o.anchorAnswers === 0 || (this.o.klCoef === 0 && this.o.entropyGuard === 0)) return [];
+    if (this.o.anchorAnswers === 0 || (this.klCoef === 0 && this.o.entropyGuard === 0)) return [];
     const out: Datum[] = [];
     for (const i of anchorPicks(staleness, this.o.anchorAnswers, refreshed)) {
       const a = await currentAnswer(this.engine, data[i], turnIds[i]);
