@@ -147,7 +147,8 @@ export async function calibrateFluency(engine: Engine, persona: Persona, k: numb
 export async function calibrateFluencyCached(engine: Engine, modelDir: string, persona: Persona, k: number, dir = join(tmpdir(), 'openclaw-rl-fluency-bands')): Promise<FluencyBands & { cached: boolean }> {
   const weights = readdirSync(modelDir).filter((f) => f.endsWith('.safetensors')).sort().map((f) => { const st = statSync(join(modelDir, f)); return [f, st.size, st.mtimeMs]; });
   const key = createHash('sha256').update(JSON.stringify({
-    v: 2, model: realpathSync(modelDir), weights, prompts: persona.heldOutPrompts, rule: persona.satisfied, preference: persona.preference ?? null,
+    // v and the sample floor: a band cached under an older rule is not this code's band
+    v: 3, minPreferenceSamples: PREFERENCE_BAND_MIN_SAMPLES, model: realpathSync(modelDir), weights, prompts: persona.heldOutPrompts, rule: persona.satisfied, preference: persona.preference ?? null,
     maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, n: Math.max(k, CALIBRATION_MIN_K),
   })).digest('hex').slice(0, 32);
   const file = join(dir, `${key}.json`);

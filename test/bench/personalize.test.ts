@@ -129,7 +129,9 @@ test('the simulated user talks through the API: sessions, feedback as next state
 test('a small benchmark run writes curve.json, plots of satisfaction and KL, a summary and every evaluated sample', { timeout: 120_000 }, async () => {
   const t = tempDir();
   try {
-    const persona = { ...loadPersona(join(PERSONAS_DIR, 'dog-lover.json')), preference: 'The user wants a story about a dog.' };
+    // stories260K reads no hint: with the dog rule alone the hinted base satisfies it ~10 times in 100, under the
+    // preference band's floor of 20; "the" (~43 in 100) draws a band on any machine and still leaves unsatisfied samples
+    const persona = { ...loadPersona(join(PERSONAS_DIR, 'dog-lover.json')), satisfied: { includes: ['dog', 'dogs', 'puppy', 'the'] }, preference: 'The user wants a story about a dog.' };
     const lines: string[] = [];
     const run = await runPersonalize({ model: STORIES, persona, method: 'binary', conversations: 16, evalEvery: 8, evalK: 4, users: 2, batchSize: 4, rewardBaseline: 'none', progress: (l) => lines.push(l) });
     assert.deepEqual(run.curve.map((p) => p.conversations), [0, 8, 16]);
@@ -154,7 +156,8 @@ test('a small benchmark run writes curve.json, plots of satisfaction and KL, a s
     assert.equal(j.satisfied.positive + j.satisfied.neutral + j.satisfied.negative + j.satisfied.unjudged + j.unsatisfied.positive + j.unsatisfied.neutral + j.unsatisfied.negative + j.unsatisfied.unjudged, 16);
     // the band comes from the base's own samples at the 5th percentile, so the base itself is mostly fluent
     assert.equal(run.fluencyBand.calibrationSamples, persona.heldOutPrompts.length * 20);
-    assert.ok(run.curve[0].fluentRate >= 0.7, `base fluent ${run.curve[0].fluentRate}`);
+    // (the plain band's rate: the preference band scores answers on a hinted request stories260K cannot read)
+    assert.ok(run.curve[0].plainFluentRate >= 0.7, `base fluent ${run.curve[0].plainFluentRate}`);
     assert.equal(run.samples.length, 3 * persona.heldOutPrompts.length * 4);
     for (const p of run.curve) {
       const at = run.samples.filter((x) => x.conversations === p.conversations);
