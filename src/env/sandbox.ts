@@ -5,9 +5,9 @@
 // pid namespace. When we run as root (containers), the command also drops to an unprivileged uid of
 // its own first (setpriv): root is exempt from the process limit, and a fork bomb must hit it.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, chownSync, chmodSync, existsSync, lstatSync, readlinkSync, linkSync, copyFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, chownSync, chmodSync, existsSync, lstatSync, readlinkSync, linkSync, copyFileSync, renameSync, writeFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, dirname } from 'node:path';
+import { join, dirname, resolve } from 'node:path';
 import { randomInt } from 'node:crypto';
 import { constants } from 'node:os';
 
@@ -73,6 +73,27 @@ function systemBinds(): string[] {
   return args;
 }
 
+const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
+
+/** Whether every folder from the root down to dir lets other uids pass through (o+x). */
+export function passableByOthers(dir: string): boolean {
+  for (let p = resolve(dir); ; p = dirname(p)) {
+    try { if (!(statSync(p).mode & 0o001)) return false; } catch { return false; }
+    if (p === dirname(p)) return true;
+  }
+}
+
+/**
+ * The folder sandboxes and the shared node binary live in: the temporary folder, or /tmp where that is private. Run as
+ * root, commands drop to a uid of their own, which must pass through every folder above its working tree; a TMPDIR
+ * of mode 0700 (mktemp -d, /run/user/N) would leave it at "Permission denied" on its own folder.
+ */
+export function sandboxTempRoot(rootUser = isRoot(), tmp = tmpdir()): string {
+  if (!rootUser || passableByOthers(tmp)) return tmp;
+  if (passableByOthers('/tmp')) return '/tmp';
+  throw new Error(`sandbox unavailable: the temporary folder ${tmp} is private (a sandbox's uid cannot pass through it) and /tmp is too; set TMPDIR to a folder of mode 0755 or 1777`);
+}
+
 /**
  * The running Node.js binary, at a path every sandbox uid may read: a hard link (or copy) in a shared
  * temporary folder. The host's node may live under a private home (/root), which an unprivileged
@@ -80,7 +101,7 @@ function systemBinds(): string[] {
  * project runs on. Made once per node version.
  */
 export function sandboxNodeBinary(): string {
-  const dir = join(tmpdir(), `openclaw-rl-node-${process.version}`);
+  const dir = join(sandboxTempRoot(), `openclaw-rl-node-${process.version}`);
   const bin = join(dir, 'node');
   if (existsSync(bin)) return bin;
   mkdirSync(dir, { recursive: true, mode: 0o755 });
@@ -101,7 +122,6 @@ export interface SandboxOptions {
   env?: Record<string, string>;
 }
 
-const isRoot = () => typeof process.getuid === 'function' && process.getuid() === 0;
 
 /** One episode's sandbox: a temporary working tree, and commands run in it one at a time or in parallel. */
 export class Sandbox {
@@ -123,7 +143,7 @@ export class Sandbox {
     this.limits = { ...SANDBOX_DEFAULTS, ...limits };
     this.nodeBinary = options.node ? sandboxNodeBinary() : null;
     this.env = options.env ?? {};
-    this.root = mkdtempSync(join(tmpdir(), 'openclaw-rl-sandbox-'));
+    this.root = mkdtempSync(join(sandboxTempRoot(), 'openclaw-rl-sandbox-'));
     this.dir = join(this.root, 'work');
     mkdirSync(this.dir);
     mkdirSync(join(this.root, 'tmp'));

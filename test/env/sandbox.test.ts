@@ -2,11 +2,11 @@
 // host is untouched. Skipped (with the reason) only where the kernel refuses bubblewrap's namespaces.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, mkdtempSync, rmSync, chmodSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Sandbox, sandboxSupport, describeRun } from '../../src/env/sandbox.ts';
+import { Sandbox, sandboxSupport, describeRun, sandboxTempRoot, passableByOthers } from '../../src/env/sandbox.ts';
 
 const support = sandboxSupport();
 const skip = support.ok ? false : support.reason;
@@ -26,6 +26,22 @@ async function settled(uid: number | null, ms = 8000): Promise<number> {
   while (psCount(uid) > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 200));
   return psCount(uid);
 }
+
+test('sandboxes live where their uid can reach them: a private TMPDIR is passed over for /tmp when we are root, kept otherwise', () => {
+  const priv = mkdtempSync(join(tmpdir(), 'private-')); // mktemp's mode 0700
+  const open = mkdtempSync(join(tmpdir(), 'open-'));
+  try {
+    chmodSync(open, 0o755);
+    const cases: [boolean, string, string][] = [
+      [false, priv, priv], // not root: commands run as us, who can read our own private folder
+      [true, open, passableByOthers(open) ? open : '/tmp'],
+      [true, priv, '/tmp'],
+    ];
+    for (const [root, tmp, want] of cases) assert.equal(sandboxTempRoot(root, tmp), want, `root ${root}, ${tmp}`);
+    assert.equal(passableByOthers(priv), false);
+    assert.equal(passableByOthers('/'), true);
+  } finally { rmSync(priv, { recursive: true }); rmSync(open, { recursive: true }); }
+});
 
 test('an infinite loop is killed at the CPU limit and reported as such', { skip }, async () => {
   const s = new Sandbox(limits);
