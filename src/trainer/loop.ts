@@ -37,6 +37,7 @@ import { baseMeanLogLikelihood } from '../engine/base-likelihood.ts';
 import { collect } from '../engine/types.ts';
 import { hindsightData, hindsightPrompts, type EarlierTurn } from './hindsight.ts';
 import { distillFade } from '../learn/distill-fade.ts';
+import { guardTail } from '../learn/tail-guard.ts';
 import { nextKlCoef, KL_BUDGET_DEFAULTS } from '../learn/kl-budget.ts';
 import { ANCHOR_STALENESS, anchorPicks, currentAnswer } from './current-answers.ts';
 
@@ -72,7 +73,7 @@ export class TrainerLoop {
   lastStep: StepRecord | null = null;
   /** β of the KL term for the next step: klCoef, or above it while the policy is over its KL budget */
   klCoef: number;
-  counts = { trained: 0, stale: 0, rejected: 0, rolledBack: 0, skipped: 0, looping: 0, unlikely: 0 };
+  counts = { trained: 0, stale: 0, rejected: 0, rolledBack: 0, skipped: 0, looping: 0, unlikely: 0, tailTokens: 0 };
   /** the likelihood guard's floor, calibrated on the base's own answers to the first judged requests */
   readonly likelihoodFloor: LikelihoodFloor;
   /** steps skipped as no-ops (no gradient signal: nothing to publish) */
@@ -310,7 +311,19 @@ export class TrainerLoop {
     });
     const ids = fresh.map((r) => r.turn_id);
     const staleness = fresh.map((r) => Math.max(0, this.version - r.behaviour_version));
-    let distillNote = '';
+    let distillNote = '', tailNote = '';
+    if (this.o.tailGuard > 0) {
+      let zeroed = 0;
+      const floor = Math.log(this.o.tailGuard);
+      data = data.map((d) => {
+        if (!d.advantages || !d.behaviourLogprobs) return d;
+        const g = guardTail(d.advantages, d.behaviourLogprobs, floor);
+        zeroed += g.zeroed;
+        return g.zeroed ? { ...d, advantages: g.advantages } : d;
+      });
+      this.counts.tailTokens += zeroed;
+      if (zeroed) tailNote = `, ${zeroed} tail token(s) not reinforced`;
+    }
     // --stale-distill refresh: a stale turn's distillation set is computed on the current weights' answer to its prompt
     const refreshed = new Map<number, Datum>();
     if (this.o.opdMode === 'topk' && this.o.method !== 'binary') {
@@ -405,7 +418,7 @@ export class TrainerLoop {
     this.lastStep = record;
     if (this.step % this.o.checkpointEvery === 0) await this.engine.saveTrainingState(this.checkpoint);
     await this.afterStep(record);
-    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${this.o.klBudget !== null ? ` (β ${stepKlCoef.toFixed(3)}, budget ${this.o.klBudget})` : ''}${(record.stalenessMax ?? 0) > 0 ? `, ${(record.stalenessMean ?? 0).toFixed(1)} versions behind (importance weight ${record.importanceWeightMean?.toFixed(2) ?? '–'})` : ''}${distillNote}${mergeNote}${this.o.learningRateAt ? `, lr ${learningRate.toExponential(2)}` : ''}, ${record.durationMs.toFixed(0)} ms)`);
+    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${this.o.klBudget !== null ? ` (β ${stepKlCoef.toFixed(3)}, budget ${this.o.klBudget})` : ''}${(record.stalenessMax ?? 0) > 0 ? `, ${(record.stalenessMean ?? 0).toFixed(1)} versions behind (importance weight ${record.importanceWeightMean?.toFixed(2) ?? '–'})` : ''}${distillNote}${tailNote}${mergeNote}${this.o.learningRateAt ? `, lr ${learningRate.toExponential(2)}` : ''}, ${record.durationMs.toFixed(0)} ms)`);
   }
 
   /** The batch's rewards and the most recent earlier ones, up to the baseline's window. */
@@ -602,7 +615,7 @@ export class TrainerLoop {
     const samples = Object.fromEntries((this.store.sql(`SELECT status, COUNT(*) AS n FROM samples GROUP BY status`).all() as { status: string; n: number }[]).map((r) => [r.status, r.n]));
     return {
       method: this.o.method, policyVersion: this.version, step: this.step, batchSize: this.o.batchSize, samples, lastStep: this.lastStep,
-      rollbacks: this.counts.rolledBack, failures: this.periodic.totalFailures, noOpSteps: this.noOpSteps, loopingAnswers: this.counts.looping, unlikelyAnswers: this.counts.unlikely, likelihoodFloor: this.likelihoodFloor.floor, staleness: this.stalenessDistribution(),
+      rollbacks: this.counts.rolledBack, failures: this.periodic.totalFailures, noOpSteps: this.noOpSteps, loopingAnswers: this.counts.looping, unlikelyAnswers: this.counts.unlikely, tailTokens: this.counts.tailTokens, likelihoodFloor: this.likelihoodFloor.floor, staleness: this.stalenessDistribution(),
       ...(this.o.klBudget !== null ? { klCoef: this.klCoef, klBudget: this.o.klBudget } : {}),
     };
   }
