@@ -13,6 +13,7 @@ import { JudgeLoop } from '../judge/loop.ts';
 import { createJudge, JUDGE_DEFAULTS, type JudgeConfig } from '../judge/config.ts';
 import { TrainerLoop, TRAINER_DEFAULTS } from '../trainer/loop.ts';
 import { RECIPE } from '../trainer/recipe.ts';
+import type { OpdTeacher } from '../trainer/options.ts';
 import type { KlEstimator } from '../learn/losses.ts';
 import type { LoopGuard } from '../learn/loops.ts';
 import type { StaleDistill } from '../learn/staleness.ts';
@@ -109,7 +110,7 @@ export interface PersonalizeOptions {
   topkK?: number;
   /** top-K OPD: the student's set, or joined with the teacher's top-K */
   topkSet?: 'student' | 'union';
-  opdTeacher?: 'base' | 'policy';
+  opdTeacher?: OpdTeacher;
   /** β of the KL-to-base penalty (default: the trainer's) */
   klCoef?: number;
   /** its estimator (default: the recipe's) */

@@ -13,7 +13,7 @@ import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DE
 import { LOOP_GUARDS, type LoopGuard } from '../learn/loops.ts';
 import { TOPK_DEFAULTS } from '../learn/topk-opd.ts';
 import { STALE_DISTILL_MODES } from '../learn/staleness.ts';
-import { TRAINER_DEFAULTS } from '../trainer/options.ts';
+import { TRAINER_DEFAULTS, type OpdTeacher } from '../trainer/options.ts';
 
 const log = (l: string) => process.stderr.write(l + '\n');
 const positive = (help: string, d: number) => opt.int(help, { min: 1, default: d });
@@ -141,7 +141,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'opd-mode': opt.choice(['token', 'topk', 'both'], 'OPD on the sampled token, top-K distillation over the student\'s top-4 (upstream\'s topk_select), or both one after another', { defaultText: MODEL_AWARE_DEFAULT.opdMode }),
     'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: 'sequence_optimal' }),
     'topk-k': opt.int('top-K OPD: entries per position taken from the student\'s old top-K', { min: 1, max: 64, default: TOPK_DEFAULTS.k }),
-    'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher: the base weights or the live policy, reading the hint', { defaultText: MODEL_AWARE_DEFAULT.opdTeacher }),
+    'opd-teacher': opt.choice(['base', 'policy', 'both'], 'the OPD teacher reading the hint: the base weights, the live policy, or both (top-K OPD: an entry of the set moves only where both push it the same way, by the smaller push)', { defaultText: MODEL_AWARE_DEFAULT.opdTeacher }),
     'topk-set': opt.choice(['student', 'union'], 'top-K OPD: the student\'s top-K at each position (upstream), or joined with the teacher\'s top-K, weighted half by each', { default: RECIPE.topkSet }),
     hindsight: opt.flag('hindsight answers (on by default): an answer the user approved after correcting an earlier one is also trained as an answer to the corrected request'),
     'no-hindsight': opt.flag('turn hindsight answers off'),
@@ -206,7 +206,7 @@ export interface ResolvedPersonalize {
   opdWeight: number;
   opdWeightFor: (method: Method) => number;
   learningRate: number;
-  opdTeacher: 'base' | 'policy';
+  opdTeacher: OpdTeacher;
   /** what the model-aware defaults picked, for the progress output (null when every choice was a flag) */
   defaults: string | null;
 }

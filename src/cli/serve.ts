@@ -67,7 +67,7 @@ const SERVE_OPTIONS = {
   'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: `${MODEL_AWARE_DEFAULT.klCoef} (0 with --engine tinker or --trainer tinker)` }),
   'kl-estimator': opt.choice(KL_ESTIMATOR_OPTION.choices, KL_ESTIMATOR_OPTION.help, { defaultText: MODEL_AWARE_DEFAULT.klEstimator }),
   'entropy-guard': opt.number(ENTROPY_GUARD_HELP, { min: 0, defaultText: `${MODEL_AWARE_DEFAULT.entropyGuard} (0 with --engine tinker or --trainer tinker)` }),
-  'opd-teacher': opt.choice(['base', 'policy'], 'the OPD teacher: the base weights or the live policy, reading the hint', { defaultText: MODEL_AWARE_DEFAULT.opdTeacher }),
+  'opd-teacher': opt.choice(['base', 'policy', 'both'], 'the OPD teacher reading the hint: the base weights, the live policy, or both (top-K OPD: an entry of the set moves only where both push it the same way, by the smaller push)', { defaultText: MODEL_AWARE_DEFAULT.opdTeacher }),
   'loop-guard': opt.choice(LOOP_GUARDS, LOOP_GUARD_HELP, { defaultText: MODEL_AWARE_DEFAULT.loopGuard }),
   'likelihood-guard': opt.choice(LOOP_GUARDS, LIKELIHOOD_GUARD_HELP, { defaultText: MODEL_AWARE_DEFAULT.likelihoodGuard }),
   'opd-weight': opt.number(OPD_WEIGHT_HELP, { gt: 0, defaultText: MODEL_AWARE_DEFAULT.opdWeight }),

@@ -86,6 +86,23 @@ export function mixedAdvantages(teacher: number[], old: number[], c: number): nu
 }
 
 /**
+ * A position's advantages where two teachers read the same hint (`--opd-teacher both`): the live policy's gap to the
+ * student (teacher − old) and the base's. An entry keeps its advantage only as far as both teachers push it the same
+ * way — scaled by clip(the smaller gap)/clip(the policy's gap) — and loses it where they disagree. The live teacher's
+ * gap is the hint's effect on the current weights, and since the teacher moves with the student it never closes: an
+ * opening the hinted model favours ("One day, Zoe") is pushed again every step. The base reading the hint is a fixed
+ * target, so the push stops once the student writes that token as often as the hinted base does.
+ */
+export function agreeingAdvantages(advantages: number[], policyTeacher: number[], baseTeacher: number[], old: number[], c: number): number[] {
+  if (policyTeacher.length !== old.length || baseTeacher.length !== old.length || advantages.length !== old.length) throw new RangeError('a set\'s advantages and log-probs differ in length');
+  return advantages.map((a, v) => {
+    const gp = clip(policyTeacher[v] - old[v], c), gb = clip(baseTeacher[v] - old[v], c);
+    if (gp === 0 || gp * gb <= 0) return 0;
+    return a * (Math.min(Math.abs(gp), Math.abs(gb)) / Math.abs(gp));
+  });
+}
+
+/**
  * One position's joined set: the student's top-K S followed by the ids of the teacher's top-K not in S,
  * with the student's old log-probs and the teacher's at every id (`studentAtTeacherTop` and
  * `teacherTopLogprobs` are aligned with `teacherTopIds`).

@@ -9,7 +9,8 @@ import type { Engine, Datum, ChatMessage, ToolSpec, TopKScoreRequest } from '../
 import { withHint } from '../learn/hint-prompt.ts';
 import { hintMetAt } from '../learn/votes.ts';
 import { IncrementalDecoder } from '../engine/embedded/detokenize.ts';
-import { topkTargets, joinSet, mixedAdvantages, type HintSelection } from '../learn/topk-opd.ts';
+import { topkTargets, joinSet, mixedAdvantages, agreeingAdvantages, type HintSelection } from '../learn/topk-opd.ts';
+import type { OpdTeacher } from './options.ts';
 import type { WireMessage } from '../conversation/messages.ts';
 
 export interface DistillOptions {
@@ -18,7 +19,7 @@ export interface DistillOptions {
   advantageClip: number;
   /** scale of the set advantages (w_opd) */
   weight: number;
-  teacher: 'base' | 'policy';
+  teacher: OpdTeacher;
   /** the set per position: the student's top-K (upstream), or joined with the chosen teacher's top-K (learn/topk-opd.ts, mixedAdvantages) */
   set?: 'student' | 'union';
   /**
@@ -111,16 +112,39 @@ export async function distillSets(engine: Engine, inputs: DistillInput[], o: Dis
         gatherIds: perSample[j].targets.chosen.map((k, t) => perSample[j].candidates[k].topIds[t]),
       })), o.k, { temperature, adapter: 'current' })
       : null;
-    idx.forEach((i, j) => {
+    const finals = idx.map((i, j) => {
       const { targets, candidates } = perSample[j];
       let { ids, oldLogprobs, advantages } = targets;
+      let teacherAt = targets.chosen.map((k, t) => candidates[k].atStudent[t]);
       if (atTeacherTop) {
         const joined = targets.chosen.map((k, t) => joinSet(ids[t], oldLogprobs[t], candidates[k].atStudent[t], candidates[k].topIds[t], candidates[k].topLogprobs[t], atTeacherTop[j].gathered![t]));
         ids = joined.map((x) => x.ids);
         oldLogprobs = joined.map((x) => x.old);
+        teacherAt = joined.map((x) => x.teacher);
         advantages = joined.map((x) => mixedAdvantages(x.teacher, x.old, o.advantageClip));
         stats.joined += joined.reduce((a, x, t) => a + x.ids.length - targets.ids[t].length, 0);
       }
+      return { ids, oldLogprobs, advantages, teacherAt };
+    });
+    // --opd-teacher both: the base reading the chosen hint, at every entry of the final sets, one pass per hint in use
+    if (o.teacher === 'both') {
+      const requests: TopKScoreRequest[] = [], at: { j: number; k: number }[] = [];
+      idx.forEach((i, j) => {
+        for (const k of new Set(perSample[j].targets.chosen)) { requests.push({ promptIds: teacherPrompts[i][k], responseIds: inputs[i].responseIds, gatherIds: finals[j].ids }); at.push({ j, k }); }
+      });
+      const base = await engine.scoreTopK(requests, 0, { temperature, adapter: 'base' });
+      stats.candidates += requests.length;
+      idx.forEach((_, j) => {
+        const f = finals[j], chosen = perSample[j].targets.chosen;
+        f.advantages = f.advantages.map((row, t) => {
+          const r = at.findIndex((x) => x.j === j && x.k === chosen[t]);
+          return agreeingAdvantages(row, f.teacherAt[t], base[r].gathered![t], f.oldLogprobs[t], o.advantageClip);
+        });
+      });
+    }
+    idx.forEach((i, j) => {
+      const { targets } = perSample[j];
+      const { ids, oldLogprobs, advantages } = finals[j];
       const cutoff = o.untilMet ? metCutoffs(engine, inputs[i].responseIds, targets.chosen.map((k) => candidatesOf[i][k].hint)) : null;
       if (cutoff) stats.afterMet += cutoff.filter((c) => c).length;
       sets[i] = { ids, oldLogprobs, advantages: advantages.map((row, t) => row.map((a) => (cutoff?.[t] ? 0 : a * o.weight))) };

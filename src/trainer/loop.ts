@@ -93,6 +93,7 @@ export class TrainerLoop {
     this.o = { ...TRAINER_DEFAULTS, ...o };
     const lr = learningRateProblem(this.o.learningRate);
     if (lr) throw new RangeError(lr);
+    if (this.o.opdTeacher === 'both' && this.o.method !== 'binary' && this.o.opdMode !== 'topk') throw new RangeError('--opd-teacher both needs top-K OPD (--opd-mode topk): token OPD has one teacher log-prob a token');
     if (this.o.klBudget !== null && !(this.o.klBudget > 0)) throw new RangeError(`the KL budget must be > 0 nats/token, got ${this.o.klBudget}`);
     this.klCoef = this.o.klCoef;
     this.likelihoodFloor = new LikelihoodFloor(this.o.likelihoodFloor);

@@ -11,6 +11,9 @@ import type { KlEstimator } from '../learn/losses.ts';
 import type { LoopGuard } from '../learn/loops.ts';
 import { LIKELIHOOD_FLOOR_DEFAULTS, type LikelihoodFloorOptions } from '../learn/likelihood-guard.ts';
 
+/** The OPD teacher reading the hint: the base weights, the live policy, or both (top-K: an entry moves only where both agree, learn/topk-opd.ts agreeingAdvantages). */
+export type OpdTeacher = 'base' | 'policy' | 'both';
+
 export interface TrainerOptions {
   method: Method;
   batchSize: number;
@@ -89,7 +92,7 @@ export interface TrainerOptions {
   likelihoodGuard: LoopGuard;
   likelihoodFloor: LikelihoodFloorOptions;
   gradClipNorm: number;
-  opdTeacher: 'base' | 'policy';
+  opdTeacher: OpdTeacher;
   /**
    * 'token': the teacher's log-prob of each sampled token, A_t = clip(teacher − behaviour, ±opdClip);
    * 'topk': upstream's top-K distillation over the student's K most likely tokens at each position,

@@ -5,6 +5,7 @@
 import type { Method } from '../learn/advantages.ts';
 import type { KlEstimator } from '../learn/losses.ts';
 import type { LoopGuard } from '../learn/loops.ts';
+import type { OpdTeacher } from './options.ts';
 
 export interface Recipe {
   method: Method;
@@ -85,7 +86,7 @@ export const CHAT_LEARNING_RATE = 5e-3;
  * the base. OPD alone gained +92/+94/+92/+90 (dog/cat/frog/bear, at CHAT_KL_COEF) with it against +78/+74/+64/+30 with
  * the base (docs/benchmarks.md, issue 12 session 15). Upstream's Tinker path distils from the live policy too; its slime path keeps the frozen base.
  */
-export const CHAT_OPD_TEACHER: 'base' | 'policy' = 'policy';
+export const CHAT_OPD_TEACHER: OpdTeacher = 'policy';
 
 /**
  * β of the KL-to-base term in the chat model's recipe. 0.1 while the base was the OPD teacher (its sets pulled towards
@@ -153,7 +154,7 @@ export interface ModelRecipe {
   /** the optimizer's learning rate */
   learningRate: number;
   /** the OPD teacher: the base weights or the live policy, reading the hint */
-  opdTeacher: 'base' | 'policy';
+  opdTeacher: OpdTeacher;
   /** one line for logs and --help: what was picked and why */
   reason: string;
 }

@@ -2,7 +2,7 @@
 // surrogate summed over the set, overlaps and the three hint selections.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setWeights, setAdvantages, topkToken, overlap, chooseCandidates, topkTargets, clip, mixedAdvantages, joinSet } from '../../src/learn/topk-opd.ts';
+import { setWeights, setAdvantages, topkToken, overlap, chooseCandidates, topkTargets, clip, mixedAdvantages, joinSet, agreeingAdvantages } from '../../src/learn/topk-opd.ts';
 
 const close = (a: number[], b: number[], msg = '') => {
   assert.equal(a.length, b.length, msg);
@@ -105,4 +105,20 @@ test('mixed advantages: clip(teacher − old, ±1) · (softmax(old) + softmax(te
   assert.ok(student[1] < 2e-4, `${student[1]}`);
   assert.ok(Math.abs(mixed[1] - 0.5 * (1e-4 / 0.9001 + 0.85 / 0.95)) < 1e-9, `${mixed[1]}`);
   assert.throws(() => mixedAdvantages([0], old, 1), /differ in length/);
+});
+
+test('agreeingAdvantages: kept where both teachers push the same way, by the smaller (clipped) push; 0 where they disagree', () => {
+  // old log-probs 0 at every entry: the gaps are the teachers' log-probs themselves
+  const cases: { a: number[]; pol: number[]; base: number[]; c: number; want: number[] }[] = [
+    { a: [0.4, 0.2], pol: [0.5, -0.5], base: [0.25, -1], c: 1, want: [0.2, 0.2] }, // same signs: scaled by min/|gp|
+    { a: [0.4, -0.2], pol: [0.5, -0.5], base: [-0.1, 0.3], c: 1, want: [0, 0] }, // opposite signs: dropped
+    { a: [0.4], pol: [0.5], base: [0], c: 1, want: [0] }, // the base does not move it: dropped
+    { a: [0], pol: [0], base: [0.7], c: 1, want: [0] }, // the live teacher does not move it
+    { a: [0.6], pol: [3], base: [2], c: 1, want: [0.6] }, // both beyond the clip: the clipped pushes are equal
+  ];
+  for (const x of cases) {
+    const got = agreeingAdvantages(x.a, x.pol, x.base, x.a.map(() => 0), x.c);
+    got.forEach((g, i) => assert.ok(Math.abs(g - x.want[i]) < 1e-12, `${JSON.stringify(x)}: ${got}`));
+  }
+  assert.throws(() => agreeingAdvantages([1], [1, 2], [1], [0], 1), /differ in length/);
 });

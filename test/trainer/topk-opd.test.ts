@@ -157,3 +157,39 @@ test('the loop in top-K combine mode: hinted turns keep their candidates, steps 
     await s.close();
   }
 });
+
+test('two teachers (--opd-teacher both): each entry keeps the live teacher\'s advantage only as far as the hinted base pushes it the same way', async () => {
+  const { engine, messages, promptIds, r } = await sampledTurn();
+  try {
+    // move the weights off the base, so the live policy and the base are two teachers
+    for (let i = 0; i < 3; i++) {
+      await engine.forwardBackward([{ promptIds, responseIds: r.ids, advantages: r.ids.map(() => 1), lossMask: r.ids.map(() => 1) }], { kind: 'cross_entropy' });
+      await engine.optimStep({ learningRate: 3e-2 });
+    }
+    const hint = 'The user wants a story about a big red ball.';
+    const input = { promptIds, responseIds: r.ids, temperature: 1, request: { messages }, hints: [hint] };
+    const o = { k: 4, selection: 'sequence_optimal' as const, advantageClip: 1, weight: 1, set: 'union' as const };
+    const live = (await distillSets(engine, [input], { ...o, teacher: 'policy' })).sets[0]!;
+    const both = await distillSets(engine, [input], { ...o, teacher: 'both' });
+    const set = both.sets[0]!;
+    assert.deepEqual(set.ids, live.ids, 'the same sets: the base only rescales them');
+    assert.deepEqual(set.oldLogprobs, live.oldLogprobs);
+    assert.equal(both.stats.candidates, 2, 'one live-teacher pass and one base pass');
+    // recompute independently: both teachers' log-probs at every entry of the final sets
+    const p = engine.tokenizer.encodeChat(withHint(messages, hint));
+    const [pol] = await engine.scoreTopK([{ promptIds: p, responseIds: r.ids, gatherIds: set.ids }], 0, { adapter: 'current' });
+    const [base] = await engine.scoreTopK([{ promptIds: p, responseIds: r.ids, gatherIds: set.ids }], 0, { adapter: 'base' });
+    let scaled = 0, kept = 0, dropped = 0;
+    set.advantages.forEach((row, t) => row.forEach((a, v) => {
+      const old = set.oldLogprobs[t][v], gp = Math.max(-1, Math.min(1, pol.gathered![t][v] - old)), gb = Math.max(-1, Math.min(1, base.gathered![t][v] - old));
+      const want = gp === 0 || gp * gb <= 0 ? 0 : live.advantages[t][v] * Math.min(Math.abs(gp), Math.abs(gb)) / Math.abs(gp);
+      assert.ok(Math.abs(a - want) < 1e-9, `token ${t} entry ${v}: ${a} vs ${want}`);
+      if (want === 0 && live.advantages[t][v] !== 0) dropped++;
+      else if (Math.abs(a - live.advantages[t][v]) > 1e-12) scaled++;
+      else kept++;
+    }));
+    assert.ok(scaled > 0 && kept > 0 && dropped > 0, `scaled ${scaled}, kept ${kept}, dropped ${dropped}`);
+  } finally {
+    await engine.close();
+  }
+});
