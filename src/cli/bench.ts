@@ -175,7 +175,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'distill-until-met': opt.flag(DISTILL_UNTIL_MET_HELP),
     'kl-budget': opt.number(KL_BUDGET_HELP, { gt: 0 }),
     'distill-fade': opt.number(DISTILL_FADE_HELP, { min: 0, max: 1, default: TRAINER_DEFAULTS.distillFade }),
-    'tail-guard': opt.number(TAIL_GUARD_HELP, { min: 0, max: 0.5, default: TRAINER_DEFAULTS.tailGuard }),
+    'tail-guard': opt.number(TAIL_GUARD_HELP, { min: 0, max: 0.5, defaultText: MODEL_AWARE_DEFAULT.tailGuard }),
     'anchor-answers': opt.int(ANCHOR_ANSWERS_HELP, { min: 0, max: 64, defaultText: MODEL_AWARE_DEFAULT.anchorAnswers }),
     out: opt.path('report folder (curve.json, plot.png, kl.png, summary.md, samples.jsonl with every evaluated sample, trainer.log)', { default: d.out, placeholder: 'DIR' }),
     json: jsonOption,
@@ -202,6 +202,7 @@ export interface ResolvedPersonalize {
   loopGuard: LoopGuard;
   likelihoodGuard: LoopGuard;
   anchorAnswers: number;
+  tailGuard: number;
   /** w_opd of the resolved method, and for each method (--compare): the flag, else the recipe's for that method */
   opdWeight: number;
   opdWeightFor: (method: Method) => number;
@@ -223,7 +224,7 @@ export async function resolvePersonalize(o: PersonalizeValues, model?: string): 
   const method = o.method ?? auto.method, klCoefFor = (m: Method) => o['kl-coef'] ?? klCoefOf(auto, m), opdWeightFor = (m: Method) => o['opd-weight'] ?? opdWeightOf(auto, m);
   return {
     model: dir, persona, method, opdMode: o['opd-mode'] ?? auto.opdMode, judge,
-    klCoef: klCoefFor(method), klCoefFor, klEstimator: o['kl-estimator'] ?? auto.klEstimator, entropyGuard: o['entropy-guard'] ?? auto.entropyGuard, loopGuard: o['loop-guard'] ?? auto.loopGuard, likelihoodGuard: o['likelihood-guard'] ?? auto.likelihoodGuard, anchorAnswers: o['anchor-answers'] ?? auto.anchorAnswers, opdWeight: opdWeightFor(method), opdWeightFor,
+    klCoef: klCoefFor(method), klCoefFor, klEstimator: o['kl-estimator'] ?? auto.klEstimator, entropyGuard: o['entropy-guard'] ?? auto.entropyGuard, loopGuard: o['loop-guard'] ?? auto.loopGuard, likelihoodGuard: o['likelihood-guard'] ?? auto.likelihoodGuard, anchorAnswers: o['anchor-answers'] ?? auto.anchorAnswers, tailGuard: o['tail-guard'] ?? auto.tailGuard, opdWeight: opdWeightFor(method), opdWeightFor,
     learningRate: o['learning-rate'] ?? auto.learningRate, opdTeacher: o['opd-teacher'] ?? auto.opdTeacher,
     defaults: defaulted ? `${auto.reason}; persona ${persona.name}` : null,
   };
@@ -243,7 +244,7 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
     for (const opdMode of method === 'binary' ? ['token' as const] : modes) {
       runs.push(await runPersonalize({
         model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
-        learningRate: r.learningRate, batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], loraRank: o['lora-rank'], importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: o['distill-until-met'], klBudget: o['kl-budget'], distillFade: o['distill-fade'], tailGuard: o['tail-guard'], anchorAnswers: r.anchorAnswers,
+        learningRate: r.learningRate, batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], loraRank: o['lora-rank'], importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: o['distill-until-met'], klBudget: o['kl-budget'], distillFade: o['distill-fade'], tailGuard: r.tailGuard, anchorAnswers: r.anchorAnswers,
         keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, progress,
         opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], topkSet: o['topk-set'], opdTeacher: r.opdTeacher, klCoef: r.klCoefFor(method), klEstimator: r.klEstimator, entropyGuard: r.entropyGuard, loopGuard: r.loopGuard, likelihoodGuard: r.likelihoodGuard, opdWeight: r.opdWeightFor(method), hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
         judgeSatisfaction: o['judge-satisfaction'], untilStable: o['until-stable'], stableGain: o['stable-gain'],
@@ -342,7 +343,7 @@ export const benchPersonalizeCommand = defineCommand({
       const { runPersonalizeViaServe } = await import('../bench/personalize-serve.ts');
       const { persona } = resolved;
       const serveArgs = ['--method', resolved.method, '--learning-rate', String(resolved.learningRate), '--batch-size', String(o['batch-size']),
-        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', o['reward-baseline'], '--importance-cap', String(o['importance-cap']), '--stale-distill', o['stale-distill'], ...(o['distill-until-met'] ? ['--distill-until-met'] : []), ...(o['kl-budget'] !== undefined ? ['--kl-budget', String(o['kl-budget'])] : []), '--distill-fade', String(o['distill-fade']), '--tail-guard', String(o['tail-guard']), '--anchor-answers', String(resolved.anchorAnswers), ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
+        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', o['reward-baseline'], '--importance-cap', String(o['importance-cap']), '--stale-distill', o['stale-distill'], ...(o['distill-until-met'] ? ['--distill-until-met'] : []), ...(o['kl-budget'] !== undefined ? ['--kl-budget', String(o['kl-budget'])] : []), '--distill-fade', String(o['distill-fade']), '--tail-guard', String(resolved.tailGuard), '--anchor-answers', String(resolved.anchorAnswers), ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
         '--opd-mode', resolved.opdMode === 'both' ? 'token' : resolved.opdMode, '--topk-k', String(o['topk-k']), '--topk-set', o['topk-set'], '--hint-selection', o['hint-selection'], '--opd-teacher', resolved.opdTeacher,
         '--negative-weight', String(o['negative-weight']), '--kl-coef', String(resolved.klCoef), '--kl-estimator', resolved.klEstimator, '--entropy-guard', String(resolved.entropyGuard), '--loop-guard', resolved.loopGuard, '--likelihood-guard', resolved.likelihoodGuard, '--opd-weight', String(resolved.opdWeight), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : []), ...(o['no-judge-hint-rules'] ? ['--no-judge-hint-rules'] : [])];
       served = await runPersonalizeViaServe({

@@ -62,7 +62,7 @@ const SERVE_OPTIONS = {
   'distill-until-met': opt.flag(DISTILL_UNTIL_MET_HELP),
   'kl-budget': opt.number(KL_BUDGET_HELP, { gt: 0 }),
   'distill-fade': opt.number(DISTILL_FADE_HELP, { min: 0, max: 1, default: TRAINER_DEFAULTS.distillFade }),
-  'tail-guard': opt.number(TAIL_GUARD_HELP, { min: 0, max: 0.5, default: TRAINER_DEFAULTS.tailGuard }),
+  'tail-guard': opt.number(TAIL_GUARD_HELP, { min: 0, max: 0.5, defaultText: MODEL_AWARE_DEFAULT.tailGuard }),
   'anchor-answers': opt.int(ANCHOR_ANSWERS_HELP, { min: 0, max: 64, defaultText: MODEL_AWARE_DEFAULT.anchorAnswers }),
   'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: `${MODEL_AWARE_DEFAULT.klCoef} (0 with --engine tinker or --trainer tinker)` }),
   'kl-estimator': opt.choice(KL_ESTIMATOR_OPTION.choices, KL_ESTIMATOR_OPTION.help, { defaultText: MODEL_AWARE_DEFAULT.klEstimator }),
@@ -262,7 +262,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   const { overlong } = o;
   trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method, opdTeacher: o['opd-teacher'] ?? auto.opdTeacher, rewardBaseline: o['reward-baseline'], overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
-    batchSize: o['batch-size'], maxStaleness: o['max-staleness'] ?? null, importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: o['distill-until-met'], klBudget: o['kl-budget'] ?? null, distillFade: o['distill-fade'], tailGuard: o['tail-guard'], anchorAnswers: o['anchor-answers'] ?? (tinkerTrains ? 0 : auto.anchorAnswers), keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, learningRate: o['learning-rate'] ?? auto.learningRate,
+    batchSize: o['batch-size'], maxStaleness: o['max-staleness'] ?? null, importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: o['distill-until-met'], klBudget: o['kl-budget'] ?? null, distillFade: o['distill-fade'], tailGuard: o['tail-guard'] ?? auto.tailGuard, anchorAnswers: o['anchor-answers'] ?? (tinkerTrains ? 0 : auto.anchorAnswers), keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, learningRate: o['learning-rate'] ?? auto.learningRate,
     klCoef: o['kl-coef'] ?? (tinkerTrains ? 0 : klCoefOf(auto, method)), klEstimator: o['kl-estimator'] ?? auto.klEstimator,
     entropyGuard: o['entropy-guard'] ?? (tinkerTrains ? 0 : auto.entropyGuard), loopGuard: o['loop-guard'] ?? auto.loopGuard, likelihoodGuard: o['likelihood-guard'] ?? auto.likelihoodGuard, weights: { opd: o['opd-weight'] ?? opdWeightOf(auto, method), rl: 1 },
     opdMode, topk: { ...TRAINER_DEFAULTS.topk, selection: o['hint-selection'], k: o['topk-k'], set: o['topk-set'] },
@@ -293,7 +293,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   judgeLoop?.start();
   trainer?.start();
   started = true;
-  logger.info(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}${judgeConfig.kind === 'self' || judgeConfig.kind === 'llm' ? ` (${judgeConfig.votes} votes)` : ''}, learning: ${trainer ? `${method} (version ${trainer.version}), KL to base ${trainer.o.klEstimator} at β ${trainer.o.klCoef}${trainer.o.entropyGuard > 0 ? `, entropy guard λ ${trainer.o.entropyGuard}` : ''}${method !== 'binary' ? `, OPD teacher ${trainer.o.opdTeacher}${trainer.o.weights.opd !== 1 ? ` (w_opd ${trainer.o.weights.opd})` : ''}` : ''}${trainer.o.loopGuard !== 'off' ? `, loop guard ${trainer.o.loopGuard}` : ''}${trainer.o.likelihoodGuard !== 'off' ? `, likelihood guard ${trainer.o.likelihoodGuard}` : ''}${trainer.o.anchorAnswers > 0 ? `, ${trainer.o.anchorAnswers} anchor answers per stale batch` : ''}` : 'off'}`);
+  logger.info(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}${judgeConfig.kind === 'self' || judgeConfig.kind === 'llm' ? ` (${judgeConfig.votes} votes)` : ''}, learning: ${trainer ? `${method} (version ${trainer.version}), KL to base ${trainer.o.klEstimator} at β ${trainer.o.klCoef}${trainer.o.entropyGuard > 0 ? `, entropy guard λ ${trainer.o.entropyGuard}` : ''}${method !== 'binary' ? `, OPD teacher ${trainer.o.opdTeacher}${trainer.o.weights.opd !== 1 ? ` (w_opd ${trainer.o.weights.opd})` : ''}` : ''}${trainer.o.loopGuard !== 'off' ? `, loop guard ${trainer.o.loopGuard}` : ''}${trainer.o.likelihoodGuard !== 'off' ? `, likelihood guard ${trainer.o.likelihoodGuard}` : ''}${trainer.o.anchorAnswers > 0 ? `, ${trainer.o.anchorAnswers} anchor answers per stale batch` : ''}${trainer.o.tailGuard > 0 ? `, tail guard ${trainer.o.tailGuard}` : ''}` : 'off'}`);
   // an LLM judge that does not answer is reported now, not when the first turn waits for it
   if (judgeLoop && judgeConfig.kind === 'llm') {
     const loop = judgeLoop;
