@@ -138,7 +138,7 @@ export const CHAT_ANCHOR_ANSWERS = 4;
 
 /**
  * The tail guard of the chat model's recipe (learn/tail-guard.ts): a token sampled with probability under 0.05 is not
- * reinforced. In-process beside the default, blind tree went from 85–95% fluent (9 runs, median 89.5%) to 93–99% (6 runs,
+ * reinforced. In-process beside the default, blind tree went from 85–95% fluent (9 runs, median 90%) to 93–99% (6 runs,
  * median 98%; base 98%) at a gain no lower; frog, bear and cat gained fluency too, fish held (docs/benchmarks.md, issue
  * 12 session 21).
  */
