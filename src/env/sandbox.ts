@@ -122,7 +122,6 @@ export interface SandboxOptions {
   env?: Record<string, string>;
 }
 
-
 /** One episode's sandbox: a temporary working tree, and commands run in it one at a time or in parallel. */
 export class Sandbox {
   readonly root: string;
