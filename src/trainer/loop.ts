@@ -488,7 +488,14 @@ export class TrainerLoop {
       if (!prompts.length) continue;
       const responseIds = this.store.decodeIds(r.response_ids);
       const a = this.o.weights.rl * (this.rewardTerm(r, shifted) ?? r.reward);
-      const sample: Datum = { promptIds: [], responseIds, advantages: new Array(responseIds.length).fill(a), lossMask: new Array(responseIds.length).fill(1), temperature: r.temperature };
+      let advantages: number[] = new Array(responseIds.length).fill(a);
+      // the same approved answer on the corrected request: its tail tokens (as it was sampled) are left out there too
+      if (this.o.tailGuard > 0) {
+        const g = guardTail(advantages, JSON.parse(r.response_logprobs) as number[], Math.log(this.o.tailGuard));
+        advantages = g.advantages;
+        this.counts.tailTokens += g.zeroed;
+      }
+      const sample: Datum = { promptIds: [], responseIds, advantages, lossMask: new Array(responseIds.length).fill(1), temperature: r.temperature };
       out.push(...await hindsightData(sample, prompts, async (promptIds, ids, temperature) => Array.from((await this.engine.score([{ promptIds, responseIds: ids }], { temperature, adapter: 'current' }))[0]), this.engine.info.contextLength));
     }
     return out;
