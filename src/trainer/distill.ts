@@ -128,18 +128,17 @@ export async function distillSets(engine: Engine, inputs: DistillInput[], o: Dis
     });
     // --opd-teacher both: the base reading the chosen hint, at every entry of the final sets, one pass per hint in use
     if (o.teacher === 'both') {
-      const requests: TopKScoreRequest[] = [], at: { j: number; k: number }[] = [];
-      idx.forEach((i, j) => {
-        for (const k of new Set(perSample[j].targets.chosen)) { requests.push({ promptIds: teacherPrompts[i][k], responseIds: inputs[i].responseIds, gatherIds: finals[j].ids }); at.push({ j, k }); }
-      });
+      const requests: TopKScoreRequest[] = [];
+      // per sample: the request index of each chosen hint's base pass
+      const passOf = idx.map((i, j) => new Map([...new Set(perSample[j].targets.chosen)].map((k) => {
+        requests.push({ promptIds: teacherPrompts[i][k], responseIds: inputs[i].responseIds, gatherIds: finals[j].ids });
+        return [k, requests.length - 1] as const;
+      })));
       const base = await engine.scoreTopK(requests, 0, { temperature, adapter: 'base' });
       stats.candidates += requests.length;
       idx.forEach((_, j) => {
         const f = finals[j], chosen = perSample[j].targets.chosen;
-        f.advantages = f.advantages.map((row, t) => {
-          const r = at.findIndex((x) => x.j === j && x.k === chosen[t]);
-          return agreeingAdvantages(row, f.teacherAt[t], base[r].gathered![t], f.oldLogprobs[t], o.advantageClip);
-        });
+        f.advantages = f.advantages.map((row, t) => agreeingAdvantages(row, f.teacherAt[t], base[passOf[j].get(chosen[t])!].gathered![t], f.oldLogprobs[t], o.advantageClip));
       });
     }
     idx.forEach((i, j) => {

@@ -314,15 +314,9 @@ export class TrainerLoop {
     const staleness = fresh.map((r) => Math.max(0, this.version - r.behaviour_version));
     let distillNote = '', tailNote = '';
     if (this.o.tailGuard > 0) {
-      let zeroed = 0;
-      const floor = Math.log(this.o.tailGuard);
-      data = data.map((d) => {
-        if (!d.advantages || !d.behaviourLogprobs) return d;
-        const g = guardTail(d.advantages, d.behaviourLogprobs, floor);
-        zeroed += g.zeroed;
-        return g.zeroed ? { ...d, advantages: g.advantages } : d;
-      });
-      this.counts.tailTokens += zeroed;
+      const before = this.counts.tailTokens;
+      data = data.map((d) => (d.advantages && d.behaviourLogprobs ? { ...d, advantages: this.tailGuarded(d.advantages, d.behaviourLogprobs) } : d));
+      const zeroed = this.counts.tailTokens - before;
       if (zeroed) tailNote = `, ${zeroed} tail token(s) not reinforced`;
     }
     // --stale-distill refresh: a stale turn's distillation set is computed on the current weights' answer to its prompt
@@ -474,6 +468,14 @@ export class TrainerLoop {
     return t < 0 ? t * this.o.negativeWeight : t;
   }
 
+  /** Advantages under the tail guard (learn/tail-guard.ts), given the answer's sampling log-probs; counts what it left out. */
+  private tailGuarded(advantages: number[], behaviour: readonly number[]): number[] {
+    if (this.o.tailGuard <= 0) return advantages;
+    const g = guardTail(advantages, behaviour, Math.log(this.o.tailGuard));
+    this.counts.tailTokens += g.zeroed;
+    return g.advantages;
+  }
+
   /** Hindsight data (trainer/hindsight.ts) for the approved samples of a batch that followed corrections. */
   private async hindsightFor(rows: PendingRow[], shifted: Map<number, number>): Promise<Datum[]> {
     const out: Datum[] = [];
@@ -488,13 +490,8 @@ export class TrainerLoop {
       if (!prompts.length) continue;
       const responseIds = this.store.decodeIds(r.response_ids);
       const a = this.o.weights.rl * (this.rewardTerm(r, shifted) ?? r.reward);
-      let advantages: number[] = new Array(responseIds.length).fill(a);
       // the same approved answer on the corrected request: its tail tokens (as it was sampled) are left out there too
-      if (this.o.tailGuard > 0) {
-        const g = guardTail(advantages, JSON.parse(r.response_logprobs) as number[], Math.log(this.o.tailGuard));
-        advantages = g.advantages;
-        this.counts.tailTokens += g.zeroed;
-      }
+      const advantages = this.tailGuarded(new Array(responseIds.length).fill(a), JSON.parse(r.response_logprobs) as number[]);
       const sample: Datum = { promptIds: [], responseIds, advantages, lossMask: new Array(responseIds.length).fill(1), temperature: r.temperature };
       out.push(...await hindsightData(sample, prompts, async (promptIds, ids, temperature) => Array.from((await this.engine.score([{ promptIds, responseIds: ids }], { temperature, adapter: 'current' }))[0]), this.engine.info.contextLength));
     }
