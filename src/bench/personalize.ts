@@ -15,7 +15,7 @@ import { TrainerLoop, TRAINER_DEFAULTS } from '../trainer/loop.ts';
 import { RECIPE } from '../trainer/recipe.ts';
 import type { OpdTeacher } from '../trainer/options.ts';
 import type { KlEstimator } from '../learn/losses.ts';
-import type { GuardAction, LoopGuard } from '../learn/loops.ts';
+import type { LoopGuard } from '../learn/loops.ts';
 import type { StaleDistill } from '../learn/staleness.ts';
 import type { Method } from '../learn/advantages.ts';
 import type { HintSelection } from '../learn/topk-opd.ts';
@@ -120,7 +120,7 @@ export interface PersonalizeOptions {
   /** what a looping answer's reward becomes; under withhold or punish it is not distilled either (default: the trainer's, off) */
   loopGuard?: LoopGuard;
   /** what an answer below the base's likelihood floor gets; under withhold or punish it is not distilled either (default: the trainer's, off) */
-  likelihoodGuard?: GuardAction;
+  likelihoodGuard?: LoopGuard;
   /** w_opd next to w_rl = 1 (default 1) */
   opdWeight?: number;
   /** hindsight answers (trainer/hindsight.ts; default: the recipe's) */

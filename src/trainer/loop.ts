@@ -31,7 +31,7 @@ import { correctStaleness, cumulativeBuckets, prefixWeights, STALENESS_BUCKETS }
 import { rewardWindow, windowBaseline, BASELINE_WINDOW } from '../learn/baseline.ts';
 import { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './options.ts';
 import { mergeContinuations } from '../learn/continuations.ts';
-import { guardedReward, loopLimits, loopOnset, loopPenalty, loops } from '../learn/loops.ts';
+import { guardedReward, loops } from '../learn/loops.ts';
 import { LikelihoodFloor, unlikely } from '../learn/likelihood-guard.ts';
 import { baseMeanLogLikelihood } from '../engine/base-likelihood.ts';
 import { collect } from '../engine/types.ts';
@@ -241,11 +241,6 @@ export class TrainerLoop {
       }
       const hints = topk && !guarded ? this.hintCandidates(turn) : [];
       let sample = topk ? topkSample(this.o.method, reward, hints.length > 0, responseIds.length, this.o.weights.rl) : buildSample(this.o.method, { reward, teacher, behaviour }, this.o.weights, this.o.opdClip);
-      // the loop guard's onset form: the loop's tokens get −1 (at the reward term's scale), the opening before it keeps its reward
-      if (looping && this.o.loopGuard === 'onset' && this.o.method !== 'opd') {
-        const scale = this.o.method === 'binary' ? 1 : this.o.weights.rl;
-        sample = { advantages: loopPenalty(sample?.advantages ?? null, responseIds.length, this.loopOnsetOf(responseIds), -scale), lossMask: new Array(responseIds.length).fill(1), kind: 'binary' };
-      }
       let kind: string = sample?.kind ?? 'none';
       if (!sample && this.o.keepNeutral && this.sessionHasNoSample(turn.session_id)) { sample = atLeastOneSample(responseIds.length); kind = 'neutral'; }
       this.store.sql(`INSERT INTO samples (turn_id, method, kind, reward, hint, advantages, loss_mask, teacher_logprobs, behaviour_version, temperature, status, created_at)
@@ -275,18 +270,6 @@ export class TrainerLoop {
     }
     const floor = this.likelihoodFloor.floor;
     return floor !== null && unlikely(await baseMeanLogLikelihood(this.engine, promptIds, responseIds), floor);
-  }
-
-  /** Where a looping answer's loop begins (learn/loops.ts loopOnset), on its text as decoded token by token; 0 if it cannot be placed. */
-  private loopOnsetOf(ids: number[]): number {
-    const pieces: string[] = [];
-    let before = '';
-    for (let i = 0; i < ids.length; i++) {
-      const text = this.engine.tokenizer.decode(ids.slice(0, i + 1), true);
-      pieces.push(text.slice(before.length));
-      before = text;
-    }
-    return Math.max(0, loopOnset(ids, pieces, loopLimits(ids.length)));
   }
 
   /** A turn's hint candidates for top-K OPD: every accepted hint vote (≤ maxCandidates, shortest first), else the judge's chosen hint. */
@@ -506,8 +489,6 @@ export class TrainerLoop {
       const prompts = hindsightPrompts(earlier);
       if (!prompts.length) continue;
       const responseIds = this.store.decodeIds(r.response_ids);
-      // an approved answer that loops keeps its reward under the onset guard, but is not an answer to teach elsewhere
-      if (this.o.loopGuard === 'onset' && loops(responseIds, this.engine.tokenizer.decode(responseIds, true))) continue;
       const a = this.o.weights.rl * (this.rewardTerm(r, shifted) ?? r.reward);
       // the same approved answer on the corrected request: its tail tokens (as it was sampled) are left out there too
       const advantages = this.tailGuarded(new Array(responseIds.length).fill(a), JSON.parse(r.response_logprobs) as number[]);

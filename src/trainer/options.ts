@@ -8,7 +8,7 @@ import { GUARD_DEFAULTS } from '../learn/weights-guard.ts';
 import { IMPORTANCE_CAP, type StaleDistill } from '../learn/staleness.ts';
 import { RECIPE } from './recipe.ts';
 import type { KlEstimator } from '../learn/losses.ts';
-import type { GuardAction, LoopGuard } from '../learn/loops.ts';
+import type { LoopGuard } from '../learn/loops.ts';
 import { LIKELIHOOD_FLOOR_DEFAULTS, type LikelihoodFloorOptions } from '../learn/likelihood-guard.ts';
 
 /** The OPD teacher reading the hint: the base weights, the live policy, or both (top-K: an entry moves only where both agree, learn/topk-opd.ts agreeingAdvantages). */
@@ -89,7 +89,7 @@ export interface TrainerOptions {
    * choices; unless off, such an answer is not distilled either, and the base answers the first judged requests
    * once each to calibrate the floor
    */
-  likelihoodGuard: GuardAction;
+  likelihoodGuard: LoopGuard;
   likelihoodFloor: LikelihoodFloorOptions;
   gradClipNorm: number;
   opdTeacher: OpdTeacher;

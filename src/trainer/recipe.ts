@@ -4,7 +4,7 @@
 // serves gets what the benchmark shows. Change a default here, with the measurement that backs it.
 import type { Method } from '../learn/advantages.ts';
 import type { KlEstimator } from '../learn/losses.ts';
-import type { GuardAction, LoopGuard } from '../learn/loops.ts';
+import type { LoopGuard } from '../learn/loops.ts';
 import type { OpdTeacher } from './options.ts';
 
 export interface Recipe {
@@ -24,7 +24,7 @@ export interface Recipe {
   /** what a looping answer's reward becomes (learn/loops.ts) */
   loopGuard: LoopGuard;
   /** what an answer below the base's likelihood floor gets (learn/likelihood-guard.ts) */
-  likelihoodGuard: GuardAction;
+  likelihoodGuard: LoopGuard;
   /** anchor answers per stale batch (TrainerOptions.anchorAnswers; 0 = off) */
   anchorAnswers: number;
   /** the tail guard's probability (learn/tail-guard.ts; 0 = off) */
@@ -124,7 +124,7 @@ export const CHAT_OPD_WEIGHT = 2;
 export const CHAT_LOOP_GUARD: LoopGuard = 'punish';
 
 /** The likelihood guard of the chat model's recipe (learn/likelihood-guard.ts). */
-export const CHAT_LIKELIHOOD_GUARD: GuardAction = 'off';
+export const CHAT_LIKELIHOOD_GUARD: LoopGuard = 'off';
 
 /**
  * Anchor answers per stale batch in the chat model's recipe (TrainerOptions.anchorAnswers). Through `serve`, unpaced,
@@ -158,7 +158,7 @@ export interface ModelRecipe {
   /** what a looping answer's reward becomes */
   loopGuard: LoopGuard;
   /** what the reward of an answer below the base's likelihood floor becomes */
-  likelihoodGuard: GuardAction;
+  likelihoodGuard: LoopGuard;
   /** anchor answers per stale batch */
   anchorAnswers: number;
   /** tokens sampled below this probability are not reinforced (0 = off) */
@@ -244,7 +244,7 @@ export const MODEL_AWARE_DEFAULT = {
 export const OPD_WEIGHT_HELP = 'w_opd: the weight of the distillation term in combine (and of OPD alone), next to the reward term\'s w_rl = 1';
 
 /** `--loop-guard` on every command that trains. */
-export const LOOP_GUARD_HELP = 'what a looping answer\'s reward becomes (a 3-token piece more than 3 times per 64 tokens, or one character more than 5 times in a row): withhold caps it at 0 (still above a baseline of mostly complaints), punish makes it −1, onset makes the tokens from where the loop begins −1 and leaves the judge\'s reward on the tokens before, off keeps the judge\'s; under withhold, punish or onset a looping answer is not distilled either';
+export const LOOP_GUARD_HELP = 'what a looping answer\'s reward becomes (a 3-token piece more than 3 times per 64 tokens, or one character more than 5 times in a row): withhold caps it at 0 (still above a baseline of mostly complaints), punish makes it −1, off keeps the judge\'s; under withhold or punish a looping answer is not distilled either';
 
 /** `--likelihood-guard` on every command that trains. */
 export const LIKELIHOOD_GUARD_HELP = 'what the reward of an answer the base model finds unlikely becomes (mean log-likelihood per token below the 5th percentile of the base\'s own answers to the first 64 judged requests, which the base answers once each to calibrate it): withhold caps it at 0, punish makes it −1, off keeps the judge\'s; under withhold or punish such an answer is not distilled either';

@@ -1,7 +1,7 @@
 // The loop guard's math: the repetition limit as a density, the looping verdict, and what the guard does to a reward.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loopLimits, loops, guardedReward, loopOnset, loopPenalty, type LoopGuard } from '../../src/learn/loops.ts';
+import { loopLimits, loops, guardedReward, type LoopGuard } from '../../src/learn/loops.ts';
 
 test('the limit is 3 repeats of a 3-token piece per 64 tokens, never below 3', () => {
   const table: [number, number][] = [[0, 3], [10, 3], [64, 3], [65, 4], [128, 6], [200, 10], [640, 30]];
@@ -32,36 +32,6 @@ test('the guard caps a looping answer\'s reward at 0 (withhold) or sets it to âˆ
     [1, true, 'punish', -1], [0, true, 'punish', -1], [-0.5, true, 'punish', -1],
     [1, true, 'off', 1], [1, false, 'withhold', 1], [1, false, 'punish', 1], [-1, false, 'punish', -1],
     [null, true, 'punish', null], [null, true, 'withhold', null],
-    [1, true, 'onset', 1], [0, true, 'onset', 0], [-1, true, 'onset', -1], [null, true, 'onset', null],
   ];
   for (const [r, looping, guard, want] of table) assert.equal(guardedReward(r, looping, guard), want, `${r} ${looping} ${guard}`);
-});
-
-test('the loop begins at the occurrence of a 3-token piece past the limit, or at the token that runs a character past 5', () => {
-  const piece = [7, 8, 9];
-  const distinct = (n: number, from = 100) => Array.from({ length: n }, (_, i) => from + i);
-  const words = (ids: number[]) => ids.map(() => ' w');
-  const limits = loopLimits(64);
-  const table: [string, number[], string[], number][] = [
-    ['no loop', distinct(20), words(distinct(20)), -1],
-    ['a piece 3 times', [...piece, ...piece, ...piece, ...distinct(5)], words(distinct(14)), -1],
-    ['a piece 4 times: its 4th occurrence, token 9', [...piece, ...piece, ...piece, ...piece, ...distinct(5)], words(distinct(17)), 9],
-    ['after a distinct opening', [...distinct(4), ...piece, 1, ...piece, 2, ...piece, 3, ...piece], words(distinct(20)), 16],
-    ['a character run past 5 in token 2', distinct(5), [' a', ' lll', 'lll', ' b', ' c'], 2],
-    ['a run of 5 is within the limit', distinct(4), [' a', ' lll', 'll', ' b'], -1],
-    ['a run broken by a space', distinct(4), [' lll', ' lll', ' lll', ' b'], -1],
-    ['the earlier of the two', [...piece, ...piece, ...piece, ...piece], [' a', ' llllll', ...words(distinct(10))], 1],
-  ];
-  for (const [name, ids, pieces, want] of table) assert.equal(loopOnset(ids, pieces, limits), want, name);
-});
-
-test('under the onset guard the loop\'s tokens carry the penalty and the opening keeps its advantages', () => {
-  const table: [number[] | null, number, number, number, number[]][] = [
-    [[1, 1, 1, 1, 1], 5, 3, -1, [1, 1, 1, -1, -1]],
-    [[2, 2, 2, 2], 4, 0, -2, [-2, -2, -2, -2]],
-    [null, 4, 2, -1, [0, 0, -1, -1]],
-    [[-1, -1, -1], 3, 1, -1, [-1, -1, -1]],
-    [[0.5, 0.5], 2, 2, -1, [0.5, 0.5]],
-  ];
-  for (const [adv, n, onset, penalty, want] of table) assert.deepEqual(loopPenalty(adv, n, onset, penalty), want, `${adv} ${onset}`);
 });

@@ -7,7 +7,7 @@ import { startTestServer, post } from '../helpers/server.ts';
 import { JudgeLoop } from '../../src/judge/loop.ts';
 import { LexicalJudge } from '../../src/judge/judge.ts';
 import { TrainerLoop } from '../../src/trainer/loop.ts';
-import { guardedReward, loopLimits, loopOnset, loops, type LoopGuard } from '../../src/learn/loops.ts';
+import { guardedReward, loops, type LoopGuard } from '../../src/learn/loops.ts';
 
 const PROMPTS = ['Once upon a time', 'One day, a little girl', 'There was a boy', 'Tom and Lily'];
 
@@ -73,36 +73,6 @@ test('loop guard: a looping answer with a hint is not distilled; the others are'
       assert.equal(r.teacher_logprobs === null, isLoop, 'the teacher scores only answers that do not loop');
       assert.equal(r.kind, isLoop ? 'binary' : 'combine');
       if (isLoop) looping++;
-    }
-    assert.ok(looping > 0 && looping < 8, `some answers loop and some do not (${looping} of 8)`);
-    assert.equal(trainer.counts.looping, looping);
-  } finally {
-    await s.close();
-  }
-});
-
-test('loop guard onset: an approved looping answer keeps +1 up to where its loop begins and gets −1 from there', { timeout: 120_000 }, async () => {
-  const s = await startTestServer();
-  try {
-    const trainer = new TrainerLoop(s.store, s.engine, { method: 'binary', batchSize: 64, loopGuard: 'onset', tailGuard: 0, lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${s.dataDir}/checkpoints` });
-    await trainer.init();
-    await sessions(s, 'I love it, thanks!');
-    await new JudgeLoop(s.store, new LexicalJudge(), { hints: false }).tick();
-    await trainer.buildSamples();
-    const rows = s.store.sql(`SELECT t.response_ids, j.score, x.reward, x.status, x.kind, x.advantages FROM samples x JOIN turns t ON t.id = x.turn_id JOIN judgements j ON j.turn_id = t.id WHERE t.idx = 0 ORDER BY t.id`).all() as { response_ids: string; score: number; reward: number; status: string; kind: string; advantages: string }[];
-    assert.equal(rows.length, 8);
-    let looping = 0;
-    for (const r of rows) {
-      const ids = s.store.decodeIds(r.response_ids);
-      const pieces = ids.map((_, i) => s.engine.tokenizer.decode(ids.slice(0, i + 1), true).slice(s.engine.tokenizer.decode(ids.slice(0, i), true).length));
-      const onset = loopOnset(ids, pieces, loopLimits(ids.length));
-      assert.equal(onset >= 0, loops(ids, s.engine.tokenizer.decode(ids, true)), 'the onset is found exactly for the answers that loop');
-      assert.equal(r.reward, 1, 'the judged reward is kept (the baseline reads it)');
-      assert.equal(r.status, 'pending');
-      assert.equal(r.kind, 'binary');
-      const want = ids.map((_, i) => (onset >= 0 && i >= onset ? -1 : 1));
-      assert.deepEqual(JSON.parse(r.advantages), want);
-      if (onset >= 0) { looping++; assert.ok(onset > 0, 'a greedy story opens before it loops'); }
     }
     assert.ok(looping > 0 && looping < 8, `some answers loop and some do not (${looping} of 8)`);
     assert.equal(trainer.counts.looping, looping);
