@@ -242,6 +242,12 @@ export class TrainerLoop {
       const hints = topk && !guarded ? this.hintCandidates(turn) : [];
       let sample = topk ? topkSample(this.o.method, reward, hints.length > 0, responseIds.length, this.o.weights.rl) : buildSample(this.o.method, { reward, teacher, behaviour }, this.o.weights, this.o.opdClip);
       let kind: string = sample?.kind ?? 'none';
+      // OPD alone has no reward term to carry the guard's −1: a looping answer becomes a sample of its own ('loop', −1 on
+      // every token, outside the reward baseline, which would cancel it when every reward in the window is one)
+      if (!sample && looping && this.o.method === 'opd' && this.o.loopGuard === 'punish') {
+        sample = { advantages: new Array(responseIds.length).fill(-1), lossMask: new Array(responseIds.length).fill(1), kind: 'binary' };
+        kind = 'loop';
+      }
       if (!sample && this.o.keepNeutral && this.sessionHasNoSample(turn.session_id)) { sample = atLeastOneSample(responseIds.length); kind = 'neutral'; }
       this.store.sql(`INSERT INTO samples (turn_id, method, kind, reward, hint, advantages, loss_mask, teacher_logprobs, behaviour_version, temperature, status, created_at)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(turn.id, this.o.method, kind, reward, topk ? (hints.length ? JSON.stringify(hints) : null) : turn.hint, JSON.stringify(sample?.advantages ?? []),

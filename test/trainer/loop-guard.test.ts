@@ -80,3 +80,28 @@ test('loop guard: a looping answer with a hint is not distilled; the others are'
     await s.close();
   }
 });
+
+test('loop guard punish under OPD alone: a looping answer becomes a −1 sample of its own (kind loop), outside the reward baseline; the rest carry nothing', { timeout: 120_000 }, async () => {
+  const s = await startTestServer();
+  try {
+    const trainer = new TrainerLoop(s.store, s.engine, { method: 'opd', opdMode: 'topk', batchSize: 64, loopGuard: 'punish', tailGuard: 0, lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${s.dataDir}/checkpoints` });
+    await trainer.init();
+    await sessions(s, 'I love it, thanks!');
+    await new JudgeLoop(s.store, new LexicalJudge(), { hints: true }).tick();
+    await trainer.buildSamples();
+    const rows = s.store.sql(`SELECT t.response_ids, x.kind, x.status, x.advantages FROM samples x JOIN turns t ON t.id = x.turn_id WHERE t.idx = 0 ORDER BY t.id`).all() as { response_ids: string; kind: string; status: string; advantages: string }[];
+    assert.equal(rows.length, 8);
+    let looping = 0;
+    for (const r of rows) {
+      const ids = s.store.decodeIds(r.response_ids);
+      const isLoop = loops(ids, s.engine.tokenizer.decode(ids, true));
+      assert.equal(r.kind, isLoop ? 'loop' : 'none');
+      assert.equal(r.status, isLoop ? 'pending' : 'none');
+      assert.deepEqual(JSON.parse(r.advantages), isLoop ? ids.map(() => -1) : []);
+      if (isLoop) looping++;
+    }
+    assert.ok(looping > 0 && looping < 8, `some answers loop and some do not (${looping} of 8)`);
+  } finally {
+    await s.close();
+  }
+});
