@@ -15,6 +15,7 @@
 // `fluentPlain` is the plain band's alone. The preference band also carries its own repetition limit,
 // from the same samples (src/learn/fluency.ts, repeatLimit): a topic's words recur in the base's own
 // stories about it.
+import { distinctNgrams } from '../learn/variety.ts';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -80,6 +81,8 @@ export interface HeldOutEvaluation {
   rate: number; fluentRate: number; satisfiedAndFluentRate: number;
   /** the same by the plain band alone (equal to the above when the persona states no preference) */
   plainFluentRate: number; plainSatisfiedAndFluentRate: number;
+  /** distinct token bigrams over all of the evaluation's samples (learn/variety.ts): falls when answers collapse onto one */
+  distinct2: number;
   samples: EvaluatedSample[];
 }
 
@@ -163,7 +166,7 @@ export async function calibrateFluencyCached(engine: Engine, modelDir: string, p
 
 /** Held-out satisfaction, fluency and satisfied-and-fluent of the live policy, with every sample's text. */
 export async function evaluateHeldOut(engine: Engine, persona: Persona, k: number, bands: FluencyBands, weights: 'published' | 'base' = 'published'): Promise<HeldOutEvaluation> {
-  const samples: EvaluatedSample[] = [];
+  const samples: EvaluatedSample[] = [], answers: number[][] = [];
   for (const prompt of persona.heldOutPrompts) {
     const ids = promptIds(engine, prompt);
     const hinted = bands.preference ? promptIds(engine, userTextWithHint(prompt, bands.preference.hint)) : null;
@@ -174,6 +177,7 @@ export async function evaluateHeldOut(engine: Engine, persona: Persona, k: numbe
       const satisfied = check(persona.satisfied, r.text);
       const llPref = hinted && satisfied ? await baseMeanLogLikelihood(engine, hinted, r.ids) : null;
       const rep = repetitionCheck(r.ids, r.text);
+      answers.push(Array.from(r.ids));
       const fluentPlain = isFluent(ll, bands.plain, rep);
       samples.push({
         prompt, seed, text: r.text, tokens: r.ids.length, satisfied,
@@ -187,6 +191,6 @@ export async function evaluateHeldOut(engine: Engine, persona: Persona, k: numbe
   const share = (f: (x: EvaluatedSample) => boolean) => samples.filter(f).length / n;
   return {
     rate: share((x) => x.satisfied), fluentRate: share((x) => x.fluent), satisfiedAndFluentRate: share((x) => x.satisfied && x.fluent),
-    plainFluentRate: share((x) => x.fluentPlain), plainSatisfiedAndFluentRate: share((x) => x.satisfied && x.fluentPlain), samples,
+    plainFluentRate: share((x) => x.fluentPlain), plainSatisfiedAndFluentRate: share((x) => x.satisfied && x.fluentPlain), distinct2: distinctNgrams(answers, 2), samples,
   };
 }

@@ -34,6 +34,8 @@ export interface CurvePoint {
   conversations: number; rate: number; fluentRate: number; satisfiedAndFluentRate: number; policyVersion: number; klToBase: number;
   /** fluency by the plain band alone (see bench/evaluate.ts) */
   plainFluentRate: number; plainSatisfiedAndFluentRate: number;
+  /** distinct token bigrams over the held-out samples (the base's at conversation 0): variety next to fluency */
+  distinct2: number;
   referenceLogLikelihood: number; seconds: number;
   /** the same measures on the persona's validation requests (only when it has them): the set recipes are chosen on */
   validation?: { rate: number; fluentRate: number; satisfiedAndFluentRate: number; plainFluentRate: number; plainSatisfiedAndFluentRate: number };
@@ -180,7 +182,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
     const votes = graded?.flatMap((g) => g.grades) ?? [];
     const point: CurvePoint = {
       conversations: done, rate: held.rate, fluentRate: held.fluentRate, satisfiedAndFluentRate: held.satisfiedAndFluentRate, policyVersion: trainer.version,
-      plainFluentRate: held.plainFluentRate, plainSatisfiedAndFluentRate: held.plainSatisfiedAndFluentRate,
+      plainFluentRate: held.plainFluentRate, plainSatisfiedAndFluentRate: held.plainSatisfiedAndFluentRate, distinct2: held.distinct2,
       klToBase: trainer.version === 0 ? 0 : await klToBase(engine), referenceLogLikelihood: await referenceLogLikelihood(engine), seconds: (performance.now() - t0) / 1000,
       judgeSatisfaction: scored.length ? scored.reduce((a, b) => a + b, 0) / scored.length : null,
       judgeValidVotes: graded ? votes.filter((v) => v !== null).length / Math.max(1, votes.length) : null,
@@ -189,7 +191,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
     curve.push(point);
     held.samples.forEach((x, i) => samples.push({ conversations: done, policyVersion: trainer.version, ...x, ...(graded ? { judgeScore: graded[i].score, judgeGrades: graded[i].grades } : {}) }));
     o.progress?.(`[${o.persona.name} · ${label}] ${done}/${o.conversations} conversations · version ${trainer.version} · held-out satisfaction ${pct(point.rate)} · ` +
-      `satisfied-and-fluent ${pct(point.satisfiedAndFluentRate)} (fluent ${pct(point.fluentRate)}${band!.preference ? `; plain band ${pct(point.plainSatisfiedAndFluentRate)}, fluent ${pct(point.plainFluentRate)}` : ''}) · KL ${point.klToBase.toFixed(3)}` +
+      `satisfied-and-fluent ${pct(point.satisfiedAndFluentRate)} (fluent ${pct(point.fluentRate)}${band!.preference ? `; plain band ${pct(point.plainSatisfiedAndFluentRate)}, fluent ${pct(point.plainFluentRate)}` : ''}) · distinct-2 ${point.distinct2.toFixed(2)} · KL ${point.klToBase.toFixed(3)}` +
       `${point.validation ? ` · validation satisfied-and-fluent ${pct(point.validation.satisfiedAndFluentRate)} (fluent ${pct(point.validation.fluentRate)})` : ''}` +
       `${graded ? ` · judge-scored ${point.judgeSatisfaction === null ? '–' : point.judgeSatisfaction.toFixed(2)} (${pct(point.judgeValidVotes!)} valid votes)` : ''} · ${point.seconds.toFixed(1)} s`);
   };
@@ -285,11 +287,11 @@ export async function writeReport(outDir: string, runs: PersonalizeResult[]): Pr
       runs.map((r) => `${r.label}: satisfied ${formatTally(r.judge.satisfied)}, unsatisfied ${formatTally(r.judge.unsatisfied)}, sign agreement ${r.judge.signAgreement === null ? '–' : pct(r.judge.signAgreement)}`).join('; ') + '.', '',
     ...(runs[0].validation ? [`Validation requests (the set a recipe is chosen on; held-out stays untuned), satisfied-and-fluent base → final: ` +
       runs.map((r) => r.validation ? `${r.label} ${pct(r.validation.baseSatisfiedAndFluent)} → ${pct(r.validation.finalSatisfiedAndFluent)} (fluent ${pct(r.validation.finalFluent)})` : `${r.label} –`).join(', ') + '.', ''] : []),
-    '| method | base | after 50 | after 100 | after 200 | final | fluent (final; base) | stable at | judge-scored (base → final) | conversations | steps | KL to base (final) | wall time |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| method | base | after 50 | after 100 | after 200 | final | fluent (final; base) | distinct-2 (final; base) | stable at | judge-scored (base → final) | conversations | steps | KL to base (final) | wall time |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...runs.map((r) => `| ${r.label} | ${pct(r.baseRate)} / ${pct(r.baseSatisfiedAndFluent)} | ${at(r, 50, 'rate')} / ${at(r, 50, 'satisfiedAndFluentRate')} | ` +
       `${at(r, 100, 'rate')} / ${at(r, 100, 'satisfiedAndFluentRate')} | ${at(r, 200, 'rate')} / ${at(r, 200, 'satisfiedAndFluentRate')} | ` +
-      `${pct(r.finalRate)} / ${pct(r.finalSatisfiedAndFluent)} | ${pct(r.curve.at(-1)!.fluentRate)}; ${pct(r.curve[0].fluentRate)} | ${r.stable.at ?? '–'} | ${judged(r)} | ${r.conversations} | ${r.steps} | ${r.finalKlToBase.toFixed(3)} | ${r.wallSeconds} s |`),
+      `${pct(r.finalRate)} / ${pct(r.finalSatisfiedAndFluent)} | ${pct(r.curve.at(-1)!.fluentRate)}; ${pct(r.curve[0].fluentRate)} | ${r.curve.at(-1)!.distinct2.toFixed(2)}; ${r.curve[0].distinct2.toFixed(2)} | ${r.stable.at ?? '–'} | ${judged(r)} | ${r.conversations} | ${r.steps} | ${r.finalKlToBase.toFixed(3)} | ${r.wallSeconds} s |`),
     '',
   ];
   writeFileSync(files[5], lines.join('\n'));

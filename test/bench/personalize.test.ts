@@ -162,8 +162,9 @@ test('a small benchmark run writes curve.json, plots of satisfaction and KL, a s
     for (const p of run.curve) {
       const at = run.samples.filter((x) => x.conversations === p.conversations);
       assert.equal(at.filter((x) => x.satisfied && x.fluent).length / at.length, p.satisfiedAndFluentRate);
+      assert.ok(p.distinct2 > 0 && p.distinct2 <= 1, `distinct-2 ${p.distinct2}`);
     }
-    assert.ok(lines.some((l) => /16\/16 conversations · version 4 · held-out satisfaction \d+% · satisfied-and-fluent \d+% \(fluent \d+%; plain band \d+%, fluent \d+%\) · KL/.test(l)));
+    assert.ok(lines.some((l) => /16\/16 conversations · version 4 · held-out satisfaction \d+% · satisfied-and-fluent \d+% \(fluent \d+%; plain band \d+%, fluent \d+%\) · distinct-2 \d\.\d\d · KL/.test(l)));
     const files = await writeReport(t.dir, [run]);
     assert.deepEqual(files.map((f) => f.slice(t.dir.length + 1)), ['curve.json', 'plot.svg', 'plot.png', 'kl.svg', 'kl.png', 'summary.md', 'samples.jsonl', 'trainer.log']);
     const curve = JSON.parse(readFileSync(files[0], 'utf8'));
@@ -176,6 +177,7 @@ test('a small benchmark run writes curve.json, plots of satisfaction and KL, a s
     assert.equal(png.readUInt32BE(16), 760); // width from the IHDR chunk
     assert.match(readFileSync(files[3], 'utf8'), /KL\(policy ‖ base\)/);
     assert.match(readFileSync(files[5], 'utf8'), /\| binary \| \d+% \/ \d+% \|/);
+    assert.match(readFileSync(files[5], 'utf8'), /\| fluent \(final; base\) \| distinct-2 \(final; base\) \|[\s\S]*\| \d+%; \d+% \| \d\.\d\d; \d\.\d\d \|/);
     const samples = readFileSync(files[6], 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     assert.equal(samples.length, run.samples.length);
     assert.ok(samples.every((x) => typeof x.text === 'string' && typeof x.fluent === 'boolean' && typeof x.satisfied === 'boolean' && x.method === 'binary'));
