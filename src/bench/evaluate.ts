@@ -15,7 +15,6 @@
 // `fluentPlain` is the plain band's alone. The preference band also carries its own repetition limit,
 // from the same samples (src/learn/fluency.ts, repeatLimit): a topic's words recur in the base's own
 // stories about it.
-import { distinctNgrams } from '../learn/variety.ts';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,6 +25,7 @@ import { baseMeanLogLikelihood } from '../engine/base-likelihood.ts';
 import { check, type Persona } from './persona.ts';
 import { userTextWithHint } from '../learn/hint-prompt.ts';
 import { fluencyBand, isFluent, repeatLimit, repetitionCheck, withinLimits, REPETITION_DEFAULTS, type FluencyBand } from '../learn/fluency.ts';
+import { distinctNgrams } from '../learn/variety.ts';
 
 export const NEUTRAL_PROMPTS = ['Once upon a time', 'The sun was', 'One day', 'They went home'];
 export const REFERENCE_TEXT = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the park.';
