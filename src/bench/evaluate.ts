@@ -177,7 +177,7 @@ export async function evaluateHeldOut(engine: Engine, persona: Persona, k: numbe
       const satisfied = check(persona.satisfied, r.text);
       const llPref = hinted && satisfied ? await baseMeanLogLikelihood(engine, hinted, r.ids) : null;
       const rep = repetitionCheck(r.ids, r.text);
-      answers.push(Array.from(r.ids));
+      answers.push(r.ids);
       const fluentPlain = isFluent(ll, bands.plain, rep);
       samples.push({
         prompt, seed, text: r.text, tokens: r.ids.length, satisfied,
