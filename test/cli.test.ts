@@ -94,6 +94,9 @@ test('usage errors exit 2 with a clear message; a bad model folder exits 1 namin
   const badNum = await cli('generate', '--model', STORIES, '--prompt', 'x', '--temperature', 'hot');
   assert.equal(badNum.code, 2);
   assert.match(badNum.stderr, /--temperature expects a number ≥ 0, got 'hot'/);
+  const badLag = await cli('serve', '--model', STORIES, '--max-lag', '1.5');
+  assert.equal(badLag.code, 2);
+  assert.match(badLag.stderr, /--max-lag is a whole number of batches \(0, 1, 2, …\) or off, got '1.5'/);
   const unknown = await cli('frobnicate');
   assert.equal(unknown.code, 2);
   assert.match(unknown.stderr, /unknown command 'frobnicate'/);

@@ -56,6 +56,11 @@ export interface ChatContext {
    * Either way the recorded prompt ids are exactly the ones the model saw.
    */
   contextOverflow: 'error' | 'truncate';
+  /**
+   * Bounded off-policyness (trainer/pace.ts): a main turn waits here, before it takes an admission slot,
+   * while the trainer is too far behind the judged traffic. Absent: never waits.
+   */
+  pace?: { wait(signal?: AbortSignal): Promise<number> };
 }
 
 /** Wire messages → the tokenizer's chat messages (developer → system, content parts → text). */
@@ -122,6 +127,14 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
   const n = r.n;
   // a request holds one admission slot whatever its n; n itself may not exceed the engine's limit
   if (n > ctx.admission.limit) throw new ApiError(429, `n = ${n} choices exceed the ${ctx.admission.limit} requests in flight this server allows; ask for fewer`, { code: 'rate_limit_exceeded' });
+  if (ctx.pace && turnType.type === 'main') {
+    // what this request says about the previous answer goes to the judge now, then the turn waits for the trainer
+    recordNextState(store, session.id, r.messages);
+    const left = new AbortController();
+    const onClose = () => left.abort();
+    req.socket.once('close', onClose);
+    try { await ctx.pace.wait(left.signal); } finally { req.socket.off('close', onClose); }
+  }
   if (!(await ctx.admission.acquire())) {
     throw new ApiError(429, `too many requests: ${ctx.admission.limit} in flight and ${ctx.admission.waiting} waiting (a request waits at most ${ctx.admission.waitMs / 1000} s); retry shortly`, { code: 'rate_limit_exceeded' });
   }

@@ -44,6 +44,8 @@ export interface ServerOptions {
   ready?: () => { ready: boolean; reason?: string };
   /** the web dashboard (GET / and /admin/dashboard/*, POST /admin/rollback) */
   dashboard?: Dashboard;
+  /** bounded off-policyness: main turns wait here while the trainer is too far behind (see ChatContext.pace) */
+  pace?: ChatContext['pace'];
   /** the version new requests get (from the trainer): reported at once after a publish */
   publishedVersion?: () => number;
 }
@@ -120,6 +122,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   const ctx: ChatContext = {
     engine: o.engine, modelId: o.modelId, store: o.store, tracker, metrics, format: outputFormatOf(o.engine.tokenizer.chatTemplate),
     maxConcurrent: o.maxConcurrent ?? 16, admission: new Admission(o.maxConcurrent ?? 16, { waitMs: o.queueWaitMs }), prompts: new PromptTokenizer(o.engine.tokenizer), defaultMaxTokens: o.defaultMaxTokens ?? 1024, contextOverflow: o.contextOverflow ?? 'error',
+    ...(o.pace ? { pace: o.pace } : {}),
   };
   const maxBody = o.maxBodyBytes ?? 8 * 2 ** 20;
 

@@ -53,6 +53,8 @@ export interface ServePersonalizeResult {
   /** the server's samples by status at the end (stale = dropped as too old) */
   samples: Record<string, number>;
   steps: number;
+  /** serve's --max-lag: the turns that waited for the trainer and how long (null when off) */
+  pace: Record<string, number> | null;
 }
 
 const BIN = fileURLToPath(new URL('../../bin/openclaw-rl.js', import.meta.url));
@@ -76,6 +78,7 @@ function startServe(o: ServePersonalizeOptions, dataDir: string): Promise<{ proc
 interface ServeStatus {
   trainer?: { step: number; policyVersion: number; batchSize: number; samples: Record<string, number> } | null;
   judgeHealth?: { backlog?: number } | null;
+  pace?: Record<string, number> | null;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -91,6 +94,7 @@ export async function runPersonalizeViaServe(o: ServePersonalizeOptions): Promis
   let drain = { policyVersion: 0, seconds: 0, drainSeconds: 0 };
   let samples: Record<string, number> = {};
   let steps = 0;
+  let pace: Record<string, number> | null = null;
   let trafficSeconds = 0;
   try {
     const userList = Array.from({ length: users }, (_, i) => new SimulatedUser({ baseUrl: `${url}/v1`, model: 'policy', persona: o.persona, seed: seed * 1000 + i, id: `u${i}` }));
@@ -128,6 +132,7 @@ export async function runPersonalizeViaServe(o: ServePersonalizeOptions): Promis
     drain = { policyVersion: st.trainer?.policyVersion ?? 0, seconds: (performance.now() - t0) / 1000, drainSeconds: +((performance.now() - drainStart) / 1000).toFixed(1) };
     samples = st.trainer?.samples ?? {};
     steps = st.trainer?.step ?? 0;
+    pace = st.pace ?? null;
   } finally {
     proc.kill('SIGTERM');
     await new Promise((r) => proc.once('exit', r));
@@ -157,7 +162,7 @@ export async function runPersonalizeViaServe(o: ServePersonalizeOptions): Promis
     if (o.outDir) writeFileSync(join(o.outDir, 'serve-samples.jsonl'), texts.map((l) => `${l}\n`).join(''));
     return {
       persona: o.persona.name, seed, conversations: o.conversations, trafficSeconds: +trafficSeconds.toFixed(1), wallSeconds: +((performance.now() - t0) / 1000).toFixed(1),
-      fluencyBand: band.plain, curve, afterDrain, samples, steps,
+      fluencyBand: band.plain, curve, afterDrain, samples, steps, pace,
     };
   } finally {
     await engine.close();

@@ -316,6 +316,7 @@ export const benchPersonalizeCommand = defineCommand({
     ...personalizeOptions({ conversations: 64, out: 'personalize-<persona>' }),
     via: opt.choice(['in-process', 'serve', 'both'], 'the benchmark\'s own loop, the real serve path, or both side by side', { default: 'in-process' }),
     'drain-seconds': opt.int('--via serve: after the last conversation, how long the server may take to judge and train', { min: 0, default: 120 }),
+    'max-lag': opt.string('--via serve: serve\'s --max-lag (bounded off-policyness: batches the trainer may fall behind before new turns wait; off = never)', { placeholder: 'BATCHES', nonEmpty: true }),
   },
   check: (o) => {
     checkPersonalize(o);
@@ -345,7 +346,7 @@ export const benchPersonalizeCommand = defineCommand({
       const serveArgs = ['--method', resolved.method, '--learning-rate', String(resolved.learningRate), '--batch-size', String(o['batch-size']),
         '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', o['reward-baseline'], '--importance-cap', String(o['importance-cap']), '--stale-distill', o['stale-distill'], ...(o['distill-until-met'] ? ['--distill-until-met'] : []), ...(o['kl-budget'] !== undefined ? ['--kl-budget', String(o['kl-budget'])] : []), '--distill-fade', String(o['distill-fade']), '--tail-guard', String(resolved.tailGuard), '--anchor-answers', String(resolved.anchorAnswers), ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
         '--opd-mode', resolved.opdMode === 'both' ? 'token' : resolved.opdMode, '--topk-k', String(o['topk-k']), '--topk-set', o['topk-set'], '--hint-selection', o['hint-selection'], '--opd-teacher', resolved.opdTeacher,
-        '--negative-weight', String(o['negative-weight']), '--kl-coef', String(resolved.klCoef), '--kl-estimator', resolved.klEstimator, '--entropy-guard', String(resolved.entropyGuard), '--loop-guard', resolved.loopGuard, '--likelihood-guard', resolved.likelihoodGuard, '--opd-weight', String(resolved.opdWeight), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : []), ...(o['no-judge-hint-rules'] ? ['--no-judge-hint-rules'] : [])];
+        '--negative-weight', String(o['negative-weight']), '--kl-coef', String(resolved.klCoef), '--kl-estimator', resolved.klEstimator, '--entropy-guard', String(resolved.entropyGuard), '--loop-guard', resolved.loopGuard, '--likelihood-guard', resolved.likelihoodGuard, '--opd-weight', String(resolved.opdWeight), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : []), ...(o['no-judge-hint-rules'] ? ['--no-judge-hint-rules'] : []), ...(o['max-lag'] !== undefined ? ['--max-lag', o['max-lag']] : [])];
       served = await runPersonalizeViaServe({
         model: resolved.model, persona, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
         serveArgs, drainSeconds: o['drain-seconds'], progress, outDir: resolve(o.out.replace('<persona>', persona.name)), judge: resolved.judge === 'self' ? 'self' : 'lexical',
@@ -354,7 +355,8 @@ export const benchPersonalizeCommand = defineCommand({
       const at = served.curve.at(-1)!, d = served.afterDrain, pc = (x: number) => `${(x * 100).toFixed(0)}%`;
       process.stderr.write(`${served.persona} · ${resolved.method} via serve (unpaced, ${served.trafficSeconds} s of traffic): at ${at.conversations} conversations version ${at.policyVersion} ` +
         `satisfied ${pc(served.curve[0].rate)} → ${pc(at.rate)}, satisfied-and-fluent ${pc(at.satisfiedAndFluentRate)}, KL ${at.klToBase.toFixed(3)}; after the drain (${d.drainSeconds} s) ` +
-        `version ${d.policyVersion}: ${pc(d.rate)} / ${pc(d.satisfiedAndFluentRate)}, KL ${d.klToBase.toFixed(3)}; ${served.steps} steps; samples ${JSON.stringify(served.samples)}\n`);
+        `version ${d.policyVersion}: ${pc(d.rate)} / ${pc(d.satisfiedAndFluentRate)}, KL ${d.klToBase.toFixed(3)}; ${served.steps} steps; samples ${JSON.stringify(served.samples)}` +
+        `${served.pace ? `; ${served.pace.heldTurns} turns waited for the trainer (${served.pace.heldSeconds} s in all, longest ${served.pace.maxHeldSeconds} s)` : ''}\n`);
       if (runs.length) {
         const r = runs[0];
         process.stderr.write(`serve − in-process at ${r.conversations} conversations: satisfied ${((at.rate - r.finalRate) * 100).toFixed(0)} points, ` +

@@ -10,6 +10,7 @@ import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DE
 import { LOOP_GUARDS } from '../learn/loops.ts';
 import { STALE_DISTILL_MODES } from '../learn/staleness.ts';
 import { learningRateProblem } from '../learn/weights-guard.ts';
+import { TrainingPace, MAX_LAG_HELP, SERVE_MAX_LAG } from '../trainer/pace.ts';
 import type { Store as StoreType } from '../store/store.ts';
 
 const judgeKinds = ['none', 'lexical', 'self', 'llm'] as const;
@@ -56,6 +57,8 @@ const SERVE_OPTIONS = {
   method: opt.choice(['binary', 'opd', 'combine'], 'learning method', { defaultText: MODEL_AWARE_DEFAULT.method, env: 'OPENCLAW_RL_METHOD' }),
   'batch-size': count('samples per optimizer step', TRAINER_DEFAULTS.batchSize),
   'learning-rate': opt.number('optimizer learning rate (at most 0.1: larger steps destroy the weights)', { gt: 0, defaultText: MODEL_AWARE_DEFAULT.learningRate }),
+  'max-lag': opt.custom(MAX_LAG_HELP, 'BATCHES', maxLagOf, { default: SERVE_MAX_LAG as number | null, env: 'OPENCLAW_RL_MAX_LAG' }),
+  'max-lag-wait-seconds': opt.number('the longest one turn waits for the trainer under --max-lag', { min: 1, max: 600, default: 30 }),
   'max-staleness': opt.int('drop samples this many versions older than the policy (default: none dropped; stale samples are corrected by truncated importance weights)', { min: 0 }),
   'importance-cap': opt.number(IMPORTANCE_CAP_HELP, { min: 1, default: TRAINER_DEFAULTS.importanceCap }),
   'stale-distill': opt.choice(STALE_DISTILL_MODES, STALE_DISTILL_HELP, { default: TRAINER_DEFAULTS.staleDistill }),
@@ -141,6 +144,14 @@ export const serveCommand = defineCommand({
 });
 
 /** `--cors-origin`: '*' or http(s) origins (scheme, host and port; no path). */
+/** --max-lag: a whole number of batches ≥ 0, or off (null) */
+function maxLagOf(raw: string, source: string): number | null {
+  if (raw === 'off') return null;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n)) throw new UsageError(`${source} is a whole number of batches (0, 1, 2, …) or off, got '${raw}'`);
+  return n;
+}
+
 function corsOrigins(raw: string, source: string): string[] {
   const origins = parseOrigins(raw);
   for (const x of origins) {
@@ -231,6 +242,16 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   // metrics.jsonl (+ TensorBoard), the version archive, held-out evaluation and the dashboard
   const tracking = new Tracking({ store, engine, dataDir, modelId, judgeKind: judgeConfig.kind, learning: !o['no-train'], tensorboard: o.tensorboard, keepVersions: o['keep-versions'], engineName: o.engine });
   let trainer: InstanceType<typeof TrainerLoop> | null = null;
+  let judgeLoop: InstanceType<typeof JudgeLoop> | null = null;
+  // bounded off-policyness: new main turns wait while the trainer is more than --max-lag batches behind the
+  // judged traffic (samples waiting to be trained, and turns waiting for the judge unless the judge is out:
+  // an outage must not hold the traffic)
+  const trainBacklog = () => {
+    const judging = judgeLoop && !judgeLoop.inOutage ? judgeLoop.backlog() : null;
+    return (trainer?.pendingCount() ?? 0) + (judging ? judging.waiting + judging.inFlight : 0);
+  };
+  const pace = o['max-lag'] === null || o['no-train'] ? null
+    : new TrainingPace(trainBacklog, { maxLagBatches: o['max-lag'], batchSize: o['batch-size'], maxWaitMs: o['max-lag-wait-seconds'] * 1000 });
   let server;
   // /readyz answers 200 only once every configured loop runs, and while each keeps running
   let started = false;
@@ -247,9 +268,9 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
       engine, store, modelId, host, port, apiKey, allowInsecureBind: o['allow-insecure-bind'], corsOrigins: o['cors-origin'],
       maxConcurrent: o['max-concurrent'], queueWaitMs: o['queue-wait-seconds'] * 1000, maxBodyBytes: o['max-body-bytes'],
       sessionIdleMs: o['session-idle-seconds'] * 1000, defaultMaxTokens: o['default-max-tokens'],
-      contextOverflow,
+      contextOverflow, ...(pace ? { pace } : {}),
       status: () => ({
-        judge: judgeConfig.kind, judgeHealth: judgeLoop?.status() ?? null, trainer: trainer?.status() ?? null,
+        judge: judgeConfig.kind, judgeHealth: judgeLoop?.status() ?? null, trainer: trainer?.status() ?? null, pace: pace?.status() ?? null,
         // how sessions were identified: "header" means the OpenClaw plugin is doing its job
         sessionSources: Object.fromEntries((store.sql('SELECT id_source, COUNT(*) AS n FROM sessions GROUP BY id_source').all() as { id_source: string; n: number }[]).map((r) => [r.id_source, r.n])),
         turnTypes: Object.fromEntries((store.sql('SELECT turn_type || \'/\' || type_source AS k, COUNT(*) AS n FROM turns GROUP BY k').all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
@@ -270,9 +291,8 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     lora: o.full ? null : { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'],
     log: (l) => (/WARNING|REJECTED/.test(l) ? logger.warn(l, { component: 'trainer' }) : logger.info(l, { component: 'trainer' })),
     error: (l) => logger.error(l, { component: 'trainer' }),
-    onStep: tracking.onStep,
+    onStep: (record) => { pace?.wake(); return tracking.onStep(record); },
   });
-  let judgeLoop: InstanceType<typeof JudgeLoop> | null = null;
   let evaluator: InstanceType<typeof Evaluator> | null = null;
   try {
     await trainer?.init();
@@ -293,7 +313,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   judgeLoop?.start();
   trainer?.start();
   started = true;
-  logger.info(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}${judgeConfig.kind === 'self' || judgeConfig.kind === 'llm' ? ` (${judgeConfig.votes} votes)` : ''}, learning: ${trainer ? `${method} (version ${trainer.version}), KL to base ${trainer.o.klEstimator} at β ${trainer.o.klCoef}${trainer.o.entropyGuard > 0 ? `, entropy guard λ ${trainer.o.entropyGuard}` : ''}${method !== 'binary' ? `, OPD teacher ${trainer.o.opdTeacher}${trainer.o.weights.opd !== 1 ? ` (w_opd ${trainer.o.weights.opd})` : ''}` : ''}${trainer.o.loopGuard !== 'off' ? `, loop guard ${trainer.o.loopGuard}` : ''}${trainer.o.likelihoodGuard !== 'off' ? `, likelihood guard ${trainer.o.likelihoodGuard}` : ''}${trainer.o.anchorAnswers > 0 ? `, ${trainer.o.anchorAnswers} anchor answers per stale batch` : ''}${trainer.o.tailGuard > 0 ? `, tail guard ${trainer.o.tailGuard}` : ''}` : 'off'}`);
+  logger.info(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}${judgeConfig.kind === 'self' || judgeConfig.kind === 'llm' ? ` (${judgeConfig.votes} votes)` : ''}, learning: ${trainer ? `${method} (version ${trainer.version}), KL to base ${trainer.o.klEstimator} at β ${trainer.o.klCoef}${trainer.o.entropyGuard > 0 ? `, entropy guard λ ${trainer.o.entropyGuard}` : ''}${method !== 'binary' ? `, OPD teacher ${trainer.o.opdTeacher}${trainer.o.weights.opd !== 1 ? ` (w_opd ${trainer.o.weights.opd})` : ''}` : ''}${trainer.o.loopGuard !== 'off' ? `, loop guard ${trainer.o.loopGuard}` : ''}${trainer.o.likelihoodGuard !== 'off' ? `, likelihood guard ${trainer.o.likelihoodGuard}` : ''}${trainer.o.anchorAnswers > 0 ? `, ${trainer.o.anchorAnswers} anchor answers per stale batch` : ''}${trainer.o.tailGuard > 0 ? `, tail guard ${trainer.o.tailGuard}` : ''}` : 'off'}${pace ? `; new turns wait (≤ ${pace.o.maxWaitMs / 1000} s) while the trainer is more than ${pace.o.maxLagBatches} batch${pace.o.maxLagBatches === 1 ? '' : 'es'} behind` : ''}`);
   // an LLM judge that does not answer is reported now, not when the first turn waits for it
   if (judgeLoop && judgeConfig.kind === 'llm') {
     const loop = judgeLoop;

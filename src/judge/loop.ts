@@ -144,6 +144,9 @@ export class JudgeLoop {
   }
 
   /** Turns paired but not yet judged (queued or in flight) here, and the age of the oldest (ms). */
+  /** true while the judge is unreachable (the outage circuit is open) */
+  get inOutage(): boolean { return this.outage !== null; }
+
   backlog(now = Date.now()): { waiting: number; inFlight: number; oldestMs: number | null } {
     let oldest = Infinity;
     for (const id of this.known) oldest = Math.min(oldest, this.pairedAt.get(id) ?? Infinity);

@@ -1,0 +1,69 @@
+// The training pace (bounded off-policyness): when a new main turn must wait for the trainer, and that
+// a wait ends when the trainer catches up, when the client leaves, or at the longest wait — never later.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mustWait, TrainingPace } from '../../src/trainer/pace.ts';
+
+test('mustWait: more than maxLag full batches beyond the one in training', () => {
+  const cases: [backlog: number, maxLag: number, batch: number, wait: boolean][] = [
+    [0, 0, 8, false], [7, 0, 8, false], [8, 0, 8, true], [20, 0, 8, true],
+    [8, 1, 8, false], [15, 1, 8, false], [16, 1, 8, true],
+    [23, 2, 8, false], [24, 2, 8, true], [1, 0, 1, true], [0, 3, 1, false],
+  ];
+  for (const [backlog, maxLag, batch, wait] of cases) assert.equal(mustWait(backlog, maxLag, batch), wait, `backlog ${backlog}, lag ${maxLag}, batch ${batch}`);
+});
+
+test('a turn under the limit goes at once; one over it waits for the trainer, and goes when a step brings the backlog down', async () => {
+  let backlog = 3;
+  const pace = new TrainingPace(() => backlog, { maxLagBatches: 0, batchSize: 4, maxWaitMs: 10_000, pollMs: 10_000 });
+  assert.equal(await pace.wait(), 0);
+  backlog = 4;
+  let went = false;
+  const waiting = pace.wait().then((ms) => { went = true; return ms; });
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(went, false);
+  assert.equal(pace.waiting, 1);
+  pace.wake(); // a wake with the backlog still full changes nothing
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(went, false);
+  backlog = 0; // the step trained the batch
+  pace.wake();
+  const ms = await waiting;
+  assert.ok(ms >= 40, `waited ${ms} ms`);
+  assert.equal(pace.waiting, 0);
+  assert.deepEqual({ held: pace.counts.held, timedOut: pace.counts.timedOut }, { held: 1, timedOut: 0 });
+});
+
+test('without a wake, a waiting turn looks again every pollMs', async () => {
+  let backlog = 10;
+  const pace = new TrainingPace(() => backlog, { maxLagBatches: 1, batchSize: 4, maxWaitMs: 10_000, pollMs: 20 });
+  const waiting = pace.wait();
+  setTimeout(() => { backlog = 7; }, 60);
+  const ms = await waiting;
+  assert.ok(ms >= 50 && ms < 5000, `waited ${ms} ms`);
+});
+
+test('a stalled trainer delays a turn by maxWaitMs at most, and the time-out is counted', async () => {
+  const pace = new TrainingPace(() => 100, { maxLagBatches: 0, batchSize: 8, maxWaitMs: 80, pollMs: 10 });
+  const ms = await pace.wait();
+  assert.ok(ms >= 70 && ms < 2000, `waited ${ms} ms`);
+  assert.equal(pace.counts.timedOut, 1);
+  assert.equal(pace.status().timedOut, 1);
+  assert.equal(pace.waiting, 0);
+});
+
+test('a client that leaves stops waiting at once', async () => {
+  const pace = new TrainingPace(() => 100, { maxLagBatches: 0, batchSize: 8, maxWaitMs: 10_000 });
+  const left = new AbortController();
+  const waiting = pace.wait(left.signal);
+  setTimeout(() => left.abort(), 30);
+  const ms = await waiting;
+  assert.ok(ms < 5000);
+  assert.equal(pace.waiting, 0);
+  assert.equal(pace.counts.timedOut, 0);
+});
+
+test('the lag is a whole number of batches ≥ 0', () => {
+  for (const bad of [-1, 0.5, Number.NaN]) assert.throws(() => new TrainingPace(() => 0, { maxLagBatches: bad, batchSize: 8, maxWaitMs: 1000 }), /whole number of batches/);
+  assert.doesNotThrow(() => new TrainingPace(() => 0, { maxLagBatches: 0, batchSize: 8, maxWaitMs: 1000 }));
+});
