@@ -247,8 +247,9 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   // judged traffic (samples waiting to be trained, and turns waiting for the judge unless the judge is out:
   // an outage must not hold the traffic)
   const trainBacklog = () => {
+    if (!trainer || trainer.health()) return 0; // a trainer that is not running (or keeps failing) holds nothing
     const judging = judgeLoop && !judgeLoop.inOutage ? judgeLoop.backlog() : null;
-    return (trainer?.pendingCount() ?? 0) + (judging ? judging.waiting + judging.inFlight : 0);
+    return trainer.pendingCount() + (judging ? judging.waiting + judging.inFlight : 0);
   };
   const pace = o['max-lag'] === null || o['no-train'] ? null
     : new TrainingPace(trainBacklog, { maxLagBatches: o['max-lag'], batchSize: o['batch-size'], maxWaitMs: o['max-lag-wait-seconds'] * 1000 });
@@ -274,7 +275,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
         // how sessions were identified: "header" means the OpenClaw plugin is doing its job
         sessionSources: Object.fromEntries((store.sql('SELECT id_source, COUNT(*) AS n FROM sessions GROUP BY id_source').all() as { id_source: string; n: number }[]).map((r) => [r.id_source, r.n])),
         turnTypes: Object.fromEntries((store.sql('SELECT turn_type || \'/\' || type_source AS k, COUNT(*) AS n FROM turns GROUP BY k').all() as { k: string; n: number }[]).map((r) => [r.k, r.n])),
-      }), extraMetrics: () => engineMetrics + (trainer?.metrics() ?? '') + (judgeLoop?.metrics() ?? ''), ready, dashboard: tracking.dashboard, publishedVersion: () => tracking.publishedVersion(),
+      }), extraMetrics: () => engineMetrics + (trainer?.metrics() ?? '') + (judgeLoop?.metrics() ?? '') + (pace?.metrics() ?? ''), ready, dashboard: tracking.dashboard, publishedVersion: () => tracking.publishedVersion(),
     });
   } catch (e) {
     await engine.close(); store.close();

@@ -86,6 +86,15 @@ export class TrainingPace {
     return ms;
   }
 
+  /** Prometheus lines: turns waiting now, turns that waited and for how long, and the waits cut short at maxWaitMs. */
+  metrics(): string {
+    const line = (name: string, type: string, help: string, v: number) => `# HELP openclaw_rl_pace_${name} ${help}\n# TYPE openclaw_rl_pace_${name} ${type}\nopenclaw_rl_pace_${name} ${v}\n`;
+    return line('waiting', 'gauge', 'Main turns waiting for the trainer to catch up (--max-lag).', this.waiting) +
+      line('held_turns_total', 'counter', 'Main turns that waited for the trainer.', this.counts.held) +
+      line('held_seconds_total', 'counter', 'Seconds main turns spent waiting for the trainer.', +(this.counts.heldMs / 1000).toFixed(3)) +
+      line('timed_out_total', 'counter', 'Waits that ended at --max-lag-wait-seconds with the trainer still behind.', this.counts.timedOut);
+  }
+
   status(): Record<string, number> {
     return { maxLagBatches: this.o.maxLagBatches, waiting: this.waiting, heldTurns: this.counts.held, heldSeconds: +(this.counts.heldMs / 1000).toFixed(1), maxHeldSeconds: +(this.counts.maxHeldMs / 1000).toFixed(1), timedOut: this.counts.timedOut };
   }

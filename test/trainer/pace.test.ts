@@ -49,6 +49,9 @@ test('a stalled trainer delays a turn by maxWaitMs at most, and the time-out is 
   assert.ok(ms >= 70 && ms < 2000, `waited ${ms} ms`);
   assert.equal(pace.counts.timedOut, 1);
   assert.equal(pace.status().timedOut, 1);
+  assert.match(pace.metrics(), /^openclaw_rl_pace_timed_out_total 1$/m);
+  assert.match(pace.metrics(), /^openclaw_rl_pace_held_turns_total 1$/m);
+  assert.match(pace.metrics(), /^openclaw_rl_pace_waiting 0$/m);
   assert.equal(pace.waiting, 0);
 });
 
