@@ -67,6 +67,8 @@ export interface LoadResult {
   afterDrain: Coverage & { seconds: number };
   /** trained samples per versions-behind bucket (the server's own figures) */
   staleness: Record<string, number>;
+  /** serve's training pace (--max-lag): turns that waited for the trainer and how long; null when off */
+  pace: Record<string, number> | null;
   /** where the server's memory is, from its /metrics at the end of the load and after the drain (MiB) */
   memory: { atLoadEnd: MemoryFigures; afterDrain: MemoryFigures };
 }
@@ -194,6 +196,7 @@ export async function benchLoad(o: LoadOptions): Promise<LoadResult> {
   const status = async () => await (await fetch(`${url}/admin/status`)).json() as {
     trainer?: { step: number; policyVersion: number; noOpSteps?: number; staleness?: Record<string, number>; samples: Record<string, number>; batchSize: number } | null;
     judgeHealth?: { backlog?: number } | null;
+    pace?: Record<string, number> | null;
   };
   const progress = setInterval(() => log(`bench load: ${((performance.now() - t0) / 1000).toFixed(0)} s, ${requests} requests, ${Object.values(failures).reduce((a, b) => a + b, 0)} failed, server RSS ${rssMiB(proc.pid!).toFixed(0)} MiB`), 15_000);
   try {
@@ -229,7 +232,7 @@ export async function benchLoad(o: LoadOptions): Promise<LoadResult> {
       firstTokenMs: { p50: percentile(firsts, 50), p99: percentile(firsts, 99) },
       rssMiB: rss, training: { steps: st.trainer?.step ?? 0, version: st.trainer?.policyVersion ?? 0, noOpSteps: st.trainer?.noOpSteps ?? 0 },
       outage: o.outage && judge ? { ...o.outage, refused: judge.refused } : null,
-      atLoadEnd, afterDrain: { ...after, seconds: +drained.toFixed(1) }, staleness: st.trainer?.staleness ?? {},
+      atLoadEnd, afterDrain: { ...after, seconds: +drained.toFixed(1) }, staleness: st.trainer?.staleness ?? {}, pace: st.pace ?? null,
       memory: { atLoadEnd: memoryAtLoadEnd, afterDrain: memoryAfterDrain },
     };
   } finally {

@@ -272,6 +272,7 @@ export const benchLoadCommand = defineCommand({
     'outage-seconds': opt.int('take the judge endpoint down for this long (0: no outage)', { min: 0, default: 0 }),
     'outage-start': opt.int('seconds into the load when the outage begins', { min: 0, default: 0 }),
     'drain-seconds': opt.int('after the load and the outage, how long the server may take to judge and train the backlog', { min: 0, default: 120 }),
+    'max-lag': opt.string('serve\'s --max-lag (the training pace; off = answer at once whatever the trainer\'s lag); default: serve\'s', { placeholder: 'BATCHES', nonEmpty: true }),
     json: jsonOption,
   },
   check: (o) => { if (o['outage-seconds'] > 0 && o.judge !== 'endpoint') throw new UsageError('--outage-seconds needs --judge endpoint'); },
@@ -287,7 +288,7 @@ export const benchLoadCommand = defineCommand({
       const r = await benchLoad({
         model, sessions: o.sessions, seconds: o.seconds, maxTokens: o['max-tokens'], log, judge: o.judge, drainSeconds: o['drain-seconds'],
         outage: o['outage-seconds'] > 0 ? { startSeconds: o['outage-start'], seconds: o['outage-seconds'] } : null,
-        serveArgs: ['--batch-size', String(o['batch-size']), '--max-concurrent', String(o['max-concurrent']), '--queue-wait-seconds', wait],
+        serveArgs: ['--batch-size', String(o['batch-size']), '--max-concurrent', String(o['max-concurrent']), '--queue-wait-seconds', wait, ...(o['max-lag'] !== undefined ? ['--max-lag', o['max-lag']] : [])],
       });
       const c = (x: typeof r.atLoadEnd) => `${x.judgedAndTrained}/${x.signalTurns} = ${pct(x.share)} judged and trained (judged ${x.judged}, lag p50 ${x.judgeLagSeconds.p50.toFixed(2)} s, p99 ${x.judgeLagSeconds.p99.toFixed(2)} s, max ${x.judgeLagSeconds.max.toFixed(1)} s)`;
       process.stderr.write(`${name}: ${r.sessions} sessions × ${r.seconds} s: ${r.requests} requests, ${r.failed} failed ${JSON.stringify(r.failures)}; latency p50 ${r.latencyMs.p50.toFixed(0)} ms, p99 ${r.latencyMs.p99.toFixed(0)} ms; ` +
@@ -295,6 +296,7 @@ export const benchLoadCommand = defineCommand({
         `${r.training.steps} training steps (version ${r.training.version}, ${r.training.noOpSteps} no-op batches)\n` +
         `  turns with feedback at the end of the load: ${c(r.atLoadEnd)}\n  after the drain (${r.afterDrain.seconds} s): ${c(r.afterDrain)}; samples ${JSON.stringify(r.afterDrain.samples)}\n` +
         `  staleness of trained samples (versions behind): ${JSON.stringify(r.staleness)}${r.outage ? `; judge calls refused during the outage: ${r.outage.refused}` : ''}\n` +
+        `  training pace: ${r.pace ? `${r.pace.heldTurns} turns waited for the trainer (${r.pace.heldSeconds} s in all, longest ${r.pace.maxHeldSeconds} s, ${r.pace.timedOut} cut short at the limit)` : 'off'}\n` +
         `  memory after the drain: prefix cache ${r.memory.afterDrain.prefixCache.toFixed(0)} of ${r.memory.afterDrain.prefixCacheBudget.toFixed(0)} MiB, JS heap ${r.memory.afterDrain.heapUsed.toFixed(0)} MiB, external ${r.memory.afterDrain.external.toFixed(0)} MiB\n`);
       results.push({ config: name, ...r });
       if (name === 'queue') failed = r.failed;
