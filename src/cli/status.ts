@@ -54,10 +54,17 @@ export const statusCommand = defineCommand({
       `sessions by how they were identified: ${JSON.stringify(body.sessionSources ?? {})}`,
       `turns by type: ${JSON.stringify(body.turnTypes ?? {})}`,
       `judge: ${body.judge}${judgeProblem(body.judgeHealth)}; learning: ${t ? `${t.method}, step ${t.step}, samples ${JSON.stringify(t.samples)}` : 'off'}`,
+      ...(body.pace ? [paceLine(body.pace)] : []),
       ...(await curveLines(base, key)),
     ].join('\n') + '\n');
   },
 });
+
+/** The training pace (serve's --max-lag): turns waiting now, and those that waited so far. */
+function paceLine(p: unknown): string {
+  const x = p as { maxLagBatches: number; waiting: number; heldTurns: number; heldSeconds: number; maxHeldSeconds: number; timedOut: number };
+  return `training pace: at most ${x.maxLagBatches} batch(es) behind; ${x.waiting} turn(s) waiting now; ${x.heldTurns} waited so far (${x.heldSeconds} s in all, longest ${x.maxHeldSeconds} s${x.timedOut ? `, ${x.timedOut} cut short at the limit` : ''})`;
+}
 
 /** ' (N failed calls; last: …)' while the judge fails, else ''. */
 function judgeProblem(h: unknown): string {
