@@ -58,7 +58,7 @@ const SERVE_OPTIONS = {
   'batch-size': count('samples per optimizer step', TRAINER_DEFAULTS.batchSize),
   'learning-rate': opt.number('optimizer learning rate (at most 0.1: larger steps destroy the weights)', { gt: 0, defaultText: MODEL_AWARE_DEFAULT.learningRate }),
   'max-lag': opt.custom(MAX_LAG_HELP, 'BATCHES', maxLagOf, { default: SERVE_MAX_LAG as number | null, env: 'OPENCLAW_RL_MAX_LAG' }),
-  'max-lag-wait-seconds': opt.number('the longest one turn waits for the trainer under --max-lag', { min: 1, max: 600, default: 30 }),
+  'max-lag-wait-seconds': opt.number('the longest a turn waits for the trainer under --max-lag; a backlog not cleared in this time (after a judge outage, say) lets every turn through until the trainer has caught up', { min: 1, max: 600, default: 30 }),
   'max-staleness': opt.int('drop samples this many versions older than the policy (default: none dropped; stale samples are corrected by truncated importance weights)', { min: 0 }),
   'importance-cap': opt.number(IMPORTANCE_CAP_HELP, { min: 1, default: TRAINER_DEFAULTS.importanceCap }),
   'stale-distill': opt.choice(STALE_DISTILL_MODES, STALE_DISTILL_HELP, { default: TRAINER_DEFAULTS.staleDistill }),
@@ -252,7 +252,8 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
     return trainer.pendingCount() + (judging ? judging.waiting + judging.inFlight : 0);
   };
   const pace = o['max-lag'] === null || o['no-train'] ? null
-    : new TrainingPace(trainBacklog, { maxLagBatches: o['max-lag'], batchSize: o['batch-size'], maxWaitMs: o['max-lag-wait-seconds'] * 1000 });
+    : new TrainingPace(trainBacklog, { maxLagBatches: o['max-lag'], batchSize: o['batch-size'], maxWaitMs: o['max-lag-wait-seconds'] * 1000 },
+      (backlog) => logger.warn(`training pace: ${backlog} samples and judged turns wait for the trainer, more than it cleared in ${o['max-lag-wait-seconds']} s (a judge outage's or a restart's backlog, or a trainer slower than the traffic); new turns are answered at once until it has caught up`, { component: 'trainer' }));
   let server;
   // /readyz answers 200 only once every configured loop runs, and while each keeps running
   let started = false;

@@ -7,8 +7,14 @@
 // such answers rarely hold one, so the server learns far less than the same number of
 // conversations would teach it one at a time. Like asynchronous RL systems that bound how far
 // generation may run ahead of training, a new main turn waits while more than `maxLagBatches`
-// full batches of judged samples wait for the trainer beyond the one it is training, and goes on when the trainer has caught up,
-// or after `maxWaitMs` at most: a stalled or paused trainer delays answers, never stops them.
+// full batches of judged samples wait for the trainer beyond the one it is training, and goes on
+// when the trainer has caught up.
+//
+// Holding traffic only helps when the trainer can catch up soon. A backlog it cannot clear within
+// `maxWaitMs` (the judge's backlog after an outage, a restart on a full store, a trainer slower than
+// any traffic) is not the traffic's doing: the turn that waited that long goes on, with every turn
+// waiting beside it, and the pace stands aside — no turn waits — until the backlog is back under
+// the bound. A stalled trainer costs one wait of `maxWaitMs`, never one per turn.
 //
 // The wait is a delay before the answer's first token, never a refusal; nothing is dropped.
 
@@ -20,7 +26,7 @@
  */
 export const SERVE_MAX_LAG = 1;
 
-export const MAX_LAG_HELP = 'bounded off-policyness: a new main turn waits (at most --max-lag-wait-seconds) while more than this many full batches of judged samples wait for the trainer beyond the one it trains; 0 = the trainer never falls a batch behind; off = never wait';
+export const MAX_LAG_HELP = 'bounded off-policyness: a new main turn waits while more than this many full batches of judged samples (and turns waiting for the judge) wait for the trainer beyond the one it trains; 0 = the trainer never falls a batch behind; off = never wait';
 
 export interface PaceOptions {
   /** full batches of samples that may wait for the trainer beyond the one it trains before new turns wait (0: none) */
@@ -41,17 +47,32 @@ export class TrainingPace {
   readonly o: Required<PaceOptions>;
   private readonly backlog: () => number;
   private readonly waiters = new Set<() => void>();
-  /** turns that waited, the total and longest waits (ms), and the turns that went on at maxWaitMs */
-  readonly counts = { held: 0, heldMs: 0, maxHeldMs: 0, timedOut: 0 };
+  /** turns that waited, the total and longest waits (ms), waits that reached maxWaitMs, and turns let through while standing aside */
+  readonly counts = { held: 0, heldMs: 0, maxHeldMs: 0, timedOut: 0, passed: 0 };
+  /** set when a wait reached maxWaitMs: no turn waits until the backlog is back under the bound */
+  private standingAside = false;
+  private readonly onStandAside: (backlog: number) => void;
 
-  /** `backlog`: samples built from judged turns that wait for the trainer */
-  constructor(backlog: () => number, o: PaceOptions) {
+  /**
+   * `backlog`: samples built from judged turns that wait for the trainer (and turns waiting for the judge).
+   * `onStandAside`: told once each time the pace stands aside, with the backlog it could not wait out.
+   */
+  constructor(backlog: () => number, o: PaceOptions, onStandAside: (backlog: number) => void = () => {}) {
     if (!(Number.isInteger(o.maxLagBatches) && o.maxLagBatches >= 0)) throw new RangeError(`the training pace's lag is a whole number of batches ≥ 0, got ${o.maxLagBatches}`);
     this.backlog = backlog;
     this.o = { pollMs: 250, ...o };
+    this.onStandAside = onStandAside;
   }
 
   get waiting(): number { return this.waiters.size; }
+  /** true while the pace stands aside (a backlog the trainer could not clear in maxWaitMs) */
+  get standsAside(): boolean { return this.standingAside; }
+
+  private over(): boolean {
+    const over = mustWait(this.backlog(), this.o.maxLagBatches, this.o.batchSize);
+    if (!over) this.standingAside = false;
+    return over;
+  }
 
   /** Call after each training step (and whenever the backlog may have shrunk): waiting turns look again. */
   wake(): void {
@@ -60,25 +81,32 @@ export class TrainingPace {
 
   /** Resolves when a new main turn may be answered; the ms it waited. `signal`: the client left. */
   async wait(signal?: AbortSignal): Promise<number> {
-    if (!mustWait(this.backlog(), this.o.maxLagBatches, this.o.batchSize)) return 0;
+    if (signal?.aborted || !this.over()) return 0;
+    if (this.standingAside) { this.counts.passed++; return 0; }
     const t0 = performance.now();
     this.counts.held++;
     await new Promise<void>((resolve) => {
-      let timer: NodeJS.Timeout | null = null;
-      const done = (timedOut: boolean) => {
-        if (timer) clearTimeout(timer);
+      const done = () => {
+        clearTimeout(timer);
         clearInterval(poll);
         this.waiters.delete(check);
-        signal?.removeEventListener('abort', leave);
-        if (timedOut) this.counts.timedOut++;
+        signal?.removeEventListener('abort', done);
         resolve();
       };
-      const check = () => { if (!mustWait(this.backlog(), this.o.maxLagBatches, this.o.batchSize)) done(false); };
-      const leave = () => done(false);
+      const check = () => { if (!this.over() || this.standingAside) done(); };
       const poll = setInterval(check, this.o.pollMs);
-      timer = setTimeout(() => done(true), this.o.maxWaitMs);
+      const timer = setTimeout(() => {
+        this.counts.timedOut++;
+        done();
+        if (!this.standingAside) {
+          // the trainer could not catch up in maxWaitMs: let everyone go, and hold nobody until it has
+          this.standingAside = true;
+          this.onStandAside(this.backlog());
+          for (const w of [...this.waiters]) w();
+        }
+      }, this.o.maxWaitMs);
       this.waiters.add(check);
-      signal?.addEventListener('abort', leave, { once: true });
+      signal?.addEventListener('abort', done, { once: true });
     });
     const ms = performance.now() - t0;
     this.counts.heldMs += ms;
@@ -92,10 +120,12 @@ export class TrainingPace {
     return line('waiting', 'gauge', 'Main turns waiting for the trainer to catch up (--max-lag).', this.waiting) +
       line('held_turns_total', 'counter', 'Main turns that waited for the trainer.', this.counts.held) +
       line('held_seconds_total', 'counter', 'Seconds main turns spent waiting for the trainer.', +(this.counts.heldMs / 1000).toFixed(3)) +
-      line('timed_out_total', 'counter', 'Waits that ended at --max-lag-wait-seconds with the trainer still behind.', this.counts.timedOut);
+      line('timed_out_total', 'counter', 'Waits that reached --max-lag-wait-seconds with the trainer still behind (the pace then stands aside).', this.counts.timedOut) +
+      line('standing_aside', 'gauge', '1 while the pace stands aside: a backlog the trainer could not clear in --max-lag-wait-seconds; no turn waits until it is back under the bound.', this.standingAside ? 1 : 0) +
+      line('passed_turns_total', 'counter', 'Main turns answered at once while the pace stood aside.', this.counts.passed);
   }
 
   status(): Record<string, number> {
-    return { maxLagBatches: this.o.maxLagBatches, waiting: this.waiting, heldTurns: this.counts.held, heldSeconds: +(this.counts.heldMs / 1000).toFixed(1), maxHeldSeconds: +(this.counts.maxHeldMs / 1000).toFixed(1), timedOut: this.counts.timedOut };
+    return { maxLagBatches: this.o.maxLagBatches, waiting: this.waiting, heldTurns: this.counts.held, heldSeconds: +(this.counts.heldMs / 1000).toFixed(1), maxHeldSeconds: +(this.counts.maxHeldMs / 1000).toFixed(1), timedOut: this.counts.timedOut, standingAside: this.standingAside ? 1 : 0, passedTurns: this.counts.passed };
   }
 }

@@ -43,16 +43,38 @@ test('without a wake, a waiting turn looks again every pollMs', async () => {
   assert.ok(ms >= 50 && ms < 5000, `waited ${ms} ms`);
 });
 
-test('a stalled trainer delays a turn by maxWaitMs at most, and the time-out is counted', async () => {
-  const pace = new TrainingPace(() => 100, { maxLagBatches: 0, batchSize: 8, maxWaitMs: 80, pollMs: 10 });
-  const ms = await pace.wait();
-  assert.ok(ms >= 70 && ms < 2000, `waited ${ms} ms`);
-  assert.equal(pace.counts.timedOut, 1);
-  assert.equal(pace.status().timedOut, 1);
-  assert.match(pace.metrics(), /^openclaw_rl_pace_timed_out_total 1$/m);
-  assert.match(pace.metrics(), /^openclaw_rl_pace_held_turns_total 1$/m);
-  assert.match(pace.metrics(), /^openclaw_rl_pace_waiting 0$/m);
+test('a backlog the trainer cannot clear costs one wait of maxWaitMs, not one per turn: the pace stands aside until it is back under the bound', async () => {
+  let backlog = 100;
+  const told: number[] = [];
+  const pace = new TrainingPace(() => backlog, { maxLagBatches: 0, batchSize: 8, maxWaitMs: 80, pollMs: 10 }, (b) => told.push(b));
+  // two turns wait together; the first to reach the limit lets the other go with it
+  const [a, b] = await Promise.all([pace.wait(), new Promise<number>((r) => setTimeout(() => r(pace.wait()), 30))]);
+  assert.ok(a >= 70 && a < 2000, `waited ${a} ms`);
+  assert.ok(b < a, `the second waited ${b} ms`);
+  assert.deepEqual(told, [100]);
+  assert.equal(pace.standsAside, true);
   assert.equal(pace.waiting, 0);
+  // while it stands aside, turns go at once
+  assert.equal(await pace.wait(), 0);
+  assert.equal(await pace.wait(), 0);
+  assert.deepEqual({ timedOut: pace.counts.timedOut, passed: pace.counts.passed }, { timedOut: 1, passed: 2 });
+  assert.equal(pace.status().standingAside, 1);
+  assert.match(pace.metrics(), /^openclaw_rl_pace_timed_out_total 1$/m);
+  assert.match(pace.metrics(), /^openclaw_rl_pace_standing_aside 1$/m);
+  assert.match(pace.metrics(), /^openclaw_rl_pace_passed_turns_total 2$/m);
+  assert.match(pace.metrics(), /^openclaw_rl_pace_waiting 0$/m);
+  // the trainer catches up: the bound holds again
+  backlog = 3;
+  assert.equal(await pace.wait(), 0);
+  assert.equal(pace.standsAside, false);
+  backlog = 8;
+  const held = pace.wait();
+  await new Promise((r) => setTimeout(r, 30));
+  assert.equal(pace.waiting, 1);
+  backlog = 0;
+  pace.wake();
+  assert.ok(await held >= 20);
+  assert.equal(pace.standsAside, false);
 });
 
 test('a client that leaves stops waiting at once', async () => {
