@@ -143,7 +143,6 @@ export const serveCommand = defineCommand({
   run: (o) => serveWith(o),
 });
 
-/** `--cors-origin`: '*' or http(s) origins (scheme, host and port; no path). */
 /** --max-lag: a whole number of batches ≥ 0, or off (null) */
 function maxLagOf(raw: string, source: string): number | null {
   if (raw === 'off') return null;
@@ -152,6 +151,7 @@ function maxLagOf(raw: string, source: string): number | null {
   return n;
 }
 
+/** `--cors-origin`: '*' or http(s) origins (scheme, host and port; no path). */
 function corsOrigins(raw: string, source: string): string[] {
   const origins = parseOrigins(raw);
   for (const x of origins) {
