@@ -24,7 +24,7 @@
  * waiting turn held ~0.5 s on average (docs/benchmarks.md, issue 12 session 23). 0 was no better; a person who reads
  * and types between turns never meets the bound.
  */
-export const SERVE_MAX_LAG = 1;
+export const SERVE_MAX_LAG = 0;
 
 export const MAX_LAG_HELP = 'bounded off-policyness: a new main turn waits while more than this many full batches of judged samples (and turns waiting for the judge) wait for the trainer beyond the one it trains; 0 = the trainer never falls a batch behind; off = never wait';
 

@@ -89,9 +89,9 @@ test('serve picks the recipe from the model; flags win', { timeout: 120_000 }, a
   assert.match(flagged, /judge: lexical, learning: binary \(version \d+\), KL to base k3 at β 0\.3/);
   assert.doesNotMatch(flagged, /entropy guard|loop guard|likelihood guard|anchor answers|tail guard/, 'λ 0, the guards and the anchors off are not logged');
   assert.match(await serveLog(chat, ['--judge-votes', '3']), /judge: self \(3 votes\), learning: combine/, 'a flag sets the votes');
-  // the training pace: on by default (one batch), a number sets it, off turns it off
-  assert.match(chatLog, /new turns wait \(≤ 30 s\) while the trainer is more than 1 batch behind/);
-  assert.match(await serveLog(chat, ['--max-lag', '0', '--max-lag-wait-seconds', '5']), /new turns wait \(≤ 5 s\) while the trainer is more than 0 batches behind/);
+  // the training pace: on by default (no batch of lag), a number sets it, off turns it off
+  assert.match(chatLog, /new turns wait \(≤ 30 s\) while the trainer is more than 0 batches behind/);
+  assert.match(await serveLog(chat, ['--max-lag', '1', '--max-lag-wait-seconds', '5']), /new turns wait \(≤ 5 s\) while the trainer is more than 1 batch behind/);
   assert.doesNotMatch(await serveLog(chat, ['--max-lag', 'off']), /new turns wait/);
   // serving without training keeps the cheap judge
   assert.match(await serveLog(chat, ['--no-train']), /judge: lexical, learning: off/);
