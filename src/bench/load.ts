@@ -139,6 +139,8 @@ export function coverage(dataDir: string): Coverage {
     const judgedAndTrained = one(`SELECT COUNT(*) AS n ${paired} AND j.status = 'done' AND s.status = 'trained'`);
     const samples = Object.fromEntries((db.prepare('SELECT status, COUNT(*) AS n FROM samples GROUP BY status').all() as { status: string; n: number }[]).map((r) => [r.status, Number(r.n)]));
     // paired when the session's next main turn began (see Store.pairedAt)
+    // from the next turn's row: under serve's training pace that row is written after the turn's wait, while its next
+    // state went to the judge before it, so the lag can read below zero (the server's own figure is in /metrics)
     const lags = (db.prepare(`SELECT j.updated_at - n.created_at AS lag FROM turns t JOIN judgements j ON j.turn_id = t.id
       JOIN turns n ON n.session_id = t.session_id AND n.turn_type = 'main' AND n.idx = t.idx + 1 WHERE j.status = 'done'`).all() as { lag: number }[]).map((r) => Number(r.lag) / 1000);
     return {

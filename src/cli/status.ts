@@ -63,7 +63,7 @@ export const statusCommand = defineCommand({
 /** The training pace (serve's --max-lag): turns waiting now, and those that waited so far. */
 function paceLine(p: unknown): string {
   const x = p as { maxLagBatches: number; waiting: number; heldTurns: number; heldSeconds: number; maxHeldSeconds: number; timedOut: number; standingAside: number; passedTurns: number };
-  return `training pace: turns wait while more than ${x.maxLagBatches} full batch(es) wait beyond the one in training; ${x.standingAside ? 'standing aside (a backlog the trainer could not clear in time; turns are answered at once)' : `${x.waiting} turn(s) waiting now`}; ` +
+  return `training pace: turns wait while more than ${x.maxLagBatches} full batch(es) wait for the trainer (the one in training included); ${x.standingAside ? 'standing aside (a backlog the trainer could not clear in time; turns are answered at once)' : `${x.waiting} turn(s) waiting now`}; ` +
     `${x.heldTurns} waited so far (${x.heldSeconds} s in all, longest ${x.maxHeldSeconds} s${x.timedOut ? `, ${x.timedOut} reached the limit` : ''})${x.passedTurns ? `, ${x.passedTurns} answered at once while it stood aside` : ''}`;
 }
 

@@ -7,7 +7,7 @@
 // such answers rarely hold one, so the server learns far less than the same number of
 // conversations would teach it one at a time. Like asynchronous RL systems that bound how far
 // generation may run ahead of training, a new main turn waits while more than `maxLagBatches`
-// full batches of judged samples wait for the trainer beyond the one it is training, and goes on
+// full batches of judged samples wait for the trainer (the one it is training included), and goes on
 // when the trainer has caught up.
 //
 // Holding traffic only helps when the trainer can catch up soon. A backlog it cannot clear within
@@ -19,17 +19,18 @@
 // The wait is a delay before the answer's first token, never a refusal; nothing is dropped.
 
 /**
- * serve's default: the trainer may fall one batch behind the one it trains. Through `serve`, unpaced, binary RL went
- * from +45–91 points (dog/cat/frog/bear, without a bound) to within a few points of the benchmark's own loop, with each
- * waiting turn held ~0.5 s on average (docs/benchmarks.md, issue 12 session 23). 0 was no better; a person who reads
- * and types between turns never meets the bound.
+ * serve's default: a turn waits while a full batch waits for (or is in) training — the benchmark's own loop's rhythm. Through `serve`,
+ * unpaced, on stories260k-chat (dog/cat/frog/bear, 3 seeds), all three methods then ended within 3 points of the
+ * benchmark's own loop on 10 of 12 method-persona pairs, each held turn waiting 0.44 s on average; at 1 the batches were
+ * ~2 versions stale, anchor answers joined 75% of the steps, and binary and combine lost 11–34 points on dog, cat
+ * and bear (docs/benchmarks.md, issue 12 session 23). A person who reads and types between turns rarely meets the bound.
  */
 export const SERVE_MAX_LAG = 0;
 
-export const MAX_LAG_HELP = 'bounded off-policyness: a new main turn waits while more than this many full batches of judged samples (and turns waiting for the judge) wait for the trainer beyond the one it trains; 0 = the trainer never falls a batch behind; off = never wait';
+export const MAX_LAG_HELP = 'bounded off-policyness: a new main turn waits while more than this many full batches of judged samples (and turns waiting for the judge) wait for the trainer, the one it is training included; 0 = the trainer never falls a batch behind; off = never wait';
 
 export interface PaceOptions {
-  /** full batches of samples that may wait for the trainer beyond the one it trains before new turns wait (0: none) */
+  /** new turns wait while more than this many full batches wait for the trainer, the one it trains included (0: any full batch) */
   maxLagBatches: number;
   batchSize: number;
   /** the longest one turn waits (ms) */
@@ -38,7 +39,7 @@ export interface PaceOptions {
   pollMs?: number;
 }
 
-/** Whether a new turn must wait: more than maxLagBatches full batches wait for the trainer. */
+/** Whether a new turn must wait: more than maxLagBatches full batches wait for the trainer (the one in training included). */
 export function mustWait(backlog: number, maxLagBatches: number, batchSize: number): boolean {
   return backlog >= (maxLagBatches + 1) * batchSize;
 }

@@ -53,7 +53,7 @@ test('OpenClaw 2026.9 end to end: streamed answers, sessions, main/side, next st
     // `openclaw-rl status` shows the plugin at work: sessions identified by the header
     assert.match(result.statusText, /sessions by how they were identified: \{[^}]*"header":[1-9]/);
     // and the training pace, on by default
-    assert.match(result.statusText, /training pace: turns wait while more than 0 full batch\(es\) wait beyond the one in training; \d+ turn\(s\) waiting now; \d+ waited so far/);
+    assert.match(result.statusText, /training pace: turns wait while more than 0 full batch\(es\) wait for the trainer \(the one in training included\); \d+ turn\(s\) waiting now; \d+ waited so far/);
 
     const store = new Store(join(work.dir, 'data'));
     try {

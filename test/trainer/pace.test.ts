@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mustWait, TrainingPace } from '../../src/trainer/pace.ts';
 
-test('mustWait: more than maxLag full batches beyond the one in training', () => {
+test('mustWait: more than maxLag full batches wait, the one in training included', () => {
   const cases: [backlog: number, maxLag: number, batch: number, wait: boolean][] = [
     [0, 0, 8, false], [7, 0, 8, false], [8, 0, 8, true], [20, 0, 8, true],
     [8, 1, 8, false], [15, 1, 8, false], [16, 1, 8, true],
