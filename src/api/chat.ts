@@ -127,13 +127,15 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
   const n = r.n;
   // a request holds one admission slot whatever its n; n itself may not exceed the engine's limit
   if (n > ctx.admission.limit) throw new ApiError(429, `n = ${n} choices exceed the ${ctx.admission.limit} requests in flight this server allows; ask for fewer`, { code: 'rate_limit_exceeded' });
-  if (ctx.pace && turnType.type === 'main') {
-    // what this request says about the previous answer goes to the judge now, then the turn waits for the trainer
+  // under the training pace, what this request says about the previous answer goes to the judge now, before the wait
+  const pace = turnType.type === 'main' ? ctx.pace : undefined;
+  const pairedEarly = pace !== undefined;
+  if (pace) {
     recordNextState(store, session.id, r.messages);
     const left = new AbortController();
     const onClose = () => left.abort();
     req.socket.once('close', onClose);
-    try { await ctx.pace.wait(left.signal); } finally { req.socket.off('close', onClose); }
+    try { await pace.wait(left.signal); } finally { req.socket.off('close', onClose); }
   }
   if (!(await ctx.admission.acquire())) {
     throw new ApiError(429, `too many requests: ${ctx.admission.limit} in flight and ${ctx.admission.waiting} waiting (a request waits at most ${ctx.admission.waitMs / 1000} s); retry shortly`, { code: 'rate_limit_exceeded' });
@@ -150,7 +152,7 @@ export async function handleChat(ctx: ChatContext, req: IncomingMessage, res: Se
       start: null as unknown as Parameters<Store['beginTurn']>[0] };
   });
   try {
-    if (turnType.type === 'main') recordNextState(store, session.id, r.messages);
+    if (turnType.type === 'main' && !pairedEarly) recordNextState(store, session.id, r.messages);
     tracker.touch(session.id);
     // each choice is its own turn (the same prompt ids; `choice` says which of the n it was)
     for (const c of choices) {

@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { DatabaseSync } from 'node:sqlite';
 import { startJudgeEndpoint, type JudgeEndpoint } from './judge-endpoint.ts';
 import { nearestRank } from '../util/recent.ts';
+import type { PaceStatus } from '../trainer/pace.ts';
 
 export interface LoadOptions {
   model: string;
@@ -68,7 +69,7 @@ export interface LoadResult {
   /** trained samples per versions-behind bucket (the server's own figures) */
   staleness: Record<string, number>;
   /** serve's training pace (--max-lag): turns that waited for the trainer and how long; null when off */
-  pace: Record<string, number> | null;
+  pace: PaceStatus | null;
   /** where the server's memory is, from its /metrics at the end of the load and after the drain (MiB) */
   memory: { atLoadEnd: MemoryFigures; afterDrain: MemoryFigures };
 }
@@ -198,7 +199,7 @@ export async function benchLoad(o: LoadOptions): Promise<LoadResult> {
   const status = async () => await (await fetch(`${url}/admin/status`)).json() as {
     trainer?: { step: number; policyVersion: number; noOpSteps?: number; staleness?: Record<string, number>; samples: Record<string, number>; batchSize: number } | null;
     judgeHealth?: { backlog?: number } | null;
-    pace?: Record<string, number> | null;
+    pace?: PaceStatus | null;
   };
   const progress = setInterval(() => log(`bench load: ${((performance.now() - t0) / 1000).toFixed(0)} s, ${requests} requests, ${Object.values(failures).reduce((a, b) => a + b, 0)} failed, server RSS ${rssMiB(proc.pid!).toFixed(0)} MiB`), 15_000);
   try {

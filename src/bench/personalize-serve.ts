@@ -17,6 +17,7 @@ import type { Persona } from './persona.ts';
 import { SimulatedUser } from './user.ts';
 import { evaluateHeldOut, calibrateFluencyCached, preferenceBandNote, klToBase } from './evaluate.ts';
 import type { FluencyBand } from '../learn/fluency.ts';
+import type { PaceStatus } from '../trainer/pace.ts';
 
 export interface ServePersonalizeOptions {
   model: string;
@@ -54,7 +55,7 @@ export interface ServePersonalizeResult {
   samples: Record<string, number>;
   steps: number;
   /** serve's --max-lag: the turns that waited for the trainer and how long (null when off) */
-  pace: Record<string, number> | null;
+  pace: PaceStatus | null;
 }
 
 const BIN = fileURLToPath(new URL('../../bin/openclaw-rl.js', import.meta.url));
@@ -78,7 +79,7 @@ function startServe(o: ServePersonalizeOptions, dataDir: string): Promise<{ proc
 interface ServeStatus {
   trainer?: { step: number; policyVersion: number; batchSize: number; samples: Record<string, number> } | null;
   judgeHealth?: { backlog?: number } | null;
-  pace?: Record<string, number> | null;
+  pace?: PaceStatus | null;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -94,7 +95,7 @@ export async function runPersonalizeViaServe(o: ServePersonalizeOptions): Promis
   let drain = { policyVersion: 0, seconds: 0, drainSeconds: 0 };
   let samples: Record<string, number> = {};
   let steps = 0;
-  let pace: Record<string, number> | null = null;
+  let pace: PaceStatus | null = null;
   let trafficSeconds = 0;
   try {
     const userList = Array.from({ length: users }, (_, i) => new SimulatedUser({ baseUrl: `${url}/v1`, model: 'policy', persona: o.persona, seed: seed * 1000 + i, id: `u${i}` }));

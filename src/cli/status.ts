@@ -1,6 +1,7 @@
 // `openclaw-rl status`: what a running server reports at GET /admin/status.
 import { defineCommand, opt } from './command.ts';
 import { sparkline } from '../dashboard/sparkline.ts';
+import type { PaceStatus } from '../trainer/pace.ts';
 import type { MetricsLine } from '../dashboard/metrics-log.ts';
 
 /** The learning curve in the terminal: the last 40 steps' reward mean and loss, and held-out evaluations. */
@@ -62,7 +63,7 @@ export const statusCommand = defineCommand({
 
 /** The training pace (serve's --max-lag): turns waiting now, and those that waited so far. */
 function paceLine(p: unknown): string {
-  const x = p as { maxLagBatches: number; waiting: number; heldTurns: number; heldSeconds: number; maxHeldSeconds: number; timedOut: number; standingAside: number; passedTurns: number };
+  const x = p as PaceStatus;
   return `training pace: turns wait while more than ${x.maxLagBatches} full batch(es) wait for the trainer (the one in training included); ${x.standingAside ? 'standing aside (a backlog the trainer could not clear in time; turns are answered at once)' : `${x.waiting} turn(s) waiting now`}; ` +
     `${x.heldTurns} waited so far (${x.heldSeconds} s in all, longest ${x.maxHeldSeconds} s${x.timedOut ? `, ${x.timedOut} reached the limit` : ''})${x.passedTurns ? `, ${x.passedTurns} answered at once while it stood aside` : ''}`;
 }

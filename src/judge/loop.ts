@@ -143,10 +143,10 @@ export class JudgeLoop {
     return turns.length;
   }
 
-  /** Turns paired but not yet judged (queued or in flight) here, and the age of the oldest (ms). */
   /** true while the judge is unreachable (the outage circuit is open) */
   get inOutage(): boolean { return this.outage !== null; }
 
+  /** Turns paired but not yet judged (queued or in flight) here, and the age of the oldest (ms). */
   backlog(now = Date.now()): { waiting: number; inFlight: number; oldestMs: number | null } {
     let oldest = Infinity;
     for (const id of this.known) oldest = Math.min(oldest, this.pairedAt.get(id) ?? Infinity);

@@ -29,6 +29,13 @@ export const SERVE_MAX_LAG = 0;
 
 export const MAX_LAG_HELP = 'bounded off-policyness: a new main turn waits while more than this many full batches of judged samples (and turns waiting for the judge) wait for the trainer, the one it is training included; 0 = the trainer never falls a batch behind; off = never wait';
 
+/** What the pace reports (/admin/status `pace`): the bound, the turns waiting now, and those that waited so far. */
+export interface PaceStatus {
+  maxLagBatches: number; waiting: number; heldTurns: number; heldSeconds: number; maxHeldSeconds: number; timedOut: number;
+  /** 1 while the pace stands aside */
+  standingAside: number; passedTurns: number;
+}
+
 export interface PaceOptions {
   /** new turns wait while more than this many full batches wait for the trainer, the one it trains included (0: any full batch) */
   maxLagBatches: number;
@@ -126,7 +133,7 @@ export class TrainingPace {
       line('passed_turns_total', 'counter', 'Main turns answered at once while the pace stood aside.', this.counts.passed);
   }
 
-  status(): Record<string, number> {
+  status(): PaceStatus {
     return { maxLagBatches: this.o.maxLagBatches, waiting: this.waiting, heldTurns: this.counts.held, heldSeconds: +(this.counts.heldMs / 1000).toFixed(1), maxHeldSeconds: +(this.counts.maxHeldMs / 1000).toFixed(1), timedOut: this.counts.timedOut, standingAside: this.standingAside ? 1 : 0, passedTurns: this.counts.passed };
   }
 }
