@@ -1,7 +1,8 @@
 // `openclaw-rl bench chat-model`: does stories260k-chat read? Everything is measured on phrasings the
 // recipe held out (never trained on) and on stories the base model writes afresh for the benchmark:
 // - topic following: held-out topic requests, sampled at T = 1; share of answers that mention the
-//   topic, beside the base model given the same requests as plain text;
+//   topic, beside the base model given the same requests as plain text — on the twelve topics every
+//   recipe version taught, and on nouns the recipe never teaches (does following carry over?);
 // - hint effect: log p(answer | request + hint) − log p(answer | request), with the hint in the OPD
 //   teacher form (learn/hint-prompt.ts), for stories that satisfy the hint and stories that violate it;
 // - self judge: the real judge path (PrmJudge over SelfBackend, compact prompts, m votes at T = 0.6)
@@ -16,7 +17,7 @@ import { createJudge, JUDGE_DEFAULTS } from '../judge/config.ts';
 import { withHint } from '../learn/hint-prompt.ts';
 import { drawStoryPool, mentionsTopic, mentionsName, type StoryPool } from '../recipes/chat-model/stories.ts';
 import { ConversationGenerator, CALCULATOR_TOOL, randomArithmetic } from '../recipes/chat-model/data.ts';
-import { TOPICS, fill, phrasingSets } from '../recipes/chat-model/phrasings.ts';
+import { TOPICS, HELD_OUT_TOPICS, fill, phrasingSets } from '../recipes/chat-model/phrasings.ts';
 import { Rng } from '../engine/embedded/rng.ts';
 
 export interface ChatModelBenchOptions {
@@ -43,6 +44,8 @@ export interface ChatModelBenchResult {
     /** answers that missed the topic (the first 16) */
     misses: { prompt: string; answer: string }[];
   };
+  /** the same on nouns the recipe never teaches (HELD_OUT_TOPICS): does following a topic carry over to a new one? */
+  heldOutTopics: ChatModelBenchResult['topic'];
   hint: {
     hints: number;
     satisfying: { answers: number; meanDeltaPerAnswer: number; meanDeltaPerToken: number; shareRaised: number };
@@ -121,10 +124,16 @@ async function answer(engine: Engine, messages: ChatMessage[], params: SamplePar
 /** The first sentence of a text (through its first . ! or ?), or all of it. */
 export const firstSentence = (text: string) => text.match(/^[\s\S]*?[.!?](?=\s|$)/)?.[0] ?? text;
 
-async function topicFollowing(chat: Engine, base: Engine, n: number, rng: Rng, log: (l: string) => void) {
+/**
+ * The topics whose following the bench has measured since v1: the twelve every recipe version taught (v6 teaches more,
+ * TOPICS; the first twelve are these), so that versions compare.
+ */
+export const BENCH_TOPICS: readonly string[] = TOPICS.slice(0, 12);
+
+async function topicFollowing(chat: Engine, base: Engine, n: number, rng: Rng, log: (l: string) => void, topics: readonly string[] = BENCH_TOPICS, label = 'topic following') {
   const prompts = phrasingSets().topicRequests.heldOut;
   const cases = Array.from({ length: n }, (_, i) => {
-    const topic = TOPICS[i % TOPICS.length];
+    const topic = topics[i % topics.length];
     return { topic, prompt: fill(prompts[Math.floor(rng.next() * prompts.length)], { t: topic }), seed: Math.floor(rng.next() * 2 ** 31) };
   });
   const run = (engine: Engine) => Promise.all(cases.map(async (c) => {
@@ -139,11 +148,11 @@ async function topicFollowing(chat: Engine, base: Engine, n: number, rng: Rng, l
     return { ok: mentionsTopic(r.text, c.topic) };
   }));
   const rate = (xs: { ok: boolean }[]) => xs.filter((x) => x.ok).length / xs.length;
-  const byTopic = Object.fromEntries(TOPICS.map((t) => {
+  const byTopic = Object.fromEntries(topics.map((t) => {
     const idx = cases.map((c, i) => (c.topic === t ? i : -1)).filter((i) => i >= 0);
     return [t, { chat: round(rate(idx.map((i) => chatAnswers[i]))), base: round(rate(idx.map((i) => baseAnswers[i]))) }];
   }));
-  log(`topic following: chat ${(rate(chatAnswers) * 100).toFixed(0)}% (first sentence ${(chatAnswers.filter((a) => a.first).length / n * 100).toFixed(0)}%), base ${(rate(baseAnswers) * 100).toFixed(0)}% of ${n} held-out requests (base with no topic asked: ${(rate(unprompted) * 100).toFixed(0)}%)`);
+  log(`${label}: chat ${(rate(chatAnswers) * 100).toFixed(0)}% (first sentence ${(chatAnswers.filter((a) => a.first).length / n * 100).toFixed(0)}%), base ${(rate(baseAnswers) * 100).toFixed(0)}% of ${n} held-out requests (base with no topic asked: ${(rate(unprompted) * 100).toFixed(0)}%)`);
   return {
     prompts: n, chatRate: round(rate(chatAnswers)), baseRate: round(rate(baseAnswers)), baseRateUnprompted: round(rate(unprompted)),
     chatFirstSentenceRate: round(chatAnswers.filter((a) => a.first).length / n), byTopic,
@@ -172,8 +181,8 @@ async function hintEffect(chat: Engine, pool: StoryPool, topicsPerHint: number, 
   // three stories came back under every hint: 6 distinct satisfying answers, hence seed-to-seed swings of ±2 nats)
   const wordings = sets.topicHints.heldOut;
   for (const [hi, h] of wordings.entries()) {
-    for (let k = 0; k < Math.min(topicsPerHint, TOPICS.length); k++) {
-      const topic = TOPICS[(k + hi * 5) % TOPICS.length];
+    for (let k = 0; k < Math.min(topicsPerHint, BENCH_TOPICS.length); k++) {
+      const topic = BENCH_TOPICS[(k + hi * 5) % BENCH_TOPICS.length];
       const request: ChatMessage[] = [{ role: 'user', content: pick(sets.plainRequests.heldOut) }];
       const hinted = withHint(request, fill(h, { t: topic }));
       hints++;
@@ -290,7 +299,7 @@ export async function benchChatModel(o: ChatModelBenchOptions): Promise<ChatMode
   const started = performance.now();
   // topic following: 384 requests (32 per topic; ±2.4 points of sampling error at 65%, where 96 gave ±5), drawn from
   // their own generator so that their number leaves the other parts' cases alone
-  const size = o.quick ? { topic: 48, topicsPerHint: 2, judge: 24, votes: 1, tools: 12, free: 48, perTopic: 4 } : { topic: 384, topicsPerHint: 12, judge: 120, votes: 3, tools: 60, free: 200, perTopic: 6 };
+  const size = o.quick ? { topic: 48, heldOutTopic: 24, topicsPerHint: 2, judge: 24, votes: 1, tools: 12, free: 48, perTopic: 4 } : { topic: 384, heldOutTopic: 192, topicsPerHint: 12, judge: 120, votes: 3, tools: 60, free: 200, perTopic: 6 };
   const base = await EmbeddedEngine.load(o.base);
   const chat = await EmbeddedEngine.load(o.model);
   try {
@@ -298,10 +307,11 @@ export async function benchChatModel(o: ChatModelBenchOptions): Promise<ChatMode
     // fresh stories from the base model (a seed the recipe does not use) for the hint and judge cases
     const pool = await drawStoryPool(base, { seed: 1_000_003 + seed, free: size.free, perTopic: size.perTopic, perName: 2, topicNames: 4, maxTokens: 110, maxWords: 45, temperature: 0.8 });
     const topic = await topicFollowing(chat, base, size.topic, new Rng(seed * 7919 + 1), log);
+    const heldOutTopics = await topicFollowing(chat, base, size.heldOutTopic, new Rng(seed * 7919 + 2), log, HELD_OUT_TOPICS, 'topics never taught');
     const hint = await hintEffect(chat, pool, size.topicsPerHint, rng, log);
     const judge = await selfJudge(chat, pool, size.judge, size.votes, seed, o.hintRules ?? true, log);
     const tools = await toolUse(chat, size.tools, rng, log);
-    return { model: o.model, base: o.base, seed, quick: !!o.quick, topic, hint, judge, tools, seconds: round((performance.now() - started) / 1000, 1) };
+    return { model: o.model, base: o.base, seed, quick: !!o.quick, topic, heldOutTopics, hint, judge, tools, seconds: round((performance.now() - started) / 1000, 1) };
   } finally {
     await chat.close();
     await base.close();

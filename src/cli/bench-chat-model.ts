@@ -8,7 +8,7 @@ const log = (line: string) => process.stderr.write(`bench chat-model: ${line}\n`
 
 export const benchChatModelCommand = defineCommand({
   name: 'bench chat-model',
-  summary: 'topic following, hint effect, self-judge agreement and tool use of stories260k-chat on held-out phrasings',
+  summary: 'topic following (taught and never-taught nouns), hint effect, self-judge agreement and tool use of stories260k-chat on held-out phrasings',
   description: 'Measures a chat model built by `npm run make:chat-model` (docs/chat-model.md) on phrasings the recipe never trained on, '
     + 'beside the base model it was built from.',
   options: {

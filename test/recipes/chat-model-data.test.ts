@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { combine, phrasingSets, fill, TOPICS, NAMES } from '../../src/recipes/chat-model/phrasings.ts';
+import { combine, phrasingSets, fill, plural, TOPICS, HELD_OUT_TOPICS, NAMES } from '../../src/recipes/chat-model/phrasings.ts';
 import { ConversationGenerator, FULL_MIX, KINDS, toJsonl, type Mix } from '../../src/recipes/chat-model/data.ts';
 import { cutAtSentence, mentionsTopic, mentionsName, isShort, isHappy, type StoryPool } from '../../src/recipes/chat-model/stories.ts';
 import { addChatVocabulary } from '../../src/recipes/chat-model/vocab.ts';
@@ -266,4 +266,20 @@ test('implicit judge cases: a correction without a "no" follows a story without 
     for (const h of [...sets.implicitCorrections.heldOut, ...sets.softCorrections.heldOut]) assert.notEqual(feedback, fill(h, { t: topic }));
   }
   assert.ok(seen.prm > 100 && seen.hint > 100 && seen.corrections > 150 && seen.preferences > 50, JSON.stringify(seen));
+});
+
+test('topic nouns: plurals and the article before a vowel, as the templates fill them', () => {
+  const plurals: [string, string][] = [['dog', 'dogs'], ['bunny', 'bunnies'], ['key', 'keys'], ['box', 'boxes'], ['princess', 'princesses'],
+    ['fish', 'fish'], ['leaf', 'leaves'], ['mouse', 'mice'], ['wolf', 'wolves'], ['butterfly', 'butterflies']];
+  for (const [t, p] of plurals) assert.equal(plural(t), p, t);
+  const fills: [string, string, string][] = [
+    ['Tell me a story about a {t}.', 'apple', 'Tell me a story about an apple.'],
+    ['A {t} and some {p}.', 'owl', 'An owl and some owls.'],
+    ['Tell me a story about a {t}.', 'dog', 'Tell me a story about a dog.'],
+    ['I had a dream about {p}.', 'egg', 'I had a dream about eggs.'],
+  ];
+  for (const [template, t, out] of fills) assert.equal(fill(template, { t }), out);
+  // every taught noun is taught once, and none of the nouns the benchmark holds out is among them
+  assert.equal(new Set(TOPICS).size, TOPICS.length);
+  for (const t of HELD_OUT_TOPICS) assert.ok(!(TOPICS as readonly string[]).includes(t), t);
 });

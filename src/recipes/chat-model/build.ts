@@ -14,7 +14,7 @@ import { phrasingSets } from './phrasings.ts';
 import { trainOnConversations, type TrainSettings } from './train.ts';
 
 /** Bump when the recipe changes what it builds: a cached model of another version is rebuilt. */
-export const RECIPE_VERSION = 5;
+export const RECIPE_VERSION = 6;
 export const MODEL_NAME = 'stories260k-chat';
 
 /** The cache root: $OPENCLAW_RL_CACHE, else ~/.cache/openclaw-rl. */
@@ -37,12 +37,13 @@ export const FULL_RECIPE: RecipeConfig = {
   // v4: 4 epochs of the larger v4 mix (5,132 steps); see docs/benchmarks.md "Recipe v4"
   // v5: the tokens that carry a request's topic and the numbers a tool conversation copies weigh 5× in the loss, and
   // 3 epochs (3,849 steps) are enough; see docs/benchmarks.md "Recipe v5"
+  // v6: 118 topics instead of 12 (phrasings.ts, TOPICS) and a larger mix to match; see docs/benchmarks.md "Recipe v6"
   train: { epochs: 3, learningRate: 3e-3, batchTokens: 1024, loraRank: 'full', schedule: 'cosine', warmupSteps: 50, topicTokenWeight: 5, copyTokenWeight: 5 },
 };
 
 /** A few percent of the full recipe: the same pipeline in about a minute (tests, determinism checks). */
 export const QUICK_RECIPE: RecipeConfig = {
-  pool: { free: 120, perTopic: 4, perName: 3, topicNames: 12, maxTokens: 90, maxWords: 35, temperature: 0.8 },
+  pool: { free: 120, perTopic: 2, perName: 3, topicNames: 12, maxTokens: 90, maxWords: 35, temperature: 0.8 },
   mix: Object.fromEntries(KINDS.map((k) => [k, FULL_MIX[k] ? Math.max(4, Math.round(FULL_MIX[k] / 50)) : 0])) as Mix,
   train: { epochs: 1, learningRate: 1e-3, batchTokens: 2048, loraRank: 'full', topicTokenWeight: 5, copyTokenWeight: 5 },
 };

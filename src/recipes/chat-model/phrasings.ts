@@ -3,11 +3,36 @@
 // training and parts held out; a phrasing is held out when any of its parts is, so the benchmark
 // measures the model on wordings it has never seen whole, and partly never seen at all.
 
-/** Nouns the base model writes about (checked against its own samples), each with its plural. */
-export const TOPICS = ['dog', 'cat', 'bird', 'fish', 'bear', 'bunny', 'ball', 'car', 'tree', 'boat', 'cake', 'frog'] as const;
+/**
+ * Nouns the base model writes about (the things of its stories: animals, toys, food, places, people), each with its
+ * plural. Up to v5 the recipe taught twelve, and the model followed a request or a hint for those alone: for "hat",
+ * "kite" or "horse" it wrote its habitual story 20 times in 20. A build taught 53 followed the new ones it was taught
+ * ("horse" 0 → 20 of 20) and still almost none it was not ("hat", "kite", "apple", "moon", "lion": 0–2 of 20): the
+ * model learns each noun, not to copy any noun. v6 therefore teaches every common noun of its stories that a user may
+ * ask for (docs/benchmarks.md, recipe v6); the first twelve stay first, as the benchmark's own topics.
+ */
+export const TOPICS = ['dog', 'cat', 'bird', 'fish', 'bear', 'bunny', 'ball', 'car', 'tree', 'boat', 'cake', 'frog',
+  'toy', 'box', 'house', 'sun', 'flower', 'garden', 'teddy', 'rock', 'doll', 'pond', 'bug', 'train', 'chair', 'dress',
+  'truck', 'squirrel', 'farm', 'bag', 'shoe', 'horse', 'book', 'hill', 'puppy', 'butterfly', 'cave', 'puzzle', 'ship',
+  'turtle', 'drum', 'beach', 'leaf', 'rabbit', 'castle', 'goat', 'rocket', 'rainbow', 'dragon', 'cookie', 'pig', 'cow',
+  'hat', 'duck', 'moon', 'apple', 'kite', 'lion', 'fox', 'mouse', 'monkey', 'elephant', 'tiger', 'sheep', 'chicken',
+  'bee', 'kitten', 'snake', 'whale', 'deer', 'zebra', 'wolf', 'ant', 'spider', 'worm', 'snail', 'owl', 'balloon',
+  'robot', 'block', 'crayon', 'sock', 'coat', 'cup', 'key', 'ring', 'clock', 'blanket', 'banana', 'candy', 'pie',
+  'carrot', 'pizza', 'egg', 'star', 'shell', 'lake', 'river', 'sea', 'mountain', 'park', 'forest', 'cloud', 'king',
+  'queen', 'princess', 'fairy', 'monster', 'pirate', 'clown', 'swing', 'slide', 'bubble', 'puddle', 'seed', 'boot',
+  'umbrella', 'bike'] as const;
 export type Topic = (typeof TOPICS)[number];
-const PLURAL: Record<string, string> = { bunny: 'bunnies', fish: 'fish' };
-export const plural = (t: string) => PLURAL[t] ?? `${t}s`;
+/**
+ * Nouns the base writes that the recipe never teaches: `bench chat-model` asks for them to measure whether following a
+ * requested topic carries over to a noun the model was not taught.
+ */
+export const HELD_OUT_TOPICS = ['lamp', 'pear', 'bell', 'nest'] as const;
+const PLURAL: Record<string, string> = { fish: 'fish', leaf: 'leaves', sheep: 'sheep', mouse: 'mice', deer: 'deer', wolf: 'wolves' };
+/** The plural of a topic noun: -y after a consonant → -ies, -s/-x/-ch/-sh → -es, a few irregular ones. */
+export const plural = (t: string) => PLURAL[t] ?? (/[^aeiou]y$/.test(t) ? `${t.slice(0, -1)}ies` : /(s|x|ch|sh)$/.test(t) ? `${t}es` : `${t}s`);
+/** A template with its topic filled in, "a {t}" becoming "an {t}" before a vowel ("an apple"). */
+export const withTopic = (template: string, t: string) =>
+  template.replace(/\b([Aa]) \{t\}/g, (_, a: string) => `${/^[aeiou]/.test(t) ? `${a}n` : a} {t}`).replaceAll('{t}', t);
 
 export const NAMES = ['Mia', 'Ben', 'Max', 'Sue', 'Tom', 'Lily', 'Sam', 'Amy', 'Anna', 'Jack', 'Zoe', 'Leo'] as const;
 
@@ -199,7 +224,7 @@ export const TOOL_ERRORS = ['Error: invalid expression', 'error: division by zer
 // ---- assembled phrasing sets ----
 
 export const fill = (s: string, v: { t?: string; n?: string; e?: string; r?: string }) =>
-  s.replaceAll('{p}', v.t ? plural(v.t) : '').replaceAll('{t}', v.t ?? '').replaceAll('{n}', v.n ?? '').replaceAll('{e}', v.e ?? '').replaceAll('{r}', v.r ?? '');
+  (v.t ? withTopic(s, v.t) : s.replaceAll('{t}', '')).replaceAll('{p}', v.t ? plural(v.t) : '').replaceAll('{n}', v.n ?? '').replaceAll('{e}', v.e ?? '').replaceAll('{r}', v.r ?? '');
 
 export interface PhrasingSets {
   topicRequests: { train: string[]; heldOut: string[] };

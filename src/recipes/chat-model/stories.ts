@@ -5,7 +5,7 @@
 // sentence end so every answer finishes cleanly.
 import { collect, type Engine } from '../../engine/types.ts';
 import { Rng } from '../../engine/embedded/rng.ts';
-import { TOPICS, NAMES, SAD_WORDS, plural } from './phrasings.ts';
+import { TOPICS, NAMES, SAD_WORDS, plural, withTopic } from './phrasings.ts';
 
 export const words = (text: string) => text.toLowerCase().match(/[\p{L}\p{N}']+/gu) ?? [];
 
@@ -89,11 +89,11 @@ export async function drawStoryPool(engine: Engine, o: PoolOptions): Promise<Sto
   const jobs: Job[] = [];
   for (let i = 0; i < o.free; i++) jobs.push({ opener: '', kind: 'free' });
   const topicOpeners = o.topicOpeners ?? TOPIC_OPENERS;
-  for (const t of TOPICS) for (let i = 0; i < o.perTopic; i++) jobs.push({ opener: pick(topicOpeners).replace('{t}', t).replaceAll('{n}', pick(NAMES)), kind: 'topic', topic: t });
+  for (const t of TOPICS) for (let i = 0; i < o.perTopic; i++) jobs.push({ opener: withTopic(pick(topicOpeners), t).replaceAll('{n}', pick(NAMES)), kind: 'topic', topic: t });
   for (const n of NAMES) for (let i = 0; i < o.perName; i++) jobs.push({ opener: pick(NAME_OPENERS).replace('{n}', n), kind: 'name', name: n });
   for (let i = 0; i < o.topicNames; i++) {
     const t = pick(TOPICS), n = pick(NAMES);
-    jobs.push({ opener: pick(TOPIC_NAME_OPENERS).replace('{t}', t).replace('{n}', n), kind: 'topicName', topic: t, name: n });
+    jobs.push({ opener: withTopic(pick(TOPIC_NAME_OPENERS), t).replace('{n}', n), kind: 'topicName', topic: t, name: n });
   }
   const seeds = jobs.map(() => Math.floor(rng.next() * 2 ** 31));
   const pool: StoryPool = {
