@@ -18,6 +18,7 @@ import type { KlEstimator } from '../learn/losses.ts';
 import type { LoopGuard } from '../learn/loops.ts';
 import type { StaleDistill } from '../learn/staleness.ts';
 import type { Method } from '../learn/advantages.ts';
+import type { RewardBaseline } from '../learn/baseline.ts';
 import type { HintSelection } from '../learn/topk-opd.ts';
 import type { Persona } from './persona.ts';
 import { SimulatedUser } from './user.ts';
@@ -88,7 +89,7 @@ export interface PersonalizeOptions {
   learningRate?: number;
   batchSize?: number;
   loraRank?: number;
-  rewardBaseline?: 'none' | 'batch' | 'group' | 'recent';
+  rewardBaseline?: RewardBaseline;
   /** cap on the importance weight of samples drawn by older versions (learn/staleness.ts) */
   importanceCap?: number;
   /** the distillation term of stale samples (trainer/options.ts, staleDistill) */

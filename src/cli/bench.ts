@@ -10,6 +10,7 @@ import { NO_HINT_RULES_HELP, type JudgeConfig } from '../judge/config.ts';
 import type { Method } from '../learn/advantages.ts';
 import type { KlEstimator } from '../learn/losses.ts';
 import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
+import type { RewardBaseline } from '../learn/baseline.ts';
 import { LOOP_GUARDS, type LoopGuard } from '../learn/loops.ts';
 import { TOPK_DEFAULTS } from '../learn/topk-opd.ts';
 import { STALE_DISTILL_MODES } from '../learn/staleness.ts';
@@ -168,7 +169,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'learning-rate': opt.number('optimizer learning rate', { gt: 0, defaultText: MODEL_AWARE_DEFAULT.learningRate }),
     'batch-size': positive('samples per optimizer step', RECIPE.batchSize),
     'lora-rank': positive('LoRA rank (alpha = 2 × rank)', RECIPE.lora.rank),
-    'reward-baseline': opt.choice(['recent', 'batch', 'group', 'none'], 'advantage baseline (recent: mean reward of the last 64 samples)', { default: RECIPE.rewardBaseline }),
+    'reward-baseline': opt.choice(['recent', 'lift', 'batch', 'group', 'none'], 'advantage baseline (recent: mean reward of the last 64 samples; lift: that mean while below 0, else 0)', { defaultText: MODEL_AWARE_DEFAULT.rewardBaseline }),
     'keep-neutral': opt.flag('the at-least-one rule: keep a session\'s first judged turn as a zero-advantage sample even when neutral'),
     'importance-cap': opt.number(IMPORTANCE_CAP_HELP, { min: 1, default: TRAINER_DEFAULTS.importanceCap }),
     'stale-distill': opt.choice(STALE_DISTILL_MODES, STALE_DISTILL_HELP, { default: TRAINER_DEFAULTS.staleDistill }),
@@ -207,6 +208,7 @@ export interface ResolvedPersonalize {
   opdWeight: number;
   opdWeightFor: (method: Method) => number;
   learningRate: number;
+  rewardBaseline: RewardBaseline;
   opdTeacher: OpdTeacher;
   /** what the model-aware defaults picked, for the progress output (null when every choice was a flag) */
   defaults: string | null;
@@ -225,7 +227,7 @@ export async function resolvePersonalize(o: PersonalizeValues, model?: string): 
   return {
     model: dir, persona, method, opdMode: o['opd-mode'] ?? auto.opdMode, judge,
     klCoef: klCoefFor(method), klCoefFor, klEstimator: o['kl-estimator'] ?? auto.klEstimator, entropyGuard: o['entropy-guard'] ?? auto.entropyGuard, loopGuard: o['loop-guard'] ?? auto.loopGuard, likelihoodGuard: o['likelihood-guard'] ?? auto.likelihoodGuard, anchorAnswers: o['anchor-answers'] ?? auto.anchorAnswers, tailGuard: o['tail-guard'] ?? auto.tailGuard, opdWeight: opdWeightFor(method), opdWeightFor,
-    learningRate: o['learning-rate'] ?? auto.learningRate, opdTeacher: o['opd-teacher'] ?? auto.opdTeacher,
+    learningRate: o['learning-rate'] ?? auto.learningRate, rewardBaseline: o['reward-baseline'] ?? auto.rewardBaseline, opdTeacher: o['opd-teacher'] ?? auto.opdTeacher,
     defaults: defaulted ? `${auto.reason}; persona ${persona.name}` : null,
   };
 }
@@ -244,7 +246,7 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
     for (const opdMode of method === 'binary' ? ['token' as const] : modes) {
       runs.push(await runPersonalize({
         model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
-        learningRate: r.learningRate, batchSize: o['batch-size'], rewardBaseline: o['reward-baseline'], loraRank: o['lora-rank'], importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: o['distill-until-met'], klBudget: o['kl-budget'], distillFade: o['distill-fade'], tailGuard: r.tailGuard, anchorAnswers: r.anchorAnswers,
+        learningRate: r.learningRate, batchSize: o['batch-size'], rewardBaseline: r.rewardBaseline, loraRank: o['lora-rank'], importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: o['distill-until-met'], klBudget: o['kl-budget'], distillFade: o['distill-fade'], tailGuard: r.tailGuard, anchorAnswers: r.anchorAnswers,
         keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, progress,
         opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], topkSet: o['topk-set'], opdTeacher: r.opdTeacher, klCoef: r.klCoefFor(method), klEstimator: r.klEstimator, entropyGuard: r.entropyGuard, loopGuard: r.loopGuard, likelihoodGuard: r.likelihoodGuard, opdWeight: r.opdWeightFor(method), hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
         judgeSatisfaction: o['judge-satisfaction'], untilStable: o['until-stable'], stableGain: o['stable-gain'],
@@ -346,7 +348,7 @@ export const benchPersonalizeCommand = defineCommand({
       const { runPersonalizeViaServe } = await import('../bench/personalize-serve.ts');
       const { persona } = resolved;
       const serveArgs = ['--method', resolved.method, '--learning-rate', String(resolved.learningRate), '--batch-size', String(o['batch-size']),
-        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', o['reward-baseline'], '--importance-cap', String(o['importance-cap']), '--stale-distill', o['stale-distill'], ...(o['distill-until-met'] ? ['--distill-until-met'] : []), ...(o['kl-budget'] !== undefined ? ['--kl-budget', String(o['kl-budget'])] : []), '--distill-fade', String(o['distill-fade']), '--tail-guard', String(resolved.tailGuard), '--anchor-answers', String(resolved.anchorAnswers), ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
+        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', resolved.rewardBaseline, '--importance-cap', String(o['importance-cap']), '--stale-distill', o['stale-distill'], ...(o['distill-until-met'] ? ['--distill-until-met'] : []), ...(o['kl-budget'] !== undefined ? ['--kl-budget', String(o['kl-budget'])] : []), '--distill-fade', String(o['distill-fade']), '--tail-guard', String(resolved.tailGuard), '--anchor-answers', String(resolved.anchorAnswers), ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
         '--opd-mode', resolved.opdMode === 'both' ? 'token' : resolved.opdMode, '--topk-k', String(o['topk-k']), '--topk-set', o['topk-set'], '--hint-selection', o['hint-selection'], '--opd-teacher', resolved.opdTeacher,
         '--negative-weight', String(o['negative-weight']), '--kl-coef', String(resolved.klCoef), '--kl-estimator', resolved.klEstimator, '--entropy-guard', String(resolved.entropyGuard), '--loop-guard', resolved.loopGuard, '--likelihood-guard', resolved.likelihoodGuard, '--opd-weight', String(resolved.opdWeight), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : []), ...(o['no-judge-hint-rules'] ? ['--no-judge-hint-rules'] : []), ...(o['max-lag'] !== undefined ? ['--max-lag', o['max-lag']] : [])];
       served = await runPersonalizeViaServe({

@@ -28,7 +28,7 @@ import { Periodic } from '../util/periodic.ts';
 import { recoverFolder } from '../util/atomic-folder.ts';
 import { canaryVerdict, learningRateProblem } from '../learn/weights-guard.ts';
 import { correctStaleness, cumulativeBuckets, prefixWeights, STALENESS_BUCKETS } from '../learn/staleness.ts';
-import { rewardWindow, windowBaseline, BASELINE_WINDOW } from '../learn/baseline.ts';
+import { rewardWindow, windowBaseline, liftBaseline, BASELINE_WINDOW } from '../learn/baseline.ts';
 import { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './options.ts';
 import { mergeContinuations } from '../learn/continuations.ts';
 import { guardedReward, loops } from '../learn/loops.ts';
@@ -438,10 +438,11 @@ export class TrainerLoop {
   private baselineShifts(rows: PendingRow[], promptIdsOf: Map<number, number[]>): Map<number, number> {
     const rewarded = rows.filter((r) => r.reward !== null && (r.kind === 'binary' || r.kind === 'combine'));
     const shifted = new Map<number, number>();
-    if ((this.o.rewardBaseline === 'batch' && rewarded.length > 1) || (this.o.rewardBaseline === 'recent' && rewarded.length > 0)) {
+    const windowed = this.o.rewardBaseline === 'recent' || this.o.rewardBaseline === 'lift';
+    if ((this.o.rewardBaseline === 'batch' && rewarded.length > 1) || (windowed && rewarded.length > 0)) {
       const batch = rewarded.map((r) => r.reward!);
-      const earlier = this.o.rewardBaseline === 'recent' ? this.earlierRewards(['binary', 'combine']) : [];
-      const mean = windowBaseline(batch, earlier, this.o.rewardBaseline === 'recent' ? BASELINE_WINDOW : batch.length);
+      const earlier = windowed ? this.earlierRewards(['binary', 'combine']) : [];
+      const mean = (this.o.rewardBaseline === 'lift' ? liftBaseline : windowBaseline)(batch, earlier, windowed ? BASELINE_WINDOW : batch.length);
       for (const r of rewarded) shifted.set(r.turn_id, r.reward! - mean);
     } else if (this.o.rewardBaseline === 'group') {
       const groups = new Map<string, typeof rewarded>();

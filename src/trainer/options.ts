@@ -9,6 +9,7 @@ import { IMPORTANCE_CAP, type StaleDistill } from '../learn/staleness.ts';
 import { RECIPE } from './recipe.ts';
 import type { KlEstimator } from '../learn/losses.ts';
 import type { LoopGuard } from '../learn/loops.ts';
+import type { RewardBaseline } from '../learn/baseline.ts';
 import { LIKELIHOOD_FLOOR_DEFAULTS, type LikelihoodFloorOptions } from '../learn/likelihood-guard.ts';
 
 /** The OPD teacher reading the hint: the base weights, the live policy, or both (top-K: an entry moves only where both agree, learn/topk-opd.ts agreeingAdvantages). */
@@ -112,9 +113,11 @@ export interface TrainerOptions {
    * of samples in the batch that share one prompt, (r − mean)/std (GRPO-style; singletons keep r).
    * 'recent' subtracts the mean reward over a window of recent samples (this batch's and the ones
    * before it, learn/baseline.ts): the batch baseline's push without zeroing a batch of equal rewards.
+   * 'lift' is 'recent' clipped at zero (learn/baseline.ts, liftBaseline): the mean lifts a rare success while the model
+   * fails, and never cancels a success once it pleases.
    * 'none' uses A = r as specified.
    */
-  rewardBaseline: 'none' | 'batch' | 'group' | 'recent';
+  rewardBaseline: RewardBaseline;
   /**
    * hindsight answers (trainer/hindsight.ts): an approved answer that came after the user's
    * correction is also trained, with its reward term, as an answer to the corrected request(s)

@@ -6,13 +6,14 @@ import type { Method } from '../learn/advantages.ts';
 import type { KlEstimator } from '../learn/losses.ts';
 import type { LoopGuard } from '../learn/loops.ts';
 import type { OpdTeacher } from './options.ts';
+import type { RewardBaseline } from '../learn/baseline.ts';
 
 export interface Recipe {
   method: Method;
   learningRate: number;
   batchSize: number;
   lora: { rank: number; alpha: number };
-  rewardBaseline: 'none' | 'batch' | 'group' | 'recent';
+  rewardBaseline: RewardBaseline;
   /** the at-least-one rule (see TrainerOptions.keepNeutral) */
   keepNeutral: boolean;
   /** β of the KL-to-base term in the loss */
@@ -123,6 +124,14 @@ export const CHAT_OPD_WEIGHT = 2;
  */
 export const CHAT_LOOP_GUARD: LoopGuard = 'punish';
 
+/**
+ * The reward baseline of the chat model's recipe (learn/baseline.ts): the recent mean while it is below zero, else zero.
+ * With the recent mean itself, once the answers mostly pleased, a success kept only the sliver above a mean near one,
+ * the KL and entropy terms were left to pull the policy back to the base, and a met preference swung away and back
+ * (dog 97 → 46 → 91 held-out satisfied-and-fluent); measured side by side in docs/benchmarks.md, issue 12 session 25.
+ */
+export const CHAT_REWARD_BASELINE: RewardBaseline = 'lift';
+
 /** The likelihood guard of the chat model's recipe (learn/likelihood-guard.ts). */
 export const CHAT_LIKELIHOOD_GUARD: LoopGuard = 'off';
 
@@ -167,6 +176,8 @@ export interface ModelRecipe {
   opdWeight: number;
   /** the optimizer's learning rate */
   learningRate: number;
+  /** what is subtracted from each reward (TrainerOptions.rewardBaseline) */
+  rewardBaseline: RewardBaseline;
   /** the OPD teacher: the base weights or the live policy, reading the hint */
   opdTeacher: OpdTeacher;
   /** one line for logs and --help: what was picked and why */
@@ -193,10 +204,10 @@ export interface ModelRecipe {
  */
 export function recipeFor(t: ModelTraits): ModelRecipe {
   if (t.chatTemplate && t.embedded) {
-    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: CHAT_KL_COEF, binaryKlCoef: CHAT_BINARY_KL_COEF, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, loopGuard: CHAT_LOOP_GUARD, likelihoodGuard: CHAT_LIKELIHOOD_GUARD, anchorAnswers: CHAT_ANCHOR_ANSWERS, tailGuard: CHAT_TAIL_GUARD, opdWeight: CHAT_OPD_WEIGHT, learningRate: CHAT_LEARNING_RATE, opdTeacher: CHAT_OPD_TEACHER, reason: `a chat model on the embedded engine: combine with top-K OPD (the ${CHAT_OPD_TEACHER === 'policy' ? 'live policy' : 'base'} as teacher, w_opd ${CHAT_OPD_WEIGHT}), the self judge, the exact KL to base at β ${CHAT_KL_COEF} (${CHAT_BINARY_KL_COEF} for binary), the entropy guard at λ ${CHAT_ENTROPY_GUARD}, the loop guard ${CHAT_LOOP_GUARD}, the likelihood guard ${CHAT_LIKELIHOOD_GUARD}, ${CHAT_ANCHOR_ANSWERS} anchor answers per stale batch, the tail guard at ${CHAT_TAIL_GUARD}, learning rate ${CHAT_LEARNING_RATE}` };
+    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: CHAT_KL_COEF, binaryKlCoef: CHAT_BINARY_KL_COEF, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, loopGuard: CHAT_LOOP_GUARD, likelihoodGuard: CHAT_LIKELIHOOD_GUARD, anchorAnswers: CHAT_ANCHOR_ANSWERS, tailGuard: CHAT_TAIL_GUARD, opdWeight: CHAT_OPD_WEIGHT, learningRate: CHAT_LEARNING_RATE, rewardBaseline: CHAT_REWARD_BASELINE, opdTeacher: CHAT_OPD_TEACHER, reason: `a chat model on the embedded engine: combine with top-K OPD (the ${CHAT_OPD_TEACHER === 'policy' ? 'live policy' : 'base'} as teacher, w_opd ${CHAT_OPD_WEIGHT}), the self judge, the exact KL to base at β ${CHAT_KL_COEF} (${CHAT_BINARY_KL_COEF} for binary), the entropy guard at λ ${CHAT_ENTROPY_GUARD}, the loop guard ${CHAT_LOOP_GUARD}, the likelihood guard ${CHAT_LIKELIHOOD_GUARD}, ${CHAT_ANCHOR_ANSWERS} anchor answers per stale batch, the tail guard at ${CHAT_TAIL_GUARD}, learning rate ${CHAT_LEARNING_RATE}, the ${CHAT_REWARD_BASELINE} reward baseline` };
   }
   const why = !t.chatTemplate ? 'no chat template (the model cannot read a hint)' : 'a remote engine (no top-K scoring)';
-  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, binaryKlCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, likelihoodGuard: RECIPE.likelihoodGuard, anchorAnswers: RECIPE.anchorAnswers, tailGuard: RECIPE.tailGuard, opdWeight: 1, learningRate: RECIPE.learningRate, opdTeacher: 'base', reason: `${why}: ${RECIPE.method}, the lexical judge` };
+  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, binaryKlCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, likelihoodGuard: RECIPE.likelihoodGuard, anchorAnswers: RECIPE.anchorAnswers, tailGuard: RECIPE.tailGuard, opdWeight: 1, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, opdTeacher: 'base', reason: `${why}: ${RECIPE.method}, the lexical judge` };
 }
 
 /** β of the KL term a recipe gives a method. */
@@ -210,7 +221,7 @@ export function opdWeightOf(r: Pick<ModelRecipe, 'opdWeight'>, method: Method): 
 }
 
 /** The flags whose default follows the model. */
-const MODEL_AWARE_FLAGS = ['method', 'judge', 'opd-mode', 'kl-coef', 'kl-estimator', 'entropy-guard', 'loop-guard', 'likelihood-guard', 'anchor-answers', 'tail-guard', 'opd-weight', 'learning-rate', 'opd-teacher'] as const;
+const MODEL_AWARE_FLAGS = ['method', 'judge', 'opd-mode', 'kl-coef', 'kl-estimator', 'entropy-guard', 'loop-guard', 'likelihood-guard', 'anchor-answers', 'tail-guard', 'opd-weight', 'learning-rate', 'opd-teacher', 'reward-baseline'] as const;
 
 /** Whether any choice that follows the model was left to it (then the commands say what was picked). */
 export function leavesToModel(o: Partial<Record<(typeof MODEL_AWARE_FLAGS)[number], unknown>>): boolean {
@@ -232,6 +243,7 @@ export const MODEL_AWARE_DEFAULT = {
   klEstimator: `full for a chat model on the embedded engine, else ${RECIPE.klEstimator}`,
   entropyGuard: `${CHAT_ENTROPY_GUARD} for a chat model on the embedded engine, else ${RECIPE.entropyGuard}`,
   learningRate: `${CHAT_LEARNING_RATE} for a chat model on the embedded engine, else ${RECIPE.learningRate}`,
+  rewardBaseline: `${CHAT_REWARD_BASELINE} for a chat model on the embedded engine, else ${RECIPE.rewardBaseline}`,
   opdTeacher: `${CHAT_OPD_TEACHER} for a chat model on the embedded engine, else base`,
   loopGuard: `${CHAT_LOOP_GUARD} for a chat model on the embedded engine, else ${RECIPE.loopGuard}`,
   likelihoodGuard: `${CHAT_LIKELIHOOD_GUARD} for a chat model on the embedded engine, else ${RECIPE.likelihoodGuard}`,

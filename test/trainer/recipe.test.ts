@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { recipeFor, RECIPE, CHAT_ENTROPY_GUARD, CHAT_LEARNING_RATE, CHAT_OPD_TEACHER, CHAT_KL_COEF, CHAT_BINARY_KL_COEF, CHAT_LOOP_GUARD, CHAT_LIKELIHOOD_GUARD, CHAT_OPD_WEIGHT, CHAT_ANCHOR_ANSWERS, CHAT_TAIL_GUARD, klCoefOf, type ModelTraits } from '../../src/trainer/recipe.ts';
+import { recipeFor, RECIPE, CHAT_ENTROPY_GUARD, CHAT_LEARNING_RATE, CHAT_OPD_TEACHER, CHAT_KL_COEF, CHAT_BINARY_KL_COEF, CHAT_LOOP_GUARD, CHAT_LIKELIHOOD_GUARD, CHAT_OPD_WEIGHT, CHAT_ANCHOR_ANSWERS, CHAT_TAIL_GUARD, klCoefOf, type ModelTraits, CHAT_REWARD_BASELINE } from '../../src/trainer/recipe.ts';
 import { SELF_JUDGE_VOTES, JUDGE_DEFAULTS, defaultVotes } from '../../src/judge/config.ts';
 import { chatTemplateOf } from '../../src/engine/embedded/tokenizer.ts';
 import { tinyConfig } from '../../src/bench/shapes.ts';
@@ -83,8 +83,8 @@ test('serve picks the recipe from the model; flags win', { timeout: 120_000 }, a
   const chatLog = await serveLog(chat, []);
   assert.match(chatLog, /default recipe for this model: a chat model on the embedded engine/);
   assert.match(chatLog, new RegExp(`judge: self \\(${SELF_JUDGE_VOTES} votes\\), learning: combine`));
-  assert.match(chatLog, new RegExp(`KL to base full at β ${CHAT_KL_COEF}, entropy guard λ ${CHAT_ENTROPY_GUARD}, OPD teacher ${CHAT_OPD_TEACHER} \\(w_opd ${CHAT_OPD_WEIGHT}\\), loop guard ${CHAT_LOOP_GUARD}.*, ${CHAT_ANCHOR_ANSWERS} anchor answers per stale batch, tail guard ${CHAT_TAIL_GUARD}`));
-  const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token', '--kl-coef', '0.3', '--kl-estimator', 'k3', '--entropy-guard', '0', '--learning-rate', '3e-3', '--opd-teacher', 'base', '--loop-guard', 'off', '--likelihood-guard', 'off', '--anchor-answers', '0', '--tail-guard', '0', '--opd-weight', '1']);
+  assert.match(chatLog, new RegExp(`KL to base full at β ${CHAT_KL_COEF}, entropy guard λ ${CHAT_ENTROPY_GUARD}, OPD teacher ${CHAT_OPD_TEACHER} \\(w_opd ${CHAT_OPD_WEIGHT}\\), loop guard ${CHAT_LOOP_GUARD}.*, ${CHAT_ANCHOR_ANSWERS} anchor answers per stale batch, tail guard ${CHAT_TAIL_GUARD}, reward baseline ${CHAT_REWARD_BASELINE}`));
+  const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token', '--kl-coef', '0.3', '--kl-estimator', 'k3', '--entropy-guard', '0', '--learning-rate', '3e-3', '--opd-teacher', 'base', '--loop-guard', 'off', '--likelihood-guard', 'off', '--anchor-answers', '0', '--tail-guard', '0', '--opd-weight', '1', '--reward-baseline', 'recent']);
   assert.doesNotMatch(flagged, /default recipe for this model/);
   assert.match(flagged, /judge: lexical, learning: binary \(version \d+\), KL to base k3 at β 0\.3/);
   assert.doesNotMatch(flagged, /entropy guard|loop guard|likelihood guard|anchor answers|tail guard/, 'λ 0, the guards and the anchors off are not logged');
@@ -121,6 +121,8 @@ test('bench personalize and demo resolve the KL term and the learning rate from 
   assert.equal(unguarded.entropyGuard, 0);
   // the learning rate follows the model too
   assert.deepEqual([c.learningRate, plain.learningRate, (await resolvePersonalize({ 'learning-rate': 1e-3 } as Values, chat)).learningRate], [CHAT_LEARNING_RATE, RECIPE.learningRate, 1e-3]);
+  // and the reward baseline
+  assert.deepEqual([c.rewardBaseline, plain.rewardBaseline, (await resolvePersonalize({ 'reward-baseline': 'recent' } as Values, chat)).rewardBaseline], [CHAT_REWARD_BASELINE, RECIPE.rewardBaseline, 'recent']);
   // β follows the method, unless the flag says
   const binary = await resolvePersonalize({ method: 'binary' } as Values, chat);
   assert.deepEqual([binary.klCoef, binary.klCoefFor('opd'), c.klCoefFor('binary'), flagged.klCoefFor('binary')], [CHAT_BINARY_KL_COEF, CHAT_KL_COEF, CHAT_BINARY_KL_COEF, 0.3]);
