@@ -376,7 +376,9 @@ export class TrainerLoop {
     const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.klCoef, klEstimator: this.o.klEstimator, entropyGuard: this.o.entropyGuard });
     const stepKlCoef = this.klCoef;
     if (this.o.klBudget !== null) this.klCoef = nextKlCoef(this.klCoef, fb.kl, this.o.klCoef, { ...KL_BUDGET_DEFAULTS, target: this.o.klBudget });
-    const learningRate = this.o.learningRateAt?.(this.step + 1) ?? this.o.learningRate;
+    // settling reuses the fade's scale: a share of misses over the same recent window
+    const settled = this.o.settle > 0 ? distillFade(this.recentRewards(fresh), this.o.settle) : 1;
+    const learningRate = (this.o.learningRateAt?.(this.step + 1) ?? this.o.learningRate) * settled;
     const opt = await this.engine.optimStep({ learningRate, gradClipNorm: this.o.gradClipNorm });
     const rewards = fresh.map((r) => r.reward).filter((x): x is number => x !== null);
     const record: StepRecord = {
@@ -419,7 +421,7 @@ export class TrainerLoop {
     this.lastStep = record;
     if (this.step % this.o.checkpointEvery === 0) await this.engine.saveTrainingState(this.checkpoint);
     await this.afterStep(record);
-    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${this.o.klBudget !== null ? ` (β ${stepKlCoef.toFixed(3)}, budget ${this.o.klBudget})` : ''}${(record.stalenessMax ?? 0) > 0 ? `, ${(record.stalenessMean ?? 0).toFixed(1)} versions behind (importance weight ${record.importanceWeightMean?.toFixed(2) ?? '–'})` : ''}${distillNote}${tailNote}${mergeNote}${this.o.learningRateAt ? `, lr ${learningRate.toExponential(2)}` : ''}, ${record.durationMs.toFixed(0)} ms)`);
+    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${this.o.klBudget !== null ? ` (β ${stepKlCoef.toFixed(3)}, budget ${this.o.klBudget})` : ''}${(record.stalenessMax ?? 0) > 0 ? `, ${(record.stalenessMean ?? 0).toFixed(1)} versions behind (importance weight ${record.importanceWeightMean?.toFixed(2) ?? '–'})` : ''}${distillNote}${tailNote}${mergeNote}${this.o.learningRateAt || this.o.settle > 0 ? `, lr ${learningRate.toExponential(2)}` : ''}, ${record.durationMs.toFixed(0)} ms)`);
   }
 
   /** The batch's rewards and the most recent earlier ones, up to the baseline's window. */
