@@ -9,7 +9,7 @@ import type { Persona } from '../bench/persona.ts';
 import { NO_HINT_RULES_HELP, type JudgeConfig } from '../judge/config.ts';
 import type { Method } from '../learn/advantages.ts';
 import type { KlEstimator } from '../learn/losses.ts';
-import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, REWARD_BASELINE_OPTION, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
 import type { RewardBaseline } from '../learn/baseline.ts';
 import { LOOP_GUARDS, type LoopGuard } from '../learn/loops.ts';
 import { TOPK_DEFAULTS } from '../learn/topk-opd.ts';
@@ -169,7 +169,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'learning-rate': opt.number('optimizer learning rate', { gt: 0, defaultText: MODEL_AWARE_DEFAULT.learningRate }),
     'batch-size': positive('samples per optimizer step', RECIPE.batchSize),
     'lora-rank': positive('LoRA rank (alpha = 2 × rank)', RECIPE.lora.rank),
-    'reward-baseline': opt.choice(['recent', 'lift', 'batch', 'group', 'none'], 'advantage baseline (recent: mean reward of the last 64 samples; lift: that mean while below 0, else 0)', { defaultText: MODEL_AWARE_DEFAULT.rewardBaseline }),
+    'reward-baseline': opt.choice(REWARD_BASELINE_OPTION.choices, REWARD_BASELINE_OPTION.help, { defaultText: MODEL_AWARE_DEFAULT.rewardBaseline }),
     'keep-neutral': opt.flag('the at-least-one rule: keep a session\'s first judged turn as a zero-advantage sample even when neutral'),
     'importance-cap': opt.number(IMPORTANCE_CAP_HELP, { min: 1, default: TRAINER_DEFAULTS.importanceCap }),
     'stale-distill': opt.choice(STALE_DISTILL_MODES, STALE_DISTILL_HELP, { default: TRAINER_DEFAULTS.staleDistill }),

@@ -6,7 +6,7 @@ import { parseOrigins } from '../api/cors.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId, weightsDtypeOption, kvDtypeOption } from './args.ts';
 import { JUDGE_DEFAULTS, SELF_JUDGE_VOTES, NO_HINT_RULES_HELP, defaultVotes, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
-import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, REWARD_BASELINE_OPTION, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
 import { LOOP_GUARDS } from '../learn/loops.ts';
 import { STALE_DISTILL_MODES } from '../learn/staleness.ts';
 import { learningRateProblem } from '../learn/weights-guard.ts';
@@ -79,7 +79,7 @@ const SERVE_OPTIONS = {
   'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: TRAINER_DEFAULTS.topk.selection }),
   'topk-k': opt.int('top-K OPD: entries per position taken from the student\'s old top-K', { min: 1, max: 64, default: TRAINER_DEFAULTS.topk.k }),
   'topk-set': opt.choice(['student', 'union'], 'top-K OPD: the student\'s top-K at each position (upstream), or joined with the teacher\'s top-K, weighted half by each (one more scoring pass)', { default: TRAINER_DEFAULTS.topk.set }),
-  'reward-baseline': opt.choice(['recent', 'lift', 'batch', 'group', 'none'], 'advantage baseline (recent: mean reward of the last 64 samples; lift: that mean while below 0, else 0)', { defaultText: MODEL_AWARE_DEFAULT.rewardBaseline }),
+  'reward-baseline': opt.choice(REWARD_BASELINE_OPTION.choices, REWARD_BASELINE_OPTION.help, { defaultText: MODEL_AWARE_DEFAULT.rewardBaseline }),
   'lora-rank': count('LoRA rank', RECIPE.lora.rank),
   'lora-alpha': count('LoRA alpha', RECIPE.lora.alpha),
   hindsight: opt.flag('hindsight answers (on by default): an answer the user approved after correcting an earlier one is also trained as an answer to the corrected request'),

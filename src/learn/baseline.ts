@@ -10,7 +10,8 @@
  * What the trainer subtracts from each reward: nothing, the batch's mean, each same-prompt group's mean (and scale),
  * the recent window's mean, or that mean clipped at zero (lift).
  */
-export type RewardBaseline = 'none' | 'batch' | 'group' | 'recent' | 'lift';
+export const REWARD_BASELINES = ['recent', 'lift', 'batch', 'group', 'none'] as const;
+export type RewardBaseline = (typeof REWARD_BASELINES)[number];
 
 /** The batch's rewards and up to `window − batch` of the most recent earlier ones (newest first). */
 export function rewardWindow(batch: readonly number[], earlier: readonly number[], window: number): number[] {

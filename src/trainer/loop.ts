@@ -306,6 +306,9 @@ export class TrainerLoop {
       if (fresh.length < this.o.batchSize) return; // refill the batch on the next round
     }
     const shifted = this.baselineShifts(fresh, promptIdsOf);
+    // the recent rewards the fade and the settling read, queried once a step
+    let recentRewards: number[] | undefined;
+    const recent = () => (recentRewards ??= this.recentRewards(fresh));
     let data: Datum[] = fresh.map((r) => {
       // the reward term after the baseline replaces the raw reward inside each token's advantage
       const t = this.rewardTerm(r, shifted);
@@ -342,7 +345,7 @@ export class TrainerLoop {
         inputs.push({ promptIds: data[i].promptIds, responseIds: (now ?? data[i]).responseIds, temperature: r.temperature, request: JSON.parse(r.request_json), hints });
         at.push(i);
       }
-      const fade = this.o.distillFade > 0 ? distillFade(this.recentRewards(fresh), this.o.distillFade) : 1;
+      const fade = this.o.distillFade > 0 ? distillFade(recent(), this.o.distillFade) : 1;
       const { sets, stats } = await distillSets(this.engine, inputs, { k: this.o.topk.k, selection: this.o.topk.selection, advantageClip: this.o.opdClip, weight: this.o.weights.opd * fade, teacher: this.o.opdTeacher, set: this.o.topk.set, untilMet: this.o.distillUntilMet });
       sets.forEach((set, j) => { if (set) (refreshed.get(at[j]) ?? data[at[j]]).distill = set; });
       if (stats.samples) distillNote = `, top-${this.o.topk.k} OPD on ${stats.samples}${refreshed.size ? ` (${refreshed.size} on the current weights' answers)` : ''} (${stats.candidates} teacher passes${stats.tooLong ? `, ${stats.tooLong} too long` : ''}, overlap ${stats.overlapMean.toFixed(2)}, |teacher − old| ${stats.gapMean.toFixed(2)}${this.o.topk.set === 'union' ? `, +${stats.joined.toFixed(2)} teacher ids a position` : ''}${this.o.distillUntilMet ? `, ${stats.afterMet} positions after the hint was met left out` : ''}${this.o.distillFade > 0 ? `, faded to ${fade.toFixed(2)}` : ''})`;
@@ -377,7 +380,7 @@ export class TrainerLoop {
     const stepKlCoef = this.klCoef;
     if (this.o.klBudget !== null) this.klCoef = nextKlCoef(this.klCoef, fb.kl, this.o.klCoef, { ...KL_BUDGET_DEFAULTS, target: this.o.klBudget });
     // settling reuses the fade's scale: a share of misses over the same recent window
-    const settled = this.o.settle > 0 ? distillFade(this.recentRewards(fresh), this.o.settle) : 1;
+    const settled = this.o.settle > 0 ? distillFade(recent(), this.o.settle) : 1;
     const learningRate = (this.o.learningRateAt?.(this.step + 1) ?? this.o.learningRate) * settled;
     const opt = await this.engine.optimStep({ learningRate, gradClipNorm: this.o.gradClipNorm });
     const rewards = fresh.map((r) => r.reward).filter((x): x is number => x !== null);

@@ -6,7 +6,7 @@ import type { Method } from '../learn/advantages.ts';
 import type { KlEstimator } from '../learn/losses.ts';
 import type { LoopGuard } from '../learn/loops.ts';
 import type { OpdTeacher } from './options.ts';
-import type { RewardBaseline } from '../learn/baseline.ts';
+import { REWARD_BASELINES, type RewardBaseline } from '../learn/baseline.ts';
 
 export interface Recipe {
   method: Method;
@@ -229,6 +229,12 @@ const MODEL_AWARE_FLAGS = ['method', 'judge', 'opd-mode', 'kl-coef', 'kl-estimat
 export function leavesToModel(o: Partial<Record<(typeof MODEL_AWARE_FLAGS)[number], unknown>>): boolean {
   return MODEL_AWARE_FLAGS.some((k) => o[k] === undefined);
 }
+
+/** `--reward-baseline` on the commands that train: its choices and help (learn/baseline.ts). */
+export const REWARD_BASELINE_OPTION = {
+  choices: REWARD_BASELINES,
+  help: 'advantage baseline (recent: mean reward of the last 64 samples; lift: that mean while below 0, else 0)',
+};
 
 /** `--kl-estimator` on every command that trains: its choices and help (learn/losses.ts, KlEstimator). */
 export const KL_ESTIMATOR_OPTION = {
