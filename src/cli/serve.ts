@@ -6,8 +6,8 @@ import { parseOrigins } from '../api/cors.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId, weightsDtypeOption, kvDtypeOption } from './args.ts';
 import { JUDGE_DEFAULTS, SELF_JUDGE_VOTES, NO_HINT_RULES_HELP, defaultVotes, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
-import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, REWARD_BASELINE_OPTION, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
-import { LOOP_GUARDS } from '../learn/loops.ts';
+import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, REWARD_BASELINE_OPTION, REWARD_KL_COEF_HELP, LOOP_SCOPE_HELP, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
+import { LOOP_GUARDS, LOOP_SCOPES } from '../learn/loops.ts';
 import { STALE_DISTILL_MODES } from '../learn/staleness.ts';
 import { learningRateProblem } from '../learn/weights-guard.ts';
 import { TrainingPace, MAX_LAG_HELP, SERVE_MAX_LAG } from '../trainer/pace.ts';
@@ -79,6 +79,8 @@ const SERVE_OPTIONS = {
   'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: TRAINER_DEFAULTS.topk.selection }),
   'topk-k': opt.int('top-K OPD: entries per position taken from the student\'s old top-K', { min: 1, max: 64, default: TRAINER_DEFAULTS.topk.k }),
   'topk-set': opt.choice(['student', 'union'], 'top-K OPD: the student\'s top-K at each position (upstream), or joined with the teacher\'s top-K, weighted half by each (one more scoring pass)', { default: TRAINER_DEFAULTS.topk.set }),
+  'loop-scope': opt.choice(LOOP_SCOPES, LOOP_SCOPE_HELP, { default: 'answer' }),
+  'reward-kl-coef': opt.number(REWARD_KL_COEF_HELP, { min: 0, defaultText: '--kl-coef' }),
   'reward-baseline': opt.choice(REWARD_BASELINE_OPTION.choices, REWARD_BASELINE_OPTION.help, { defaultText: MODEL_AWARE_DEFAULT.rewardBaseline }),
   'lora-rank': count('LoRA rank', RECIPE.lora.rank),
   'lora-alpha': count('LoRA alpha', RECIPE.lora.alpha),
@@ -131,12 +133,14 @@ export const serveCommand = defineCommand({
     if (o.full && o.engine !== 'embedded') throw new UsageError(`--full needs --engine embedded: --engine ${o.engine} trains and serves LoRA adapters only`);
     if ((o.engine === 'vllm' || o.engine === 'sglang') && !o['serving-url']) throw new UsageError(`--engine ${o.engine} needs --serving-url (the server's base URL)`);
     if (o.engine === 'tinker' && (o['kl-coef'] ?? 0) > 0) throw new UsageError('--kl-coef needs the embedded engine: the Tinker API has no KL-to-base loss term');
+    if (o.engine === 'tinker' && (o['reward-kl-coef'] ?? 0) > 0) throw new UsageError('--reward-kl-coef needs the embedded engine: the Tinker API has no KL-to-base loss term');
     if (o.engine === 'tinker' && (o['entropy-guard'] ?? 0) > 0) throw new UsageError('--entropy-guard needs the embedded engine: the Tinker API has no such loss term');
     if ((o.engine === 'tinker' || o.trainer === 'tinker') && o['kl-budget'] !== undefined) throw new UsageError('--kl-budget needs the embedded trainer: the Tinker API has no KL-to-base loss term to scale');
     if (o.trainer === 'tinker') {
       if (o.engine !== 'vllm' && o.engine !== 'sglang') throw new UsageError(`--trainer tinker goes with --engine vllm or sglang (--engine ${o.engine} ${o.engine === 'tinker' ? 'already trains on Tinker' : 'trains itself'})`);
       if (!o['tinker-url']) throw new UsageError('--trainer tinker needs --tinker-url (or TINKER_BASE_URL)');
       if ((o['kl-coef'] ?? 0) > 0) throw new UsageError('--kl-coef needs the embedded trainer: the Tinker API has no KL-to-base loss term');
+      if ((o['reward-kl-coef'] ?? 0) > 0) throw new UsageError('--reward-kl-coef needs the embedded trainer: the Tinker API has no KL-to-base loss term');
       if ((o['entropy-guard'] ?? 0) > 0) throw new UsageError('--entropy-guard needs the embedded trainer: the Tinker API has no such loss term');
     }
     if (o.engine !== 'embedded' && o['opd-mode'] === 'topk') throw new UsageError(`--opd-mode topk needs --engine embedded: --engine ${o.engine} has no top-K scoring`);
@@ -287,8 +291,8 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method, opdTeacher: o['opd-teacher'] ?? auto.opdTeacher, rewardBaseline: o['reward-baseline'] ?? auto.rewardBaseline, overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
     batchSize: o['batch-size'], maxStaleness: o['max-staleness'] ?? null, importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: o['distill-until-met'], klBudget: o['kl-budget'] ?? null, distillFade: o['distill-fade'], settle: o.settle, tailGuard: o['tail-guard'] ?? auto.tailGuard, anchorAnswers: o['anchor-answers'] ?? (tinkerTrains ? 0 : auto.anchorAnswers), keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, learningRate: o['learning-rate'] ?? auto.learningRate,
-    klCoef: o['kl-coef'] ?? (tinkerTrains ? 0 : klCoefOf(auto, method)), klEstimator: o['kl-estimator'] ?? auto.klEstimator,
-    entropyGuard: o['entropy-guard'] ?? (tinkerTrains ? 0 : auto.entropyGuard), loopGuard: o['loop-guard'] ?? auto.loopGuard, likelihoodGuard: o['likelihood-guard'] ?? auto.likelihoodGuard, weights: { opd: o['opd-weight'] ?? opdWeightOf(auto, method), rl: 1 },
+    klCoef: o['kl-coef'] ?? (tinkerTrains ? 0 : klCoefOf(auto, method)), rewardKlCoef: o['reward-kl-coef'] ?? null, klEstimator: o['kl-estimator'] ?? auto.klEstimator,
+    entropyGuard: o['entropy-guard'] ?? (tinkerTrains ? 0 : auto.entropyGuard), loopGuard: o['loop-guard'] ?? auto.loopGuard, loopScope: o['loop-scope'], likelihoodGuard: o['likelihood-guard'] ?? auto.likelihoodGuard, weights: { opd: o['opd-weight'] ?? opdWeightOf(auto, method), rl: 1 },
     opdMode, topk: { ...TRAINER_DEFAULTS.topk, selection: o['hint-selection'], k: o['topk-k'], set: o['topk-set'] },
     hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
     lora: o.full ? null : { rank: o['lora-rank'], alpha: o['lora-alpha'] }, checkpointEvery: o['checkpoint-every'],
@@ -316,7 +320,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   judgeLoop?.start();
   trainer?.start();
   started = true;
-  logger.info(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}${judgeConfig.kind === 'self' || judgeConfig.kind === 'llm' ? ` (${judgeConfig.votes} votes)` : ''}, learning: ${trainer ? `${method} (version ${trainer.version}), KL to base ${trainer.o.klEstimator} at β ${trainer.o.klCoef}${trainer.o.entropyGuard > 0 ? `, entropy guard λ ${trainer.o.entropyGuard}` : ''}${method !== 'binary' ? `, OPD teacher ${trainer.o.opdTeacher}${trainer.o.weights.opd !== 1 ? ` (w_opd ${trainer.o.weights.opd})` : ''}` : ''}${trainer.o.loopGuard !== 'off' ? `, loop guard ${trainer.o.loopGuard}` : ''}${trainer.o.likelihoodGuard !== 'off' ? `, likelihood guard ${trainer.o.likelihoodGuard}` : ''}${trainer.o.anchorAnswers > 0 ? `, ${trainer.o.anchorAnswers} anchor answers per stale batch` : ''}${trainer.o.tailGuard > 0 ? `, tail guard ${trainer.o.tailGuard}` : ''}, reward baseline ${trainer.o.rewardBaseline}` : 'off'}${pace ? `; new turns wait (≤ ${pace.o.maxWaitMs / 1000} s) while the trainer is more than ${pace.o.maxLagBatches} batch${pace.o.maxLagBatches === 1 ? '' : 'es'} behind` : ''}`);
+  logger.info(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}${judgeConfig.kind === 'self' || judgeConfig.kind === 'llm' ? ` (${judgeConfig.votes} votes)` : ''}, learning: ${trainer ? `${method} (version ${trainer.version}), KL to base ${trainer.o.klEstimator} at β ${trainer.o.klCoef}${trainer.o.rewardKlCoef !== null && trainer.o.rewardKlCoef !== trainer.o.klCoef && method !== 'opd' ? ` (${trainer.o.rewardKlCoef} on answers trained by their reward alone)` : ''}${trainer.o.entropyGuard > 0 ? `, entropy guard λ ${trainer.o.entropyGuard}` : ''}${method !== 'binary' ? `, OPD teacher ${trainer.o.opdTeacher}${trainer.o.weights.opd !== 1 ? ` (w_opd ${trainer.o.weights.opd})` : ''}` : ''}${trainer.o.loopGuard !== 'off' ? `, loop guard ${trainer.o.loopGuard}${trainer.o.loopGuard === 'punish' && trainer.o.loopScope === 'onset' ? ' from the loop\'s onset' : ''}` : ''}${trainer.o.likelihoodGuard !== 'off' ? `, likelihood guard ${trainer.o.likelihoodGuard}` : ''}${trainer.o.anchorAnswers > 0 ? `, ${trainer.o.anchorAnswers} anchor answers per stale batch` : ''}${trainer.o.tailGuard > 0 ? `, tail guard ${trainer.o.tailGuard}` : ''}, reward baseline ${trainer.o.rewardBaseline}` : 'off'}${pace ? `; new turns wait (≤ ${pace.o.maxWaitMs / 1000} s) while the trainer is more than ${pace.o.maxLagBatches} batch${pace.o.maxLagBatches === 1 ? '' : 'es'} behind` : ''}`);
   // an LLM judge that does not answer is reported now, not when the first turn waits for it
   if (judgeLoop && judgeConfig.kind === 'llm') {
     const loop = judgeLoop;

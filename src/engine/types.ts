@@ -198,6 +198,8 @@ export interface Datum {
    * (learn/topk-opd.ts). The sampled token's own term still uses `advantages` (0 for OPD alone).
    */
   distill?: { ids: number[][]; oldLogprobs: number[][]; advantages: number[][] };
+  /** the KL-to-base term's weight on this datum, a multiple of the loss spec's β (default 1; 0 = none) */
+  klScale?: number;
 }
 
 export interface AdamParams {

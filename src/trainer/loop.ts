@@ -31,7 +31,7 @@ import { correctStaleness, cumulativeBuckets, prefixWeights, STALENESS_BUCKETS }
 import { rewardWindow, windowBaseline, liftBaseline, BASELINE_WINDOW } from '../learn/baseline.ts';
 import { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './options.ts';
 import { mergeContinuations } from '../learn/continuations.ts';
-import { guardedReward, loops } from '../learn/loops.ts';
+import { guardedReward, loops, loopOnset, advantagesFromOnset } from '../learn/loops.ts';
 import { LikelihoodFloor, unlikely } from '../learn/likelihood-guard.ts';
 import { baseMeanLogLikelihood } from '../engine/base-likelihood.ts';
 import { collect } from '../engine/types.ts';
@@ -39,6 +39,7 @@ import { hindsightData, hindsightPrompts, type EarlierTurn } from './hindsight.t
 import { distillFade } from '../learn/distill-fade.ts';
 import { guardTail } from '../learn/tail-guard.ts';
 import { nextKlCoef, KL_BUDGET_DEFAULTS } from '../learn/kl-budget.ts';
+import { klScales } from '../learn/kl-scale.ts';
 import { ANCHOR_STALENESS, anchorPicks, currentAnswer } from './current-answers.ts';
 
 export { ANCHOR_STALENESS } from './current-answers.ts';
@@ -130,6 +131,12 @@ export class TrainerLoop {
   }
 
   /** β under the KL budget after the recorded steps (the store keeps each step's KL, so a restart goes on where it was). */
+  /** β on answers trained by their reward alone, following the KL budget's scaling of klCoef */
+  private rewardKlCoef(): number {
+    const r = this.o.rewardKlCoef ?? this.o.klCoef;
+    return this.o.klCoef > 0 ? r * (this.klCoef / this.o.klCoef) : r;
+  }
+
   private klCoefFromSteps(target: number): number {
     const kls = (this.store.sql(`SELECT kl FROM training_steps WHERE status != 'lost' AND kl IS NOT NULL ORDER BY id`).all() as { kl: number }[]).map((r) => r.kl);
     return kls.reduce((beta, kl) => nextKlCoef(beta, kl, this.o.klCoef, { ...KL_BUDGET_DEFAULTS, target }), this.o.klCoef);
@@ -222,6 +229,7 @@ export class TrainerLoop {
       const temperature = request.params.temperature > 0 ? request.params.temperature : 1;
       let reward: number | null = turn.score;
       if (reward !== null && this.o.overlong) reward = Math.max(-1, Math.min(1, reward + overlongPenalty(responseIds.length, this.o.overlong.lMax, this.o.overlong.lCache)));
+      const judged = reward;
       // the loop guard: a looping answer is neither reinforced nor distilled (the hinted teacher would teach its loop on)
       const looping = reward !== null && this.o.loopGuard !== 'off' && loops(responseIds, this.engine.tokenizer.decode(responseIds, true));
       if (looping) this.counts.looping++;
@@ -247,6 +255,12 @@ export class TrainerLoop {
       if (!sample && looping && this.o.method === 'opd' && this.o.loopGuard === 'punish') {
         sample = { advantages: new Array(responseIds.length).fill(-1), lossMask: new Array(responseIds.length).fill(1), kind: 'binary' };
         kind = 'loop';
+      }
+      // the onset scope: the loop guard's −1 covers the loop, and the answer before it keeps what its judged reward gave it
+      if (sample && looping && this.o.loopGuard === 'punish' && this.o.loopScope === 'onset') {
+        const onset = loopOnset(responseIds, (k) => this.engine.tokenizer.decode(responseIds.slice(0, k), true));
+        const before = kind === 'loop' ? 0 : (this.o.method === 'binary' ? 1 : this.o.weights.rl) * (judged ?? 0);
+        sample = { ...sample, advantages: advantagesFromOnset(responseIds.length, onset, before, sample.advantages[0] ?? -1) };
       }
       if (!sample && this.o.keepNeutral && this.sessionHasNoSample(turn.session_id)) { sample = atLeastOneSample(responseIds.length); kind = 'neutral'; }
       this.store.sql(`INSERT INTO samples (turn_id, method, kind, reward, hint, advantages, loss_mask, teacher_logprobs, behaviour_version, temperature, status, created_at)
@@ -373,10 +387,15 @@ export class TrainerLoop {
       if (m.merged) mergeNote = `, ${m.merged} turns merged into their episodes' earlier turns`;
       data = m.data;
     }
+    // β follows what trains each answer: its reward alone (the batch's own answers and hindsight, undistilled), or the
+    // hinted teacher and the regularisers (distilled answers, refreshed ones, anchors)
+    const rewardTrained = [...data.map((d) => !d.distill && !d.teacherLogprobs), ...hindsight.map(() => true)];
     data = [...data, ...hindsight, ...refreshed.values(), ...anchors];
+    const betas = this.o.rewardKlCoef === null || this.o.method === 'opd' ? null : klScales(this.klCoef, this.rewardKlCoef(), data.map((_, i) => rewardTrained[i] ?? false));
+    if (betas) data = data.map((d, i) => (betas.scales[i] === 1 ? d : { ...d, klScale: betas.scales[i] }));
     if (hindsight.length) distillNote += `, ${hindsight.length} hindsight answer(s)`;
     if (anchors.length) distillNote += `, ${anchors.length} anchor answer(s)`;
-    const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: this.klCoef, klEstimator: this.o.klEstimator, entropyGuard: this.o.entropyGuard });
+    const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: betas?.spec ?? this.klCoef, klEstimator: this.o.klEstimator, entropyGuard: this.o.entropyGuard });
     const stepKlCoef = this.klCoef;
     if (this.o.klBudget !== null) this.klCoef = nextKlCoef(this.klCoef, fb.kl, this.o.klCoef, { ...KL_BUDGET_DEFAULTS, target: this.o.klBudget });
     // settling reuses the fade's scale: a share of misses over the same recent window

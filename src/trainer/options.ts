@@ -8,7 +8,7 @@ import { GUARD_DEFAULTS } from '../learn/weights-guard.ts';
 import { IMPORTANCE_CAP, type StaleDistill } from '../learn/staleness.ts';
 import { RECIPE } from './recipe.ts';
 import type { KlEstimator } from '../learn/losses.ts';
-import type { LoopGuard } from '../learn/loops.ts';
+import type { LoopGuard, LoopScope } from '../learn/loops.ts';
 import type { RewardBaseline } from '../learn/baseline.ts';
 import { LIKELIHOOD_FLOOR_DEFAULTS, type LikelihoodFloorOptions } from '../learn/likelihood-guard.ts';
 
@@ -77,6 +77,12 @@ export interface TrainerOptions {
    */
   klCoef: number;
   /**
+   * β of the KL term on an answer trained by its reward alone (binary, or combine on a turn with nothing distilled,
+   * and hindsight answers); distilled answers and anchor answers keep klCoef (null = klCoef everywhere). The term anchors
+   * what the hinted teacher moves; a reward that keeps approving a met preference needs less of it.
+   */
+  rewardKlCoef: number | null;
+  /**
    * the KL budget (learn/kl-budget.ts): the mean per-token KL to the base a training batch may show before β grows
    * past klCoef, step by step, until it is back under (null = β stays klCoef)
    */
@@ -87,6 +93,8 @@ export interface TrainerOptions {
   entropyGuard: number;
   /** what a looping answer's reward becomes (learn/loops.ts): capped at 0, −1, or left as judged; unless off, it is not distilled either */
   loopGuard: LoopGuard;
+  /** under loopGuard punish: the −1 covers the whole answer, or only its tokens from where the loop starts (learn/loops.ts, loopOnset) */
+  loopScope: LoopScope;
   /**
    * what the reward of an answer below the likelihood floor becomes (learn/likelihood-guard.ts), as loopGuard's
    * choices; unless off, such an answer is not distilled either, and the base answers the first judged requests
@@ -146,7 +154,7 @@ export interface TrainerOptions {
 
 export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
   method: RECIPE.method, batchSize: RECIPE.batchSize, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, keepNeutral: RECIPE.keepNeutral,
-  klCoef: RECIPE.klCoef, klBudget: null, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, likelihoodGuard: RECIPE.likelihoodGuard, likelihoodFloor: { ...LIKELIHOOD_FLOOR_DEFAULTS }, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', staleDistill: 'full', distillUntilMet: false, distillFade: 0, settle: 0, tailGuard: RECIPE.tailGuard, anchorAnswers: RECIPE.anchorAnswers, mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
+  klCoef: RECIPE.klCoef, rewardKlCoef: null, klBudget: null, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, loopScope: 'answer', likelihoodGuard: RECIPE.likelihoodGuard, likelihoodFloor: { ...LIKELIHOOD_FLOOR_DEFAULTS }, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', staleDistill: 'full', distillUntilMet: false, distillFade: 0, settle: 0, tailGuard: RECIPE.tailGuard, anchorAnswers: RECIPE.anchorAnswers, mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
   opdTeacher: 'base', opdMode: 'token', opdClip: OPD_ADVANTAGE_CLIP, topk: { k: TOPK_DEFAULTS.k, maxCandidates: TOPK_DEFAULTS.maxCandidates, selection: TOPK_DEFAULTS.selection, set: RECIPE.topkSet },
   weights: { opd: 1, rl: 1 }, overlong: null, checkpointEvery: 1, maxCanaryDrop: GUARD_DEFAULTS.maxCanaryDrop, pollMs: 200, log: () => {},
 };

@@ -236,6 +236,9 @@ export const REWARD_BASELINE_OPTION = {
   help: 'advantage baseline (recent: mean reward of the last 64 samples; lift: that mean while below 0, else 0)',
 };
 
+/** `--reward-kl-coef` on the commands that serve and benchmark personal learning. */
+export const REWARD_KL_COEF_HELP = 'β of the KL-to-base term on answers trained by their reward alone (binary, combine\'s turns with nothing distilled, hindsight answers); distilled answers and anchor answers keep --kl-coef';
+
 /** `--kl-estimator` on every command that trains: its choices and help (learn/losses.ts, KlEstimator). */
 export const KL_ESTIMATOR_OPTION = {
   choices: ['k3', 'k2', 'full'] as const,
@@ -265,6 +268,9 @@ export const OPD_WEIGHT_HELP = 'w_opd: the weight of the distillation term in co
 
 /** `--loop-guard` on every command that trains. */
 export const LOOP_GUARD_HELP = 'what a looping answer\'s reward becomes (a 3-token piece more than 3 times per 64 tokens, or one character more than 5 times in a row): withhold caps it at 0 (still above a baseline of mostly complaints), punish makes it −1 (under --method opd, which has no reward term, a −1 sample of its own), off keeps the judge\'s; under withhold or punish a looping answer is not distilled either';
+
+/** `--loop-scope` on the commands that serve and benchmark personal learning. */
+export const LOOP_SCOPE_HELP = 'under --loop-guard punish, what the −1 covers: the whole looping answer, or its tokens from where the loop starts (the first 3-token piece past the limit, or the character run past it); the tokens before it keep what the judged reward gave them';
 
 /** `--likelihood-guard` on every command that trains. */
 export const LIKELIHOOD_GUARD_HELP = 'what the reward of an answer the base model finds unlikely becomes (mean log-likelihood per token below the 5th percentile of the base\'s own answers to the first 64 judged requests, which the base answers once each to calibrate it): withhold caps it at 0, punish makes it −1, off keeps the judge\'s; under withhold or punish such an answer is not distilled either';

@@ -6,6 +6,7 @@ import { JudgeLoop } from '../../src/judge/loop.ts';
 import { LexicalJudge } from '../../src/judge/judge.ts';
 import { TrainerLoop, type TrainerOptions } from '../../src/trainer/loop.ts';
 import type { Datum } from '../../src/engine/types.ts';
+import type { LossSpec } from '../../src/learn/losses.ts';
 
 /** One story request, answered, and the user's reply: a complaint with a hint, or praise. */
 export async function conversation(s: TestServer, c: number, complaint: boolean): Promise<number[]> {
@@ -22,14 +23,14 @@ export async function conversation(s: TestServer, c: number, complaint: boolean)
 /** A top-K combine trainer (batches of 4) and a hinting lexical judge on the test server, with the real engine observed: what each step trains on. */
 export async function observedLoop(s: TestServer, o: Partial<TrainerOptions>) {
   const lines: string[] = [];
-  const batches: Datum[][] = [];
+  const batches: Datum[][] = [], losses: LossSpec[] = [];
   const forwardBackward = s.engine.forwardBackward.bind(s.engine);
-  s.engine.forwardBackward = (data, loss) => { batches.push(data); return forwardBackward(data, loss); };
+  s.engine.forwardBackward = (data, loss) => { batches.push(data); losses.push(loss); return forwardBackward(data, loss); };
   const judge = new JudgeLoop(s.store, new LexicalJudge(), { hints: true, concurrency: 8 });
   const trainer = new TrainerLoop(s.store, s.engine, {
     method: 'combine', opdMode: 'topk', entropyGuard: 0, hindsight: false, rewardBaseline: 'none',
     batchSize: 4, lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${s.dataDir}/ckpt`, log: (l) => lines.push(l), ...o,
   });
   await trainer.init();
-  return { lines, batches, judge, trainer };
+  return { lines, batches, losses, judge, trainer };
 }

@@ -93,6 +93,7 @@ export abstract class TrainerCore {
     perToken('behaviourLogprobs', spec.kind === 'ppo');
     perToken('lossMask', false);
     perToken('teacherLogprobs', false);
+    if (d.klScale !== undefined && !(Number.isFinite(d.klScale) && d.klScale >= 0)) throw new EngineError('bad_request', `klScale must be a finite number ≥ 0 (got ${d.klScale})`);
     if (d.distill) {
       if (spec.kind !== 'ppo') throw new EngineError('bad_request', 'distill sets need the ppo loss');
       const { ids, oldLogprobs, advantages } = d.distill;
@@ -215,12 +216,12 @@ export abstract class TrainerCore {
       const dense: DenseTermsOf | null = baseHidden ? (k) => {
         const d = group[k];
         return {
-          klCoef: (t) => (fullKl ? ppo!.klCoef * (d.lossMask?.[t] ?? 1) : 0),
+          klCoef: (t) => (fullKl ? ppo!.klCoef * (d.klScale ?? 1) * (d.lossMask?.[t] ?? 1) : 0),
           entropyCoef: (t) => entropyGuard * (d.lossMask?.[t] ?? 1),
           baseHidden: baseHidden[first + k],
           report: (t, kl, excess) => {
             const m = d.lossMask?.[t] ?? 1;
-            if (fullKl) { metrics.kl += kl * m; metrics.loss += ppo!.klCoef * kl * m; }
+            if (fullKl) { metrics.kl += kl * m; metrics.loss += ppo!.klCoef * (d.klScale ?? 1) * kl * m; }
             metrics.loss += entropyGuard * excess * m; metrics.entropyExcess += excess * m;
           },
         };
@@ -239,7 +240,8 @@ export abstract class TrainerCore {
             // the reported KL is k3's value whatever the gradient's estimator: an unbiased estimate of KL(π‖π_base)
             const baseLogp = base[first + k][t], k3 = k3Token(logp, baseLogp);
             const term = ppo.klEstimator === 'k2' ? klToken('k2', logp, baseLogp) : k3;
-            loss += ppo.klCoef * term.kl; dlogp += ppo.klCoef * term.dlogp;
+            const beta = ppo.klCoef * (d.klScale ?? 1);
+            loss += beta * term.kl; dlogp += beta * term.dlogp;
             metrics.kl += k3.kl;
           }
           if (d.teacherLogprobs) { metrics.gap += Math.abs(d.teacherLogprobs[t] - d.behaviourLogprobs![t]); metrics.gapTokens++; }
