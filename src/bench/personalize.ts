@@ -15,7 +15,7 @@ import { TrainerLoop, TRAINER_DEFAULTS } from '../trainer/loop.ts';
 import { RECIPE } from '../trainer/recipe.ts';
 import type { OpdTeacher } from '../trainer/options.ts';
 import type { KlEstimator } from '../learn/losses.ts';
-import type { LoopGuard, LoopScope } from '../learn/loops.ts';
+import type { LoopGuard } from '../learn/loops.ts';
 import type { StaleDistill } from '../learn/staleness.ts';
 import type { Method } from '../learn/advantages.ts';
 import type { RewardBaseline } from '../learn/baseline.ts';
@@ -118,8 +118,6 @@ export interface PersonalizeOptions {
   opdTeacher?: OpdTeacher;
   /** β of the KL-to-base penalty (default: the trainer's) */
   klCoef?: number;
-  /** under loopGuard punish: the whole answer or the loop from its onset (default: the whole answer) */
-  loopScope?: LoopScope;
   /** β on answers trained by their reward alone (default: klCoef) */
   rewardKlCoef?: number;
   /** its estimator (default: the recipe's) */
@@ -167,7 +165,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const label = o.method === 'binary' ? 'binary' : `${o.method} (${opdMode})`;
   const trainerLog: string[] = [];
   const trainer = new TrainerLoop(store, engine, {
-    method: o.method, opdMode, klCoef, rewardKlCoef: o.rewardKlCoef ?? null, loopScope: o.loopScope ?? 'answer', klEstimator: o.klEstimator ?? RECIPE.klEstimator, entropyGuard: o.entropyGuard ?? RECIPE.entropyGuard, loopGuard: o.loopGuard ?? RECIPE.loopGuard, likelihoodGuard: o.likelihoodGuard ?? RECIPE.likelihoodGuard, hindsight: o.hindsight ?? RECIPE.hindsight, negativeWeight: o.negativeWeight ?? RECIPE.negativeWeight, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
+    method: o.method, opdMode, klCoef, rewardKlCoef: o.rewardKlCoef ?? null, klEstimator: o.klEstimator ?? RECIPE.klEstimator, entropyGuard: o.entropyGuard ?? RECIPE.entropyGuard, loopGuard: o.loopGuard ?? RECIPE.loopGuard, likelihoodGuard: o.likelihoodGuard ?? RECIPE.likelihoodGuard, hindsight: o.hindsight ?? RECIPE.hindsight, negativeWeight: o.negativeWeight ?? RECIPE.negativeWeight, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
     topk: { ...TRAINER_DEFAULTS.topk, selection: o.hintSelection ?? TRAINER_DEFAULTS.topk.selection, k: o.topkK ?? TRAINER_DEFAULTS.topk.k, set: o.topkSet ?? TRAINER_DEFAULTS.topk.set },
     batchSize: o.batchSize ?? RECIPE.batchSize, learningRate: o.learningRate ?? RECIPE.learningRate, rewardBaseline: o.rewardBaseline ?? RECIPE.rewardBaseline, importanceCap: o.importanceCap ?? TRAINER_DEFAULTS.importanceCap, staleDistill: o.staleDistill ?? TRAINER_DEFAULTS.staleDistill, distillUntilMet: o.distillUntilMet ?? TRAINER_DEFAULTS.distillUntilMet, klBudget: o.klBudget ?? TRAINER_DEFAULTS.klBudget, distillFade: o.distillFade ?? TRAINER_DEFAULTS.distillFade, settle: o.settle ?? TRAINER_DEFAULTS.settle, tailGuard: o.tailGuard ?? TRAINER_DEFAULTS.tailGuard, anchorAnswers: o.anchorAnswers ?? RECIPE.anchorAnswers,
     keepNeutral: o.keepNeutral ?? RECIPE.keepNeutral, lora: { rank: o.loraRank ?? RECIPE.lora.rank, alpha: 2 * (o.loraRank ?? RECIPE.lora.rank), seed },

@@ -9,9 +9,9 @@ import type { Persona } from '../bench/persona.ts';
 import { NO_HINT_RULES_HELP, type JudgeConfig } from '../judge/config.ts';
 import type { Method } from '../learn/advantages.ts';
 import type { KlEstimator } from '../learn/losses.ts';
-import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, REWARD_BASELINE_OPTION, REWARD_KL_COEF_HELP, LOOP_SCOPE_HELP, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, REWARD_BASELINE_OPTION, REWARD_KL_COEF_HELP, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
 import type { RewardBaseline } from '../learn/baseline.ts';
-import { LOOP_GUARDS, LOOP_SCOPES, type LoopGuard } from '../learn/loops.ts';
+import { LOOP_GUARDS, type LoopGuard } from '../learn/loops.ts';
 import { TOPK_DEFAULTS } from '../learn/topk-opd.ts';
 import { STALE_DISTILL_MODES } from '../learn/staleness.ts';
 import { TRAINER_DEFAULTS, type OpdTeacher } from '../trainer/options.ts';
@@ -152,7 +152,6 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'kl-estimator': opt.choice(KL_ESTIMATOR_OPTION.choices, KL_ESTIMATOR_OPTION.help, { defaultText: MODEL_AWARE_DEFAULT.klEstimator }),
     'entropy-guard': opt.number(ENTROPY_GUARD_HELP, { min: 0, defaultText: MODEL_AWARE_DEFAULT.entropyGuard }),
     'loop-guard': opt.choice(LOOP_GUARDS, LOOP_GUARD_HELP, { defaultText: MODEL_AWARE_DEFAULT.loopGuard }),
-    'loop-scope': opt.choice(LOOP_SCOPES, LOOP_SCOPE_HELP, { default: 'answer' }),
     'likelihood-guard': opt.choice(LOOP_GUARDS, LIKELIHOOD_GUARD_HELP, { defaultText: MODEL_AWARE_DEFAULT.likelihoodGuard }),
     'opd-weight': opt.number(OPD_WEIGHT_HELP, { gt: 0, defaultText: MODEL_AWARE_DEFAULT.opdWeight }),
     'judge-satisfaction': opt.flag('also grade every held-out sample with the judge (self or llm): 0–1 in \\boxed{}, mean of 5 votes'),
@@ -251,7 +250,7 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
         model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
         learningRate: r.learningRate, batchSize: o['batch-size'], rewardBaseline: r.rewardBaseline, loraRank: o['lora-rank'], importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: o['distill-until-met'], klBudget: o['kl-budget'], distillFade: o['distill-fade'], settle: o.settle, tailGuard: r.tailGuard, anchorAnswers: r.anchorAnswers,
         keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, progress,
-        opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], topkSet: o['topk-set'], opdTeacher: r.opdTeacher, klCoef: r.klCoefFor(method), rewardKlCoef: o['reward-kl-coef'], loopScope: o['loop-scope'], klEstimator: r.klEstimator, entropyGuard: r.entropyGuard, loopGuard: r.loopGuard, likelihoodGuard: r.likelihoodGuard, opdWeight: r.opdWeightFor(method), hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
+        opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], topkSet: o['topk-set'], opdTeacher: r.opdTeacher, klCoef: r.klCoefFor(method), rewardKlCoef: o['reward-kl-coef'], klEstimator: r.klEstimator, entropyGuard: r.entropyGuard, loopGuard: r.loopGuard, likelihoodGuard: r.likelihoodGuard, opdWeight: r.opdWeightFor(method), hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
         judgeSatisfaction: o['judge-satisfaction'], untilStable: o['until-stable'], stableGain: o['stable-gain'],
       }));
     }
@@ -353,7 +352,7 @@ export const benchPersonalizeCommand = defineCommand({
       const serveArgs = ['--method', resolved.method, '--learning-rate', String(resolved.learningRate), '--batch-size', String(o['batch-size']),
         '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', resolved.rewardBaseline, '--importance-cap', String(o['importance-cap']), '--stale-distill', o['stale-distill'], ...(o['distill-until-met'] ? ['--distill-until-met'] : []), ...(o['kl-budget'] !== undefined ? ['--kl-budget', String(o['kl-budget'])] : []), '--distill-fade', String(o['distill-fade']), '--settle', String(o.settle), '--tail-guard', String(resolved.tailGuard), '--anchor-answers', String(resolved.anchorAnswers), ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
         '--opd-mode', resolved.opdMode === 'both' ? 'token' : resolved.opdMode, '--topk-k', String(o['topk-k']), '--topk-set', o['topk-set'], '--hint-selection', o['hint-selection'], '--opd-teacher', resolved.opdTeacher,
-        '--negative-weight', String(o['negative-weight']), '--kl-coef', String(resolved.klCoef), ...(o['reward-kl-coef'] !== undefined ? ['--reward-kl-coef', String(o['reward-kl-coef'])] : []), '--kl-estimator', resolved.klEstimator, '--entropy-guard', String(resolved.entropyGuard), '--loop-guard', resolved.loopGuard, '--loop-scope', o['loop-scope'], '--likelihood-guard', resolved.likelihoodGuard, '--opd-weight', String(resolved.opdWeight), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : []), ...(o['no-judge-hint-rules'] ? ['--no-judge-hint-rules'] : []), ...(o['max-lag'] !== undefined ? ['--max-lag', o['max-lag']] : [])];
+        '--negative-weight', String(o['negative-weight']), '--kl-coef', String(resolved.klCoef), ...(o['reward-kl-coef'] !== undefined ? ['--reward-kl-coef', String(o['reward-kl-coef'])] : []), '--kl-estimator', resolved.klEstimator, '--entropy-guard', String(resolved.entropyGuard), '--loop-guard', resolved.loopGuard, '--likelihood-guard', resolved.likelihoodGuard, '--opd-weight', String(resolved.opdWeight), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : []), ...(o['no-judge-hint-rules'] ? ['--no-judge-hint-rules'] : []), ...(o['max-lag'] !== undefined ? ['--max-lag', o['max-lag']] : [])];
       served = await runPersonalizeViaServe({
         model: resolved.model, persona, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
         serveArgs, drainSeconds: o['drain-seconds'], progress, outDir: resolve(o.out.replace('<persona>', persona.name)), judge: resolved.judge === 'self' ? 'self' : 'lexical',

@@ -31,7 +31,7 @@ import { correctStaleness, cumulativeBuckets, prefixWeights, STALENESS_BUCKETS }
 import { rewardWindow, windowBaseline, liftBaseline, BASELINE_WINDOW } from '../learn/baseline.ts';
 import { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './options.ts';
 import { mergeContinuations } from '../learn/continuations.ts';
-import { guardedReward, loops, loopOnset, advantagesFromOnset } from '../learn/loops.ts';
+import { guardedReward, loops } from '../learn/loops.ts';
 import { LikelihoodFloor, unlikely } from '../learn/likelihood-guard.ts';
 import { baseMeanLogLikelihood } from '../engine/base-likelihood.ts';
 import { collect } from '../engine/types.ts';
@@ -229,7 +229,6 @@ export class TrainerLoop {
       const temperature = request.params.temperature > 0 ? request.params.temperature : 1;
       let reward: number | null = turn.score;
       if (reward !== null && this.o.overlong) reward = Math.max(-1, Math.min(1, reward + overlongPenalty(responseIds.length, this.o.overlong.lMax, this.o.overlong.lCache)));
-      const judged = reward;
       // the loop guard: a looping answer is neither reinforced nor distilled (the hinted teacher would teach its loop on)
       const looping = reward !== null && this.o.loopGuard !== 'off' && loops(responseIds, this.engine.tokenizer.decode(responseIds, true));
       if (looping) this.counts.looping++;
@@ -255,12 +254,6 @@ export class TrainerLoop {
       if (!sample && looping && this.o.method === 'opd' && this.o.loopGuard === 'punish') {
         sample = { advantages: new Array(responseIds.length).fill(-1), lossMask: new Array(responseIds.length).fill(1), kind: 'binary' };
         kind = 'loop';
-      }
-      // the onset scope: the loop guard's −1 covers the loop, and the answer before it keeps what its judged reward gave it
-      if (sample && looping && this.o.loopGuard === 'punish' && this.o.loopScope === 'onset') {
-        const onset = loopOnset(responseIds, (k) => this.engine.tokenizer.decode(responseIds.slice(0, k), true));
-        const before = kind === 'loop' ? 0 : (this.o.method === 'binary' ? 1 : this.o.weights.rl) * (judged ?? 0);
-        sample = { ...sample, advantages: advantagesFromOnset(responseIds.length, onset, before, sample.advantages[0] ?? -1) };
       }
       if (!sample && this.o.keepNeutral && this.sessionHasNoSample(turn.session_id)) { sample = atLeastOneSample(responseIds.length); kind = 'neutral'; }
       this.store.sql(`INSERT INTO samples (turn_id, method, kind, reward, hint, advantages, loss_mask, teacher_logprobs, behaviour_version, temperature, status, created_at)

@@ -8,7 +8,7 @@ import { GUARD_DEFAULTS } from '../learn/weights-guard.ts';
 import { IMPORTANCE_CAP, type StaleDistill } from '../learn/staleness.ts';
 import { RECIPE } from './recipe.ts';
 import type { KlEstimator } from '../learn/losses.ts';
-import type { LoopGuard, LoopScope } from '../learn/loops.ts';
+import type { LoopGuard } from '../learn/loops.ts';
 import type { RewardBaseline } from '../learn/baseline.ts';
 import { LIKELIHOOD_FLOOR_DEFAULTS, type LikelihoodFloorOptions } from '../learn/likelihood-guard.ts';
 
@@ -93,8 +93,6 @@ export interface TrainerOptions {
   entropyGuard: number;
   /** what a looping answer's reward becomes (learn/loops.ts): capped at 0, −1, or left as judged; unless off, it is not distilled either */
   loopGuard: LoopGuard;
-  /** under loopGuard punish: the −1 covers the whole answer, or only its tokens from where the loop starts (learn/loops.ts, loopOnset) */
-  loopScope: LoopScope;
   /**
    * what the reward of an answer below the likelihood floor becomes (learn/likelihood-guard.ts), as loopGuard's
    * choices; unless off, such an answer is not distilled either, and the base answers the first judged requests
@@ -154,7 +152,7 @@ export interface TrainerOptions {
 
 export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
   method: RECIPE.method, batchSize: RECIPE.batchSize, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, keepNeutral: RECIPE.keepNeutral,
-  klCoef: RECIPE.klCoef, rewardKlCoef: null, klBudget: null, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, loopScope: 'answer', likelihoodGuard: RECIPE.likelihoodGuard, likelihoodFloor: { ...LIKELIHOOD_FLOOR_DEFAULTS }, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', staleDistill: 'full', distillUntilMet: false, distillFade: 0, settle: 0, tailGuard: RECIPE.tailGuard, anchorAnswers: RECIPE.anchorAnswers, mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
+  klCoef: RECIPE.klCoef, rewardKlCoef: null, klBudget: null, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, likelihoodGuard: RECIPE.likelihoodGuard, likelihoodFloor: { ...LIKELIHOOD_FLOOR_DEFAULTS }, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', staleDistill: 'full', distillUntilMet: false, distillFade: 0, settle: 0, tailGuard: RECIPE.tailGuard, anchorAnswers: RECIPE.anchorAnswers, mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
   opdTeacher: 'base', opdMode: 'token', opdClip: OPD_ADVANTAGE_CLIP, topk: { k: TOPK_DEFAULTS.k, maxCandidates: TOPK_DEFAULTS.maxCandidates, selection: TOPK_DEFAULTS.selection, set: RECIPE.topkSet },
   weights: { opd: 1, rl: 1 }, overlong: null, checkpointEvery: 1, maxCanaryDrop: GUARD_DEFAULTS.maxCanaryDrop, pollMs: 200, log: () => {},
 };

@@ -269,9 +269,6 @@ export const OPD_WEIGHT_HELP = 'w_opd: the weight of the distillation term in co
 /** `--loop-guard` on every command that trains. */
 export const LOOP_GUARD_HELP = 'what a looping answer\'s reward becomes (a 3-token piece more than 3 times per 64 tokens, or one character more than 5 times in a row): withhold caps it at 0 (still above a baseline of mostly complaints), punish makes it −1 (under --method opd, which has no reward term, a −1 sample of its own), off keeps the judge\'s; under withhold or punish a looping answer is not distilled either';
 
-/** `--loop-scope` on the commands that serve and benchmark personal learning. */
-export const LOOP_SCOPE_HELP = 'under --loop-guard punish, what the −1 covers: the whole looping answer, or its tokens from where the loop starts (the first 3-token piece past the limit, or the character run past it); the tokens before it keep what the judged reward gave them';
-
 /** `--likelihood-guard` on every command that trains. */
 export const LIKELIHOOD_GUARD_HELP = 'what the reward of an answer the base model finds unlikely becomes (mean log-likelihood per token below the 5th percentile of the base\'s own answers to the first 64 judged requests, which the base answers once each to calibrate it): withhold caps it at 0, punish makes it −1, off keeps the judge\'s; under withhold or punish such an answer is not distilled either';
 

@@ -1,7 +1,7 @@
 // The loop guard's math: the repetition limit as a density, the looping verdict, and what the guard does to a reward.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loopLimits, loops, guardedReward, loopOnset, advantagesFromOnset, type LoopGuard } from '../../src/learn/loops.ts';
+import { loopLimits, loops, guardedReward, type LoopGuard } from '../../src/learn/loops.ts';
 
 test('the limit is 3 repeats of a 3-token piece per 64 tokens, never below 3', () => {
   const table: [number, number][] = [[0, 3], [10, 3], [64, 3], [65, 4], [128, 6], [200, 10], [640, 30]];
@@ -34,30 +34,4 @@ test('the guard caps a looping answer\'s reward at 0 (withhold) or sets it to âˆ
     [null, true, 'punish', null], [null, true, 'withhold', null],
   ];
   for (const [r, looping, guard, want] of table) assert.equal(guardedReward(r, looping, guard), want, `${r} ${looping} ${guard}`);
-});
-
-test('the loop starts at the earliest 3-token piece past the limit, or at the token that carries a character run past 5', () => {
-  const piece = [7, 8, 9];
-  const distinct = (n: number, from = 100) => Array.from({ length: n }, (_, i) => from + i);
-  const noText = () => 'fine';
-  const table: [string, number[], (k: number) => string, number][] = [
-    ['no loop: no onset', distinct(64), noText, 64],
-    // the 4th occurrence of the piece starts at token 9 + 3 distinct tokens = 12
-    ['a piece 4 times in 64 tokens', [...piece, ...piece, ...piece, ...distinct(3), ...piece, ...distinct(49)], noText, 12],
-    // overlapping repeats of one token: [5,5,5] occurs at 0, 1, 2, then 3
-    ['one token 7 times', [...Array(7).fill(5), ...distinct(57)], noText, 3],
-    ['a piece 4 times in 128 tokens (limit 6): no onset', [...piece, ...piece, ...piece, ...piece, ...distinct(116)], noText, 128],
-    // token k adds one "l" after "ab ": the run of 6 is complete with the 6th l, token index 6
-    ['a run of one character', distinct(20), (k) => `ab ${'l'.repeat(Math.max(0, k - 1))}`, 6],
-    // both: the earlier wins
-    ['a run before a repeated piece', [...distinct(10), ...piece, ...piece, ...piece, ...piece, ...distinct(42)], (k) => (k >= 4 ? 'xxxxxxx' : 'x'), 3],
-  ];
-  for (const [name, ids, text, want] of table) assert.equal(loopOnset(ids, text), want, name);
-});
-
-test('from the onset the loop gets the guard\'s advantage, before it the judged one', () => {
-  assert.deepEqual(advantagesFromOnset(5, 2, 1, -1), [1, 1, -1, -1, -1]);
-  assert.deepEqual(advantagesFromOnset(3, 0, 1, -1), [-1, -1, -1]);
-  assert.deepEqual(advantagesFromOnset(3, 3, 0, -1), [0, 0, 0]);
-  assert.deepEqual(advantagesFromOnset(0, 0, 1, -1), []);
 });

@@ -7,7 +7,7 @@ import { startTestServer, post } from '../helpers/server.ts';
 import { JudgeLoop } from '../../src/judge/loop.ts';
 import { LexicalJudge } from '../../src/judge/judge.ts';
 import { TrainerLoop } from '../../src/trainer/loop.ts';
-import { guardedReward, loops, loopOnset, advantagesFromOnset, type LoopGuard } from '../../src/learn/loops.ts';
+import { guardedReward, loops, type LoopGuard } from '../../src/learn/loops.ts';
 
 const PROMPTS = ['Once upon a time', 'One day, a little girl', 'There was a boy', 'Tom and Lily'];
 
@@ -105,32 +105,3 @@ test('loop guard punish under OPD alone: a looping answer becomes a −1 sample 
     await s.close();
   }
 });
-
-for (const method of ['binary', 'combine'] as const) {
-  test(`loop guard punish, onset scope (${method}): an approved looping answer keeps +1 up to where its loop starts and −1 from there; the answer scope puts −1 on all of it`, { timeout: 120_000 }, async () => {
-    for (const loopScope of ['onset', 'answer'] as const) {
-      const s = await startTestServer();
-      try {
-        const trainer = new TrainerLoop(s.store, s.engine, { method, opdMode: 'topk', batchSize: 64, loopGuard: 'punish', loopScope, lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${s.dataDir}/checkpoints` });
-        await trainer.init();
-        await sessions(s, 'I love it, thanks!');
-        await new JudgeLoop(s.store, new LexicalJudge(), { hints: method !== 'binary' }).tick();
-        await trainer.buildSamples();
-        const rows = s.store.sql(`SELECT t.response_ids, x.reward, x.advantages FROM samples x JOIN turns t ON t.id = x.turn_id WHERE t.idx = 0 ORDER BY t.id`).all() as { response_ids: string; reward: number; advantages: string }[];
-        let looping = 0;
-        for (const r of rows) {
-          const ids = s.store.decodeIds(r.response_ids), adv = JSON.parse(r.advantages) as number[];
-          if (!loops(ids, s.engine.tokenizer.decode(ids, true))) { assert.ok(adv.every((a) => a === 1), 'an approved answer that does not loop is +1 throughout'); continue; }
-          looping++;
-          assert.equal(r.reward, -1, 'the reward the baseline window sees is the guard\'s');
-          const onset = loopOnset(ids, (k) => s.engine.tokenizer.decode(ids.slice(0, k), true));
-          assert.ok(onset > 0 && onset < ids.length, `a greedy story loops after it starts (onset ${onset} of ${ids.length})`);
-          assert.deepEqual(adv, loopScope === 'onset' ? advantagesFromOnset(ids.length, onset, 1, -1) : new Array(ids.length).fill(-1));
-        }
-        assert.ok(looping > 0, 'the greedy stories loop');
-      } finally {
-        await s.close();
-      }
-    }
-  });
-}
