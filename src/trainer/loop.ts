@@ -358,7 +358,7 @@ export class TrainerLoop {
       if (stats.samples) distillNote = `, top-${this.o.topk.k} OPD on ${stats.samples}${refreshed.size ? ` (${refreshed.size} on the current weights' answers)` : ''} (${stats.candidates} teacher passes${stats.tooLong ? `, ${stats.tooLong} too long` : ''}, overlap ${stats.overlapMean.toFixed(2)}, |teacher − old| ${stats.gapMean.toFixed(2)}${this.o.topk.set === 'union' ? `, +${stats.joined.toFixed(2)} teacher ids a position` : ''}${this.o.distillUntilMet ? `, ${stats.afterMet} positions after the hint was met left out` : ''}${this.o.distillFade > 0 ? `, faded to ${fade.toFixed(2)}` : ''})`;
     }
     // a step without gradient signal would only move the weights by optimizer momentum: take none, publish nothing
-    if (this.klCoef === 0 && this.o.entropyGuard === 0 && [...data, ...refreshed.values()].every((d) => !d.distill && (d.advantages ?? []).every((a, i) => a === 0 || d.lossMask?.[i] === 0))) {
+    if (this.klCoef === 0 && (this.o.rewardKlCoef ?? 0) === 0 && this.o.entropyGuard === 0 && [...data, ...refreshed.values()].every((d) => !d.distill && (d.advantages ?? []).every((a, i) => a === 0 || d.lossMask?.[i] === 0))) {
       const why = 'no learning signal in the batch (every advantage 0): no step taken, no version published';
       this.store.transaction(() => {
         const mark = this.store.sql(`UPDATE samples SET status = 'skipped', reason = ? WHERE turn_id = ?`);
