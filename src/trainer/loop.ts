@@ -130,13 +130,13 @@ export class TrainerLoop {
     if (loaded) this.o.log(`trainer: resumed at step ${this.step} from ${loaded.from} (saved as version ${loaded.version}), serving it as version ${this.version}`);
   }
 
-  /** β under the KL budget after the recorded steps (the store keeps each step's KL, so a restart goes on where it was). */
   /** β on answers trained by their reward alone, following the KL budget's scaling of klCoef */
   private rewardKlCoef(): number {
     const r = this.o.rewardKlCoef ?? this.o.klCoef;
     return this.o.klCoef > 0 ? r * (this.klCoef / this.o.klCoef) : r;
   }
 
+  /** β under the KL budget after the recorded steps (the store keeps each step's KL, so a restart goes on where it was). */
   private klCoefFromSteps(target: number): number {
     const kls = (this.store.sql(`SELECT kl FROM training_steps WHERE status != 'lost' AND kl IS NOT NULL ORDER BY id`).all() as { kl: number }[]).map((r) => r.kl);
     return kls.reduce((beta, kl) => nextKlCoef(beta, kl, this.o.klCoef, { ...KL_BUDGET_DEFAULTS, target }), this.o.klCoef);
@@ -382,9 +382,9 @@ export class TrainerLoop {
     }
     // β follows what trains each answer: its reward alone (the batch's own answers and hindsight, undistilled), or the
     // hinted teacher and the regularisers (distilled answers, refreshed ones, anchors)
-    const rewardTrained = [...data.map((d) => !d.distill && !d.teacherLogprobs), ...hindsight.map(() => true)];
+    const rewardTrained = [...data.map((d) => !d.distill && !d.teacherLogprobs), ...hindsight.map(() => true), ...[...refreshed.values(), ...anchors].map(() => false)];
     data = [...data, ...hindsight, ...refreshed.values(), ...anchors];
-    const betas = this.o.rewardKlCoef === null || this.o.method === 'opd' ? null : klScales(this.klCoef, this.rewardKlCoef(), data.map((_, i) => rewardTrained[i] ?? false));
+    const betas = this.o.rewardKlCoef === null || this.o.method === 'opd' ? null : klScales(this.klCoef, this.rewardKlCoef(), rewardTrained);
     if (betas) data = data.map((d, i) => (betas.scales[i] === 1 ? d : { ...d, klScale: betas.scales[i] }));
     if (hindsight.length) distillNote += `, ${hindsight.length} hindsight answer(s)`;
     if (anchors.length) distillNote += `, ${anchors.length} anchor answer(s)`;

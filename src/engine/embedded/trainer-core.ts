@@ -214,14 +214,14 @@ export abstract class TrainerCore {
       const first = index;
       index += group.length;
       const dense: DenseTermsOf | null = baseHidden ? (k) => {
-        const d = group[k];
+        const d = group[k], beta = fullKl ? ppo!.klCoef * (d.klScale ?? 1) : 0;
         return {
-          klCoef: (t) => (fullKl ? ppo!.klCoef * (d.klScale ?? 1) * (d.lossMask?.[t] ?? 1) : 0),
+          klCoef: (t) => beta * (d.lossMask?.[t] ?? 1),
           entropyCoef: (t) => entropyGuard * (d.lossMask?.[t] ?? 1),
           baseHidden: baseHidden[first + k],
           report: (t, kl, excess) => {
             const m = d.lossMask?.[t] ?? 1;
-            if (fullKl) { metrics.kl += kl * m; metrics.loss += ppo!.klCoef * (d.klScale ?? 1) * kl * m; }
+            if (fullKl) { metrics.kl += kl * m; metrics.loss += beta * kl * m; }
             metrics.loss += entropyGuard * excess * m; metrics.entropyExcess += excess * m;
           },
         };
