@@ -13,7 +13,7 @@
 // judged, and judged and trained — at the end of the load and after the drain — the judge lag
 // (next state → stored judgement) and the staleness of trained samples.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { readFileSync, mkdtempSync, mkdirSync, readdirSync, rmSync, createWriteStream, existsSync, type WriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,6 +35,11 @@ export interface LoadOptions {
   drainSeconds?: number;
   /** extra serve flags */
   serveArgs?: string[];
+  /**
+   * keep the server's data folder here (an empty or new folder) with its whole log in serve.log, instead of a
+   * temporary folder removed at the end: the store, the trainer's steps and why any batch was set aside
+   */
+  keepData?: string | null;
   log?: (line: string) => void;
 }
 
@@ -98,13 +103,13 @@ function rssMiB(pid: number): number {
   } catch { return NaN; }
 }
 
-function startServer(o: LoadOptions, dataDir: string, judge: JudgeEndpoint | null): Promise<{ proc: ChildProcess; url: string }> {
+function startServer(o: LoadOptions, dataDir: string, judge: JudgeEndpoint | null, logFile: WriteStream | null): Promise<{ proc: ChildProcess; url: string }> {
   const judgeArgs = judge ? ['--judge', 'llm', '--judge-url', judge.url, '--judge-model', 'lexical-stand-in'] : ['--judge', 'lexical'];
   const proc = spawn(process.execPath, [BIN, 'serve', '--model', o.model, '--port', '0', '--data-dir', dataDir, ...judgeArgs,
     '--served-model-name', 'load', ...(o.serveArgs ?? [])], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, OPENCLAW_RL_API_KEY: '' } });
   let log = '';
   return new Promise((resolve, reject) => {
-    proc.stderr!.on('data', (d) => { log += d; if (log.length > 1 << 20) log = log.slice(-(1 << 19)); const m = /at (http:\/\/\S+)\/v1/.exec(log); if (m) resolve({ proc, url: m[1] }); });
+    proc.stderr!.on('data', (d) => { logFile?.write(d); log += d; if (log.length > 1 << 20) log = log.slice(-(1 << 19)); const m = /at (http:\/\/\S+)\/v1/.exec(log); if (m) resolve({ proc, url: m[1] }); });
     proc.on('exit', (code) => reject(new Error(`serve exited ${code}:\n${log.slice(-4000)}`)));
   });
 }
@@ -157,10 +162,11 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function benchLoad(o: LoadOptions): Promise<LoadResult> {
   const log = o.log ?? (() => {});
-  const dataDir = mkdtempSync(join(tmpdir(), 'ocrl-load-'));
+  if (o.outage && (o.judge ?? 'endpoint') !== 'endpoint') throw new Error('a judge outage needs the judge endpoint (judge: endpoint)');
+  const dataDir = o.keepData ? keptDataDir(o.keepData) : mkdtempSync(join(tmpdir(), 'ocrl-load-'));
+  const logFile = o.keepData ? createWriteStream(join(dataDir, 'serve.log')) : null;
   const judge = (o.judge ?? 'endpoint') === 'endpoint' ? await startJudgeEndpoint() : null;
-  if (o.outage && !judge) throw new Error('a judge outage needs the judge endpoint (judge: endpoint)');
-  const { proc, url } = await startServer(o, dataDir, judge);
+  const { proc, url } = await startServer(o, dataDir, judge, logFile).catch(async (e) => { await judge?.close(); logFile?.end(); throw e; });
   const latencies: number[] = [], firsts: number[] = [];
   const failures: Record<string, number> = {};
   let requests = 0;
@@ -245,7 +251,17 @@ export async function benchLoad(o: LoadOptions): Promise<LoadResult> {
     proc.kill('SIGTERM');
     await new Promise((r) => proc.once('exit', r));
     await judge?.close();
-    rmSync(dataDir, { recursive: true, force: true });
-    rmSync(`${dataDir}.key`, { force: true });
+    if (logFile) await new Promise((r) => logFile.end(r));
+    else {
+      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(`${dataDir}.key`, { force: true });
+    }
   }
+}
+
+/** The folder to keep the run's data in: new, or empty (a run must not mix its store with another's). */
+export function keptDataDir(dir: string): string {
+  if (existsSync(dir) && readdirSync(dir).length > 0) throw new Error(`--keep-data ${dir}: the folder is not empty (give a new or empty folder)`);
+  mkdirSync(dir, { recursive: true });
+  return dir;
 }

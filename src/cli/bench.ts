@@ -9,7 +9,7 @@ import type { Persona } from '../bench/persona.ts';
 import { NO_HINT_RULES_HELP, type JudgeConfig } from '../judge/config.ts';
 import type { Method } from '../learn/advantages.ts';
 import type { KlEstimator } from '../learn/losses.ts';
-import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, REWARD_BASELINE_OPTION, REWARD_KL_COEF_HELP, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, REWARD_BASELINE_OPTION, REWARD_KL_COEF_HELP, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, CANARY_BUDGET_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
 import type { RewardBaseline } from '../learn/baseline.ts';
 import { LOOP_GUARDS, type LoopGuard } from '../learn/loops.ts';
 import { TOPK_DEFAULTS } from '../learn/topk-opd.ts';
@@ -176,6 +176,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'stale-distill': opt.choice(STALE_DISTILL_MODES, STALE_DISTILL_HELP, { default: TRAINER_DEFAULTS.staleDistill }),
     'distill-until-met': opt.flag(DISTILL_UNTIL_MET_HELP),
     'kl-budget': opt.number(KL_BUDGET_HELP, { gt: 0 }),
+    'canary-budget': opt.number(CANARY_BUDGET_HELP, { min: 0, default: RECIPE.canaryBudget }),
     'distill-fade': opt.number(DISTILL_FADE_HELP, { min: 0, max: 1, default: TRAINER_DEFAULTS.distillFade }),
     settle: opt.number(SETTLE_HELP, { min: 0, max: 1, default: TRAINER_DEFAULTS.settle }),
     'tail-guard': opt.number(TAIL_GUARD_HELP, { min: 0, max: 0.5, defaultText: MODEL_AWARE_DEFAULT.tailGuard }),
@@ -248,7 +249,7 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
     for (const opdMode of method === 'binary' ? ['token' as const] : modes) {
       runs.push(await runPersonalize({
         model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
-        learningRate: r.learningRate, batchSize: o['batch-size'], rewardBaseline: r.rewardBaseline, loraRank: o['lora-rank'], importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: o['distill-until-met'], klBudget: o['kl-budget'], distillFade: o['distill-fade'], settle: o.settle, tailGuard: r.tailGuard, anchorAnswers: r.anchorAnswers,
+        learningRate: r.learningRate, batchSize: o['batch-size'], rewardBaseline: r.rewardBaseline, loraRank: o['lora-rank'], importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: o['distill-until-met'], klBudget: o['kl-budget'], canaryBudget: o['canary-budget'], distillFade: o['distill-fade'], settle: o.settle, tailGuard: r.tailGuard, anchorAnswers: r.anchorAnswers,
         keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, progress,
         opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], topkSet: o['topk-set'], opdTeacher: r.opdTeacher, klCoef: r.klCoefFor(method), rewardKlCoef: o['reward-kl-coef'], klEstimator: r.klEstimator, entropyGuard: r.entropyGuard, loopGuard: r.loopGuard, likelihoodGuard: r.likelihoodGuard, opdWeight: r.opdWeightFor(method), hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
         judgeSatisfaction: o['judge-satisfaction'], untilStable: o['until-stable'], stableGain: o['stable-gain'],
@@ -277,6 +278,7 @@ export const benchLoadCommand = defineCommand({
     'outage-start': opt.int('seconds into the load when the outage begins', { min: 0, default: 0 }),
     'drain-seconds': opt.int('after the load and the outage, how long the server may take to judge and train the backlog', { min: 0, default: 120 }),
     'max-lag': opt.string('serve\'s --max-lag (the training pace; off = answer at once whatever the trainer\'s lag); default: serve\'s', { placeholder: 'BATCHES', nonEmpty: true }),
+    'keep-data': opt.string('keep the server\'s data folder here (new or empty; with --compare, one subfolder per run) with its whole log in serve.log, to read why batches were set aside; default: a temporary folder, removed', { placeholder: 'DIR', nonEmpty: true }),
     json: jsonOption,
   },
   check: (o) => { if (o['outage-seconds'] > 0 && o.judge !== 'endpoint') throw new UsageError('--outage-seconds needs --judge endpoint'); },
@@ -292,6 +294,7 @@ export const benchLoadCommand = defineCommand({
       const r = await benchLoad({
         model, sessions: o.sessions, seconds: o.seconds, maxTokens: o['max-tokens'], log, judge: o.judge, drainSeconds: o['drain-seconds'],
         outage: o['outage-seconds'] > 0 ? { startSeconds: o['outage-start'], seconds: o['outage-seconds'] } : null,
+        keepData: o['keep-data'] !== undefined ? (o.compare ? join(o['keep-data'], name.replace(/ /g, '-')) : o['keep-data']) : null,
         serveArgs: ['--batch-size', String(o['batch-size']), '--max-concurrent', String(o['max-concurrent']), '--queue-wait-seconds', wait, ...(o['max-lag'] !== undefined ? ['--max-lag', o['max-lag']] : [])],
       });
       const c = (x: typeof r.atLoadEnd) => `${x.judgedAndTrained}/${x.signalTurns} = ${pct(x.share)} judged and trained (judged ${x.judged}, lag p50 ${x.judgeLagSeconds.p50.toFixed(2)} s, p99 ${x.judgeLagSeconds.p99.toFixed(2)} s, max ${x.judgeLagSeconds.max.toFixed(1)} s)`;
@@ -302,6 +305,7 @@ export const benchLoadCommand = defineCommand({
         `  staleness of trained samples (versions behind): ${JSON.stringify(r.staleness)}${r.outage ? `; judge calls refused during the outage: ${r.outage.refused}` : ''}\n` +
         `  training pace: ${r.pace ? `${r.pace.heldTurns} turns waited for the trainer (${r.pace.heldSeconds} s in all, longest ${r.pace.maxHeldSeconds} s, ${r.pace.timedOut} cut short at the limit)` : 'off'}\n` +
         `  memory after the drain: prefix cache ${r.memory.afterDrain.prefixCache.toFixed(0)} of ${r.memory.afterDrain.prefixCacheBudget.toFixed(0)} MiB, JS heap ${r.memory.afterDrain.heapUsed.toFixed(0)} MiB, external ${r.memory.afterDrain.external.toFixed(0)} MiB\n`);
+      if (o['keep-data'] !== undefined) log(`bench load (${name}): data and serve.log kept in ${o.compare ? join(o['keep-data'], name.replace(/ /g, '-')) : o['keep-data']}`);
       results.push({ config: name, ...r });
       if (name === 'queue') failed = r.failed;
     }
@@ -350,7 +354,7 @@ export const benchPersonalizeCommand = defineCommand({
       const { runPersonalizeViaServe } = await import('../bench/personalize-serve.ts');
       const { persona } = resolved;
       const serveArgs = ['--method', resolved.method, '--learning-rate', String(resolved.learningRate), '--batch-size', String(o['batch-size']),
-        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', resolved.rewardBaseline, '--importance-cap', String(o['importance-cap']), '--stale-distill', o['stale-distill'], ...(o['distill-until-met'] ? ['--distill-until-met'] : []), ...(o['kl-budget'] !== undefined ? ['--kl-budget', String(o['kl-budget'])] : []), '--distill-fade', String(o['distill-fade']), '--settle', String(o.settle), '--tail-guard', String(resolved.tailGuard), '--anchor-answers', String(resolved.anchorAnswers), ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
+        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', resolved.rewardBaseline, '--importance-cap', String(o['importance-cap']), '--stale-distill', o['stale-distill'], ...(o['distill-until-met'] ? ['--distill-until-met'] : []), ...(o['kl-budget'] !== undefined ? ['--kl-budget', String(o['kl-budget'])] : []), '--canary-budget', String(o['canary-budget']), '--distill-fade', String(o['distill-fade']), '--settle', String(o.settle), '--tail-guard', String(resolved.tailGuard), '--anchor-answers', String(resolved.anchorAnswers), ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
         '--opd-mode', resolved.opdMode === 'both' ? 'token' : resolved.opdMode, '--topk-k', String(o['topk-k']), '--topk-set', o['topk-set'], '--hint-selection', o['hint-selection'], '--opd-teacher', resolved.opdTeacher,
         '--negative-weight', String(o['negative-weight']), '--kl-coef', String(resolved.klCoef), ...(o['reward-kl-coef'] !== undefined ? ['--reward-kl-coef', String(o['reward-kl-coef'])] : []), '--kl-estimator', resolved.klEstimator, '--entropy-guard', String(resolved.entropyGuard), '--loop-guard', resolved.loopGuard, '--likelihood-guard', resolved.likelihoodGuard, '--opd-weight', String(resolved.opdWeight), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : []), ...(o['no-judge-hint-rules'] ? ['--no-judge-hint-rules'] : []), ...(o['max-lag'] !== undefined ? ['--max-lag', o['max-lag']] : [])];
       served = await runPersonalizeViaServe({

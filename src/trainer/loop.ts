@@ -27,6 +27,7 @@ import type { WireMessage } from '../conversation/messages.ts';
 import { Periodic } from '../util/periodic.ts';
 import { recoverFolder } from '../util/atomic-folder.ts';
 import { canaryVerdict, learningRateProblem } from '../learn/weights-guard.ts';
+import { canaryKlFactor, canaryMean, CANARY_BUDGET_DEFAULTS } from '../learn/canary-budget.ts';
 import { correctStaleness, cumulativeBuckets, prefixWeights, STALENESS_BUCKETS } from '../learn/staleness.ts';
 import { rewardWindow, windowBaseline, liftBaseline, BASELINE_WINDOW } from '../learn/baseline.ts';
 import { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './options.ts';
@@ -84,6 +85,8 @@ export class TrainerLoop {
   stalenessSum = 0;
   /** the canary's log-probs under the published version */
   private lastCanary: number[][] | null = null;
+  /** the canary's mean log-prob per token under the base weights (the canary budget's reference; null when off) */
+  private baseCanaryMean: number | null = null;
   private canaryRequests: { promptIds: number[]; responseIds: number[] }[] | null = null;
   /** serialises steps with rollbacks (see exclusive) */
   private lock: Promise<unknown> = Promise.resolve();
@@ -95,6 +98,7 @@ export class TrainerLoop {
     const lr = learningRateProblem(this.o.learningRate);
     if (lr) throw new RangeError(lr);
     if (this.o.opdTeacher === 'both' && this.o.method !== 'binary' && this.o.opdMode !== 'topk') throw new RangeError('--opd-teacher both needs top-K OPD (--opd-mode topk): token OPD has one teacher log-prob a token');
+    if (!(Number.isFinite(this.o.canaryBudget) && this.o.canaryBudget >= 0)) throw new RangeError(`the canary budget must be a number ≥ 0 nats/token (0 = off), got ${this.o.canaryBudget}`);
     if (this.o.klBudget !== null && !(this.o.klBudget > 0)) throw new RangeError(`the KL budget must be > 0 nats/token, got ${this.o.klBudget}`);
     this.klCoef = this.o.klCoef;
     this.likelihoodFloor = new LikelihoodFloor(this.o.likelihoodFloor);
@@ -121,6 +125,15 @@ export class TrainerLoop {
       this.version = version;
     }
     this.lastCanary = await this.canary(this.version);
+    if (this.o.canaryBudget > 0 && (this.o.klCoef > 0 || (this.o.rewardKlCoef ?? 0) > 0)) {
+      // the base's canary once per start: β's multiple then follows the published version's (stateless, so a restart
+      // takes it up where it was)
+      try {
+        this.baseCanaryMean = canaryMean(await this.canary('base'));
+      } catch (e) {
+        this.o.log(`trainer: the canary budget is off: the engine cannot score with the base weights (${(e as Error).message})`);
+      }
+    }
     if (this.o.klBudget !== null) this.klCoef = this.klCoefFromSteps(this.o.klBudget);
     if (this.o.likelihoodGuard !== 'off') {
       const calibration = this.store.sql(`SELECT base_mean FROM likelihood_calibration ORDER BY turn_id LIMIT ?`).all(this.o.likelihoodFloor.maxSamples) as { base_mean: number }[];
@@ -128,6 +141,16 @@ export class TrainerLoop {
       if (calibration.length) this.o.log(`trainer: likelihood floor from ${calibration.length} recorded base answers${this.likelihoodFloor.floor !== null ? ` (${this.likelihoodFloor.floor.toFixed(3)} nats/token)` : ''}`);
     }
     if (loaded) this.o.log(`trainer: resumed at step ${this.step} from ${loaded.from} (saved as version ${loaded.version}), serving it as version ${this.version}`);
+  }
+
+  /** How far the published version's canary is below the base's (nats per token; NaN when the budget is off). */
+  canaryFall(): number {
+    return this.baseCanaryMean === null || !this.lastCanary ? Number.NaN : this.baseCanaryMean - canaryMean(this.lastCanary);
+  }
+
+  /** β's multiple under the canary budget (1 while the canary is within it, or the budget is off) */
+  canaryFactor(): number {
+    return canaryKlFactor(this.canaryFall(), { ...CANARY_BUDGET_DEFAULTS, budget: this.o.canaryBudget });
   }
 
   /** β on answers trained by their reward alone, following the KL budget's scaling of klCoef */
@@ -185,7 +208,7 @@ export class TrainerLoop {
     return this.canaryRequests;
   }
 
-  private async canary(version: number): Promise<number[][]> {
+  private async canary(version: number | 'base'): Promise<number[][]> {
     const batch = this.canaryBatch();
     if (batch.length === 0) return [];
     return (await this.engine.score(batch, { adapter: version })).map((a) => Array.from(a));
@@ -384,11 +407,13 @@ export class TrainerLoop {
     // hinted teacher and the regularisers (distilled answers, refreshed ones, anchors)
     const rewardTrained = [...data.map((d) => !d.distill && !d.teacherLogprobs), ...hindsight.map(() => true), ...[...refreshed.values(), ...anchors].map(() => false)];
     data = [...data, ...hindsight, ...refreshed.values(), ...anchors];
-    const betas = this.o.rewardKlCoef === null || this.o.method === 'opd' ? null : klScales(this.klCoef, this.rewardKlCoef(), rewardTrained);
+    const factor = this.canaryFactor();
+    const betas = this.o.rewardKlCoef === null || this.o.method === 'opd' ? null : klScales(this.klCoef * factor, this.rewardKlCoef() * factor, rewardTrained);
     if (betas) data = data.map((d, i) => (betas.scales[i] === 1 ? d : { ...d, klScale: betas.scales[i] }));
+    const canaryNote = factor > 1 ? `, β ×${factor.toFixed(2)} (canary ${this.canaryFall().toFixed(2)} nats/token below the base's, budget ${this.o.canaryBudget})` : '';
     if (hindsight.length) distillNote += `, ${hindsight.length} hindsight answer(s)`;
     if (anchors.length) distillNote += `, ${anchors.length} anchor answer(s)`;
-    const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: betas?.spec ?? this.klCoef, klEstimator: this.o.klEstimator, entropyGuard: this.o.entropyGuard });
+    const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: betas?.spec ?? this.klCoef * factor, klEstimator: this.o.klEstimator, entropyGuard: this.o.entropyGuard });
     const stepKlCoef = this.klCoef;
     if (this.o.klBudget !== null) this.klCoef = nextKlCoef(this.klCoef, fb.kl, this.o.klCoef, { ...KL_BUDGET_DEFAULTS, target: this.o.klBudget });
     // settling reuses the fade's scale: a share of misses over the same recent window
@@ -436,7 +461,7 @@ export class TrainerLoop {
     this.lastStep = record;
     if (this.step % this.o.checkpointEvery === 0) await this.engine.saveTrainingState(this.checkpoint);
     await this.afterStep(record);
-    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${this.o.klBudget !== null ? ` (β ${stepKlCoef.toFixed(3)}, budget ${this.o.klBudget})` : ''}${(record.stalenessMax ?? 0) > 0 ? `, ${(record.stalenessMean ?? 0).toFixed(1)} versions behind (importance weight ${record.importanceWeightMean?.toFixed(2) ?? '–'})` : ''}${distillNote}${tailNote}${mergeNote}${this.o.learningRateAt || this.o.settle > 0 ? `, lr ${learningRate.toExponential(2)}` : ''}, ${record.durationMs.toFixed(0)} ms)`);
+    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${this.o.klBudget !== null ? ` (β ${stepKlCoef.toFixed(3)}, budget ${this.o.klBudget})` : ''}${canaryNote}${(record.stalenessMax ?? 0) > 0 ? `, ${(record.stalenessMean ?? 0).toFixed(1)} versions behind (importance weight ${record.importanceWeightMean?.toFixed(2) ?? '–'})` : ''}${distillNote}${tailNote}${mergeNote}${this.o.learningRateAt || this.o.settle > 0 ? `, lr ${learningRate.toExponential(2)}` : ''}, ${record.durationMs.toFixed(0)} ms)`);
   }
 
   /** The batch's rewards and the most recent earlier ones, up to the baseline's window. */
@@ -646,6 +671,7 @@ export class TrainerLoop {
       method: this.o.method, policyVersion: this.version, step: this.step, batchSize: this.o.batchSize, samples, lastStep: this.lastStep,
       rollbacks: this.counts.rolledBack, failures: this.periodic.totalFailures, noOpSteps: this.noOpSteps, loopingAnswers: this.counts.looping, unlikelyAnswers: this.counts.unlikely, tailTokens: this.counts.tailTokens, likelihoodFloor: this.likelihoodFloor.floor, staleness: this.stalenessDistribution(),
       ...(this.o.klBudget !== null ? { klCoef: this.klCoef, klBudget: this.o.klBudget } : {}),
+      ...(this.baseCanaryMean !== null ? { canaryBudget: this.o.canaryBudget, canaryFall: this.canaryFall(), klFactor: this.canaryFactor() } : {}),
     };
   }
 }

@@ -87,6 +87,11 @@ export interface TrainerOptions {
    * past klCoef, step by step, until it is back under (null = β stays klCoef)
    */
   klBudget: number | null;
+  /**
+   * the canary budget (learn/canary-budget.ts): how far the canary's mean log-prob per token may fall below the base
+   * model's before β (full and reward) grows in proportion to the excess (0 = off)
+   */
+  canaryBudget: number;
   /** the KL term's estimator at the sampled tokens (learn/losses.ts) */
   klEstimator: KlEstimator;
   /** λ of the entropy guard (learn/losses.ts, entropyExcessRow; 0 = off) */
@@ -152,7 +157,7 @@ export interface TrainerOptions {
 
 export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
   method: RECIPE.method, batchSize: RECIPE.batchSize, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, keepNeutral: RECIPE.keepNeutral,
-  klCoef: RECIPE.klCoef, rewardKlCoef: null, klBudget: null, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, likelihoodGuard: RECIPE.likelihoodGuard, likelihoodFloor: { ...LIKELIHOOD_FLOOR_DEFAULTS }, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', staleDistill: 'full', distillUntilMet: false, distillFade: 0, settle: 0, tailGuard: RECIPE.tailGuard, anchorAnswers: RECIPE.anchorAnswers, mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
+  klCoef: RECIPE.klCoef, rewardKlCoef: null, klBudget: null, canaryBudget: RECIPE.canaryBudget, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, likelihoodGuard: RECIPE.likelihoodGuard, likelihoodFloor: { ...LIKELIHOOD_FLOOR_DEFAULTS }, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', staleDistill: 'full', distillUntilMet: false, distillFade: 0, settle: 0, tailGuard: RECIPE.tailGuard, anchorAnswers: RECIPE.anchorAnswers, mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
   opdTeacher: 'base', opdMode: 'token', opdClip: OPD_ADVANTAGE_CLIP, topk: { k: TOPK_DEFAULTS.k, maxCandidates: TOPK_DEFAULTS.maxCandidates, selection: TOPK_DEFAULTS.selection, set: RECIPE.topkSet },
   weights: { opd: 1, rl: 1 }, overlong: null, checkpointEvery: 1, maxCanaryDrop: GUARD_DEFAULTS.maxCanaryDrop, pollMs: 200, log: () => {},
 };

@@ -2,7 +2,10 @@
 // on, its `llm` judge against the benchmark's stand-in endpoint, taken down for a few seconds.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { benchLoad, percentile } from '../../src/bench/load.ts';
+import { mkdtempSync, readFileSync, existsSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { benchLoad, keptDataDir, percentile } from '../../src/bench/load.ts';
 import { nextStateOf, startJudgeEndpoint } from '../../src/bench/judge-endpoint.ts';
 import { judgePrompts } from '../../src/judge/prompts.ts';
 import { STORIES } from '../helpers/models.ts';
@@ -40,11 +43,29 @@ test('the stand-in judge endpoint reads the next state out of the real judge pro
   }
 });
 
+test('keptDataDir: a new or empty folder is used, a folder with files in it is refused', () => {
+  const root = mkdtempSync(join(tmpdir(), 'ocrl-keep-'));
+  try {
+    assert.equal(keptDataDir(join(root, 'new', 'run')), join(root, 'new', 'run'));
+    assert.ok(existsSync(join(root, 'new', 'run')));
+    assert.equal(keptDataDir(join(root, 'new', 'run')), join(root, 'new', 'run'), 'empty: used');
+    writeFileSync(join(root, 'new', 'run', 'openclaw-rl.sqlite'), '');
+    assert.throws(() => keptDataDir(join(root, 'new', 'run')), /not empty/);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
 test('bench load: streaming sessions against the real server with a judge outage; nothing fails, the backlog is judged and trained after it', { timeout: 180_000 }, async () => {
+  const kept = join(mkdtempSync(join(tmpdir(), 'ocrl-keep-')), 'run');
   const r = await benchLoad({
     model: STORIES, sessions: 4, seconds: 8, maxTokens: 8, outage: { startSeconds: 2, seconds: 4 }, drainSeconds: 60,
-    serveArgs: ['--batch-size', '2', '--max-concurrent', '2'],
+    serveArgs: ['--batch-size', '2', '--max-concurrent', '2'], keepData: kept,
   });
+  // --keep-data: the store and the server's whole log stay
+  assert.ok(existsSync(join(kept, 'openclaw-rl.sqlite')));
+  assert.match(readFileSync(join(kept, 'serve.log'), 'utf8'), /trainer: step 1 → version/);
+  rmSync(join(kept, '..'), { recursive: true, force: true });
   assert.equal(r.failed, 0, JSON.stringify(r.failures));
   assert.ok(r.requests >= 8, `${r.requests} requests`);
   assert.ok(r.latencyMs.p99 >= r.latencyMs.p50 && r.latencyMs.p50 > 0);
