@@ -9,7 +9,7 @@ import type { Persona } from '../bench/persona.ts';
 import { NO_HINT_RULES_HELP, type JudgeConfig } from '../judge/config.ts';
 import type { Method } from '../learn/advantages.ts';
 import type { KlEstimator } from '../learn/losses.ts';
-import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, REWARD_BASELINE_OPTION, REWARD_KL_COEF_HELP, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, CANARY_BUDGET_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, REWARD_BASELINE_OPTION, REWARD_KL_COEF_HELP, NO_DISTILL_UNTIL_MET_HELP, rewardKlCoefOf, distillUntilMetOf, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, CANARY_BUDGET_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
 import type { RewardBaseline } from '../learn/baseline.ts';
 import { LOOP_GUARDS, type LoopGuard } from '../learn/loops.ts';
 import { TOPK_DEFAULTS } from '../learn/topk-opd.ts';
@@ -148,7 +148,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'no-hindsight': opt.flag('turn hindsight answers off'),
     'negative-weight': opt.number('scale of negative reward terms (0: learn from approved answers only)', { min: 0, max: 1, default: RECIPE.negativeWeight }),
     'kl-coef': opt.number('β of the KL-to-base penalty in the loss (0 = off)', { min: 0, defaultText: MODEL_AWARE_DEFAULT.klCoef }),
-    'reward-kl-coef': opt.number(REWARD_KL_COEF_HELP, { min: 0, defaultText: '--kl-coef' }),
+    'reward-kl-coef': opt.number(REWARD_KL_COEF_HELP, { min: 0, defaultText: MODEL_AWARE_DEFAULT.rewardKlCoef }),
     'kl-estimator': opt.choice(KL_ESTIMATOR_OPTION.choices, KL_ESTIMATOR_OPTION.help, { defaultText: MODEL_AWARE_DEFAULT.klEstimator }),
     'entropy-guard': opt.number(ENTROPY_GUARD_HELP, { min: 0, defaultText: MODEL_AWARE_DEFAULT.entropyGuard }),
     'loop-guard': opt.choice(LOOP_GUARDS, LOOP_GUARD_HELP, { defaultText: MODEL_AWARE_DEFAULT.loopGuard }),
@@ -174,7 +174,8 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'keep-neutral': opt.flag('the at-least-one rule: keep a session\'s first judged turn as a zero-advantage sample even when neutral'),
     'importance-cap': opt.number(IMPORTANCE_CAP_HELP, { min: 1, default: TRAINER_DEFAULTS.importanceCap }),
     'stale-distill': opt.choice(STALE_DISTILL_MODES, STALE_DISTILL_HELP, { default: TRAINER_DEFAULTS.staleDistill }),
-    'distill-until-met': opt.flag(DISTILL_UNTIL_MET_HELP),
+    'distill-until-met': opt.flag(`${DISTILL_UNTIL_MET_HELP} (default: ${MODEL_AWARE_DEFAULT.distillUntilMet})`),
+    'no-distill-until-met': opt.flag(NO_DISTILL_UNTIL_MET_HELP),
     'kl-budget': opt.number(KL_BUDGET_HELP, { gt: 0 }),
     'canary-budget': opt.number(CANARY_BUDGET_HELP, { min: 0, default: RECIPE.canaryBudget }),
     'distill-fade': opt.number(DISTILL_FADE_HELP, { min: 0, max: 1, default: TRAINER_DEFAULTS.distillFade }),
@@ -187,6 +188,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
 }
 type PersonalizeValues = Values<ReturnType<typeof personalizeOptions>>;
 const checkPersonalize = (o: PersonalizeValues) => {
+  if (o['distill-until-met'] && o['no-distill-until-met']) throw new UsageError('--distill-until-met and --no-distill-until-met contradict each other: give one');
   if (o.judge === 'llm' && (!o['judge-url'] || !o['judge-model'])) throw new UsageError('--judge llm needs --judge-url and --judge-model');
   if (o['judge-satisfaction'] && o.judge === 'lexical') throw new UsageError('--judge-satisfaction needs --judge self or --judge llm (the lexical judge cannot grade an answer)');
 };
@@ -213,6 +215,10 @@ export interface ResolvedPersonalize {
   learningRate: number;
   rewardBaseline: RewardBaseline;
   opdTeacher: OpdTeacher;
+  /** β on answers trained by their reward alone (null: klCoef for every answer) */
+  rewardKlCoef: number | null;
+  /** top-K OPD distils an answer only until it meets the hint */
+  distillUntilMet: boolean;
   /** what the model-aware defaults picked, for the progress output (null when every choice was a flag) */
   defaults: string | null;
 }
@@ -231,6 +237,7 @@ export async function resolvePersonalize(o: PersonalizeValues, model?: string): 
     model: dir, persona, method, opdMode: o['opd-mode'] ?? auto.opdMode, judge,
     klCoef: klCoefFor(method), klCoefFor, klEstimator: o['kl-estimator'] ?? auto.klEstimator, entropyGuard: o['entropy-guard'] ?? auto.entropyGuard, loopGuard: o['loop-guard'] ?? auto.loopGuard, likelihoodGuard: o['likelihood-guard'] ?? auto.likelihoodGuard, anchorAnswers: o['anchor-answers'] ?? auto.anchorAnswers, tailGuard: o['tail-guard'] ?? auto.tailGuard, opdWeight: opdWeightFor(method), opdWeightFor,
     learningRate: o['learning-rate'] ?? auto.learningRate, rewardBaseline: o['reward-baseline'] ?? auto.rewardBaseline, opdTeacher: o['opd-teacher'] ?? auto.opdTeacher,
+    rewardKlCoef: rewardKlCoefOf(auto, { klCoef: o['kl-coef'], rewardKlCoef: o['reward-kl-coef'] }), distillUntilMet: distillUntilMetOf(auto, { on: o['distill-until-met'], off: o['no-distill-until-met'] }),
     defaults: defaulted ? `${auto.reason}; persona ${persona.name}` : null,
   };
 }
@@ -249,9 +256,9 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
     for (const opdMode of method === 'binary' ? ['token' as const] : modes) {
       runs.push(await runPersonalize({
         model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
-        learningRate: r.learningRate, batchSize: o['batch-size'], rewardBaseline: r.rewardBaseline, loraRank: o['lora-rank'], importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: o['distill-until-met'], klBudget: o['kl-budget'], canaryBudget: o['canary-budget'], distillFade: o['distill-fade'], settle: o.settle, tailGuard: r.tailGuard, anchorAnswers: r.anchorAnswers,
+        learningRate: r.learningRate, batchSize: o['batch-size'], rewardBaseline: r.rewardBaseline, loraRank: o['lora-rank'], importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: r.distillUntilMet, klBudget: o['kl-budget'], canaryBudget: o['canary-budget'], distillFade: o['distill-fade'], settle: o.settle, tailGuard: r.tailGuard, anchorAnswers: r.anchorAnswers,
         keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, progress,
-        opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], topkSet: o['topk-set'], opdTeacher: r.opdTeacher, klCoef: r.klCoefFor(method), rewardKlCoef: o['reward-kl-coef'], klEstimator: r.klEstimator, entropyGuard: r.entropyGuard, loopGuard: r.loopGuard, likelihoodGuard: r.likelihoodGuard, opdWeight: r.opdWeightFor(method), hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
+        opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], topkSet: o['topk-set'], opdTeacher: r.opdTeacher, klCoef: r.klCoefFor(method), rewardKlCoef: r.rewardKlCoef ?? undefined, klEstimator: r.klEstimator, entropyGuard: r.entropyGuard, loopGuard: r.loopGuard, likelihoodGuard: r.likelihoodGuard, opdWeight: r.opdWeightFor(method), hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
         judgeSatisfaction: o['judge-satisfaction'], untilStable: o['until-stable'], stableGain: o['stable-gain'],
       }));
     }
@@ -354,9 +361,9 @@ export const benchPersonalizeCommand = defineCommand({
       const { runPersonalizeViaServe } = await import('../bench/personalize-serve.ts');
       const { persona } = resolved;
       const serveArgs = ['--method', resolved.method, '--learning-rate', String(resolved.learningRate), '--batch-size', String(o['batch-size']),
-        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', resolved.rewardBaseline, '--importance-cap', String(o['importance-cap']), '--stale-distill', o['stale-distill'], ...(o['distill-until-met'] ? ['--distill-until-met'] : []), ...(o['kl-budget'] !== undefined ? ['--kl-budget', String(o['kl-budget'])] : []), '--canary-budget', String(o['canary-budget']), '--distill-fade', String(o['distill-fade']), '--settle', String(o.settle), '--tail-guard', String(resolved.tailGuard), '--anchor-answers', String(resolved.anchorAnswers), ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
+        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', resolved.rewardBaseline, '--importance-cap', String(o['importance-cap']), '--stale-distill', o['stale-distill'], resolved.distillUntilMet ? '--distill-until-met' : '--no-distill-until-met', ...(o['kl-budget'] !== undefined ? ['--kl-budget', String(o['kl-budget'])] : []), '--canary-budget', String(o['canary-budget']), '--distill-fade', String(o['distill-fade']), '--settle', String(o.settle), '--tail-guard', String(resolved.tailGuard), '--anchor-answers', String(resolved.anchorAnswers), ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
         '--opd-mode', resolved.opdMode === 'both' ? 'token' : resolved.opdMode, '--topk-k', String(o['topk-k']), '--topk-set', o['topk-set'], '--hint-selection', o['hint-selection'], '--opd-teacher', resolved.opdTeacher,
-        '--negative-weight', String(o['negative-weight']), '--kl-coef', String(resolved.klCoef), ...(o['reward-kl-coef'] !== undefined ? ['--reward-kl-coef', String(o['reward-kl-coef'])] : []), '--kl-estimator', resolved.klEstimator, '--entropy-guard', String(resolved.entropyGuard), '--loop-guard', resolved.loopGuard, '--likelihood-guard', resolved.likelihoodGuard, '--opd-weight', String(resolved.opdWeight), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : []), ...(o['no-judge-hint-rules'] ? ['--no-judge-hint-rules'] : []), ...(o['max-lag'] !== undefined ? ['--max-lag', o['max-lag']] : [])];
+        '--negative-weight', String(o['negative-weight']), '--kl-coef', String(resolved.klCoef), ...(resolved.rewardKlCoef !== null ? ['--reward-kl-coef', String(resolved.rewardKlCoef)] : []), '--kl-estimator', resolved.klEstimator, '--entropy-guard', String(resolved.entropyGuard), '--loop-guard', resolved.loopGuard, '--likelihood-guard', resolved.likelihoodGuard, '--opd-weight', String(resolved.opdWeight), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : []), ...(o['no-judge-hint-rules'] ? ['--no-judge-hint-rules'] : []), ...(o['max-lag'] !== undefined ? ['--max-lag', o['max-lag']] : [])];
       served = await runPersonalizeViaServe({
         model: resolved.model, persona, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
         serveArgs, drainSeconds: o['drain-seconds'], progress, outDir: resolve(o.out.replace('<persona>', persona.name)), judge: resolved.judge === 'self' ? 'self' : 'lexical',

@@ -6,7 +6,7 @@ import { parseOrigins } from '../api/cors.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId, weightsDtypeOption, kvDtypeOption } from './args.ts';
 import { JUDGE_DEFAULTS, SELF_JUDGE_VOTES, NO_HINT_RULES_HELP, defaultVotes, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
-import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, REWARD_BASELINE_OPTION, REWARD_KL_COEF_HELP, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, CANARY_BUDGET_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, REWARD_BASELINE_OPTION, REWARD_KL_COEF_HELP, NO_DISTILL_UNTIL_MET_HELP, rewardKlCoefOf, distillUntilMetOf, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, CANARY_BUDGET_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
 import { LOOP_GUARDS } from '../learn/loops.ts';
 import { STALE_DISTILL_MODES } from '../learn/staleness.ts';
 import { learningRateProblem } from '../learn/weights-guard.ts';
@@ -62,7 +62,8 @@ const SERVE_OPTIONS = {
   'max-staleness': opt.int('drop samples this many versions older than the policy (default: none dropped; stale samples are corrected by truncated importance weights)', { min: 0 }),
   'importance-cap': opt.number(IMPORTANCE_CAP_HELP, { min: 1, default: TRAINER_DEFAULTS.importanceCap }),
   'stale-distill': opt.choice(STALE_DISTILL_MODES, STALE_DISTILL_HELP, { default: TRAINER_DEFAULTS.staleDistill }),
-  'distill-until-met': opt.flag(DISTILL_UNTIL_MET_HELP),
+  'distill-until-met': opt.flag(`${DISTILL_UNTIL_MET_HELP} (default: ${MODEL_AWARE_DEFAULT.distillUntilMet})`),
+  'no-distill-until-met': opt.flag(NO_DISTILL_UNTIL_MET_HELP),
   'kl-budget': opt.number(KL_BUDGET_HELP, { gt: 0 }),
   'canary-budget': opt.number(CANARY_BUDGET_HELP, { min: 0, default: RECIPE.canaryBudget }),
   'distill-fade': opt.number(DISTILL_FADE_HELP, { min: 0, max: 1, default: TRAINER_DEFAULTS.distillFade }),
@@ -80,7 +81,7 @@ const SERVE_OPTIONS = {
   'hint-selection': opt.choice(['sequence_optimal', 'token_optimal', 'shortest'], 'top-K OPD: which of a turn\'s hints teaches', { default: TRAINER_DEFAULTS.topk.selection }),
   'topk-k': opt.int('top-K OPD: entries per position taken from the student\'s old top-K', { min: 1, max: 64, default: TRAINER_DEFAULTS.topk.k }),
   'topk-set': opt.choice(['student', 'union'], 'top-K OPD: the student\'s top-K at each position (upstream), or joined with the teacher\'s top-K, weighted half by each (one more scoring pass)', { default: TRAINER_DEFAULTS.topk.set }),
-  'reward-kl-coef': opt.number(REWARD_KL_COEF_HELP, { min: 0, defaultText: '--kl-coef' }),
+  'reward-kl-coef': opt.number(REWARD_KL_COEF_HELP, { min: 0, defaultText: MODEL_AWARE_DEFAULT.rewardKlCoef }),
   'reward-baseline': opt.choice(REWARD_BASELINE_OPTION.choices, REWARD_BASELINE_OPTION.help, { defaultText: MODEL_AWARE_DEFAULT.rewardBaseline }),
   'lora-rank': count('LoRA rank', RECIPE.lora.rank),
   'lora-alpha': count('LoRA alpha', RECIPE.lora.alpha),
@@ -127,6 +128,7 @@ export const serveCommand = defineCommand({
   options: SERVE_OPTIONS,
   check: (o) => {
     if (o.judge === 'llm' && (!o['judge-url'] || !o['judge-model'])) throw new UsageError('--judge llm needs --judge-url (an OpenAI-compatible base URL) and --judge-model');
+    if (o['distill-until-met'] && o['no-distill-until-met']) throw new UsageError('--distill-until-met and --no-distill-until-met contradict each other: give one');
     const lr = o['learning-rate'] === undefined ? null : learningRateProblem(o['learning-rate']);
     if (lr) throw new UsageError(`--learning-rate: ${lr}`);
     if (o.engine === 'tinker' && !o['tinker-url']) throw new UsageError('--engine tinker needs --tinker-url (or TINKER_BASE_URL)');
@@ -290,8 +292,8 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   const { overlong } = o;
   trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method, opdTeacher: o['opd-teacher'] ?? auto.opdTeacher, rewardBaseline: o['reward-baseline'] ?? auto.rewardBaseline, overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
-    batchSize: o['batch-size'], maxStaleness: o['max-staleness'] ?? null, importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: o['distill-until-met'], klBudget: o['kl-budget'] ?? null, canaryBudget: o['canary-budget'], distillFade: o['distill-fade'], settle: o.settle, tailGuard: o['tail-guard'] ?? auto.tailGuard, anchorAnswers: o['anchor-answers'] ?? (tinkerTrains ? 0 : auto.anchorAnswers), keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, learningRate: o['learning-rate'] ?? auto.learningRate,
-    klCoef: o['kl-coef'] ?? (tinkerTrains ? 0 : klCoefOf(auto, method)), rewardKlCoef: o['reward-kl-coef'] ?? null, klEstimator: o['kl-estimator'] ?? auto.klEstimator,
+    batchSize: o['batch-size'], maxStaleness: o['max-staleness'] ?? null, importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: distillUntilMetOf(auto, { on: o['distill-until-met'], off: o['no-distill-until-met'] }), klBudget: o['kl-budget'] ?? null, canaryBudget: o['canary-budget'], distillFade: o['distill-fade'], settle: o.settle, tailGuard: o['tail-guard'] ?? auto.tailGuard, anchorAnswers: o['anchor-answers'] ?? (tinkerTrains ? 0 : auto.anchorAnswers), keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, learningRate: o['learning-rate'] ?? auto.learningRate,
+    klCoef: o['kl-coef'] ?? (tinkerTrains ? 0 : klCoefOf(auto, method)), rewardKlCoef: rewardKlCoefOf(auto, { klCoef: o['kl-coef'], rewardKlCoef: o['reward-kl-coef'] }), klEstimator: o['kl-estimator'] ?? auto.klEstimator,
     entropyGuard: o['entropy-guard'] ?? (tinkerTrains ? 0 : auto.entropyGuard), loopGuard: o['loop-guard'] ?? auto.loopGuard, likelihoodGuard: o['likelihood-guard'] ?? auto.likelihoodGuard, weights: { opd: o['opd-weight'] ?? opdWeightOf(auto, method), rl: 1 },
     opdMode, topk: { ...TRAINER_DEFAULTS.topk, selection: o['hint-selection'], k: o['topk-k'], set: o['topk-set'] },
     hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
@@ -320,7 +322,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   judgeLoop?.start();
   trainer?.start();
   started = true;
-  logger.info(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}${judgeConfig.kind === 'self' || judgeConfig.kind === 'llm' ? ` (${judgeConfig.votes} votes)` : ''}, learning: ${trainer ? `${method} (version ${trainer.version}), KL to base ${trainer.o.klEstimator} at β ${trainer.o.klCoef}${trainer.o.rewardKlCoef !== null && trainer.o.rewardKlCoef !== trainer.o.klCoef && method !== 'opd' ? ` (${trainer.o.rewardKlCoef} on answers trained by their reward alone)` : ''}${trainer.o.entropyGuard > 0 ? `, entropy guard λ ${trainer.o.entropyGuard}` : ''}${method !== 'binary' ? `, OPD teacher ${trainer.o.opdTeacher}${trainer.o.weights.opd !== 1 ? ` (w_opd ${trainer.o.weights.opd})` : ''}` : ''}${trainer.o.loopGuard !== 'off' ? `, loop guard ${trainer.o.loopGuard}` : ''}${trainer.o.likelihoodGuard !== 'off' ? `, likelihood guard ${trainer.o.likelihoodGuard}` : ''}${trainer.o.anchorAnswers > 0 ? `, ${trainer.o.anchorAnswers} anchor answers per stale batch` : ''}${trainer.o.tailGuard > 0 ? `, tail guard ${trainer.o.tailGuard}` : ''}, reward baseline ${trainer.o.rewardBaseline}` : 'off'}${pace ? `; new turns wait (≤ ${pace.o.maxWaitMs / 1000} s) while the trainer is more than ${pace.o.maxLagBatches} batch${pace.o.maxLagBatches === 1 ? '' : 'es'} behind` : ''}`);
+  logger.info(`openclaw-rl: serving '${modelId}' (${engine.info.modelType}, ${engine.info.kernel} × ${engine.info.threads}) at ${server.url}/v1 (dashboard: ${server.url}/) — data in ${dataDir}${apiKey ? ', API key required' : ''}, judge: ${judgeConfig.kind}${judgeConfig.kind === 'self' || judgeConfig.kind === 'llm' ? ` (${judgeConfig.votes} votes)` : ''}, learning: ${trainer ? `${method} (version ${trainer.version}), KL to base ${trainer.o.klEstimator} at β ${trainer.o.klCoef}${trainer.o.rewardKlCoef !== null && trainer.o.rewardKlCoef !== trainer.o.klCoef && method !== 'opd' ? ` (${trainer.o.rewardKlCoef} on answers trained by their reward alone)` : ''}${trainer.o.entropyGuard > 0 ? `, entropy guard λ ${trainer.o.entropyGuard}` : ''}${method !== 'binary' ? `, OPD teacher ${trainer.o.opdTeacher}${trainer.o.weights.opd !== 1 ? ` (w_opd ${trainer.o.weights.opd})` : ''}${trainer.o.distillUntilMet && trainer.o.opdMode === 'topk' ? ', each answer distilled until it meets the hint' : ''}` : ''}${trainer.o.loopGuard !== 'off' ? `, loop guard ${trainer.o.loopGuard}` : ''}${trainer.o.likelihoodGuard !== 'off' ? `, likelihood guard ${trainer.o.likelihoodGuard}` : ''}${trainer.o.anchorAnswers > 0 ? `, ${trainer.o.anchorAnswers} anchor answers per stale batch` : ''}${trainer.o.tailGuard > 0 ? `, tail guard ${trainer.o.tailGuard}` : ''}, reward baseline ${trainer.o.rewardBaseline}` : 'off'}${pace ? `; new turns wait (≤ ${pace.o.maxWaitMs / 1000} s) while the trainer is more than ${pace.o.maxLagBatches} batch${pace.o.maxLagBatches === 1 ? '' : 'es'} behind` : ''}`);
   // an LLM judge that does not answer is reported now, not when the first turn waits for it
   if (judgeLoop && judgeConfig.kind === 'llm') {
     const loop = judgeLoop;

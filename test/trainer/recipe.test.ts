@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { recipeFor, RECIPE, CHAT_ENTROPY_GUARD, CHAT_LEARNING_RATE, CHAT_OPD_TEACHER, CHAT_KL_COEF, CHAT_BINARY_KL_COEF, CHAT_LOOP_GUARD, CHAT_LIKELIHOOD_GUARD, CHAT_OPD_WEIGHT, CHAT_ANCHOR_ANSWERS, CHAT_TAIL_GUARD, klCoefOf, type ModelTraits, CHAT_REWARD_BASELINE } from '../../src/trainer/recipe.ts';
+import { recipeFor, RECIPE, CHAT_ENTROPY_GUARD, CHAT_LEARNING_RATE, CHAT_OPD_TEACHER, CHAT_KL_COEF, CHAT_BINARY_KL_COEF, CHAT_LOOP_GUARD, CHAT_LIKELIHOOD_GUARD, CHAT_OPD_WEIGHT, CHAT_ANCHOR_ANSWERS, CHAT_TAIL_GUARD, klCoefOf, type ModelTraits, CHAT_REWARD_BASELINE, CHAT_REWARD_KL_COEF, CHAT_DISTILL_UNTIL_MET, rewardKlCoefOf, distillUntilMetOf } from '../../src/trainer/recipe.ts';
 import { SELF_JUDGE_VOTES, JUDGE_DEFAULTS, defaultVotes } from '../../src/judge/config.ts';
 import { chatTemplateOf } from '../../src/engine/embedded/tokenizer.ts';
 import { tinyConfig } from '../../src/bench/shapes.ts';
@@ -41,6 +41,23 @@ test('recipeFor: the table', () => {
   assert.deepEqual(['binary', 'opd', 'combine'].map((m) => klCoefOf(plainRecipe, m as never)), [RECIPE.klCoef, RECIPE.klCoef, RECIPE.klCoef]);
   assert.match(recipeFor({ chatTemplate: false, embedded: true }).reason, /no chat template/);
   assert.match(recipeFor({ chatTemplate: true, embedded: false }).reason, /remote engine/);
+  // β on reward-trained answers and distillation until met: the chat recipe's, nothing elsewhere
+  assert.deepEqual([chat.rewardKlCoef, chat.distillUntilMet, plainRecipe.rewardKlCoef, plainRecipe.distillUntilMet, recipeFor({ chatTemplate: true, embedded: false }).rewardKlCoef], [CHAT_REWARD_KL_COEF, CHAT_DISTILL_UNTIL_MET, null, false, null]);
+});
+
+test('rewardKlCoefOf and distillUntilMetOf: a flag wins; a β the user sets holds for every answer', () => {
+  const chat = recipeFor({ chatTemplate: true, embedded: true }), plain = recipeFor({ chatTemplate: false, embedded: true });
+  const rows: [typeof chat, { klCoef?: number; rewardKlCoef?: number }, number | null][] = [
+    [chat, {}, CHAT_REWARD_KL_COEF],
+    [chat, { rewardKlCoef: 0.3 }, 0.3],
+    [chat, { klCoef: 0.5 }, null],
+    [chat, { klCoef: 0.5, rewardKlCoef: 0.05 }, 0.05],
+    [plain, {}, null],
+    [plain, { rewardKlCoef: 0 }, 0],
+  ];
+  for (const [r, flags, want] of rows) assert.equal(rewardKlCoefOf(r, flags), want, JSON.stringify(flags));
+  const switches: [typeof chat, { on?: boolean; off?: boolean }, boolean][] = [[chat, {}, true], [chat, { off: true }, false], [plain, {}, false], [plain, { on: true }, true], [chat, { on: false, off: false }, true]];
+  for (const [r, flags, want] of switches) assert.equal(distillUntilMetOf(r, flags), want, JSON.stringify(flags));
 });
 
 const TEMPLATE = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
@@ -83,11 +100,12 @@ test('serve picks the recipe from the model; flags win', { timeout: 120_000 }, a
   const chatLog = await serveLog(chat, []);
   assert.match(chatLog, /default recipe for this model: a chat model on the embedded engine/);
   assert.match(chatLog, new RegExp(`judge: self \\(${SELF_JUDGE_VOTES} votes\\), learning: combine`));
-  assert.match(chatLog, new RegExp(`KL to base full at β ${CHAT_KL_COEF}, entropy guard λ ${CHAT_ENTROPY_GUARD}, OPD teacher ${CHAT_OPD_TEACHER} \\(w_opd ${CHAT_OPD_WEIGHT}\\), loop guard ${CHAT_LOOP_GUARD}.*, ${CHAT_ANCHOR_ANSWERS} anchor answers per stale batch, tail guard ${CHAT_TAIL_GUARD}, reward baseline ${CHAT_REWARD_BASELINE}`));
-  const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token', '--kl-coef', '0.3', '--kl-estimator', 'k3', '--entropy-guard', '0', '--learning-rate', '3e-3', '--opd-teacher', 'base', '--loop-guard', 'off', '--likelihood-guard', 'off', '--anchor-answers', '0', '--tail-guard', '0', '--opd-weight', '1', '--reward-baseline', 'recent']);
+  assert.match(chatLog, new RegExp(`KL to base full at β ${CHAT_KL_COEF} \\(${CHAT_REWARD_KL_COEF} on answers trained by their reward alone\\), entropy guard λ ${CHAT_ENTROPY_GUARD}, OPD teacher ${CHAT_OPD_TEACHER} \\(w_opd ${CHAT_OPD_WEIGHT}\\), each answer distilled until it meets the hint, loop guard ${CHAT_LOOP_GUARD}.*, ${CHAT_ANCHOR_ANSWERS} anchor answers per stale batch, tail guard ${CHAT_TAIL_GUARD}, reward baseline ${CHAT_REWARD_BASELINE}`));
+  const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token', '--kl-coef', '0.3', '--kl-estimator', 'k3', '--entropy-guard', '0', '--learning-rate', '3e-3', '--opd-teacher', 'base', '--loop-guard', 'off', '--likelihood-guard', 'off', '--anchor-answers', '0', '--tail-guard', '0', '--opd-weight', '1', '--reward-baseline', 'recent', '--reward-kl-coef', '0.3', '--no-distill-until-met']);
   assert.doesNotMatch(flagged, /default recipe for this model/);
   assert.match(flagged, /judge: lexical, learning: binary \(version \d+\), KL to base k3 at β 0\.3/);
-  assert.doesNotMatch(flagged, /entropy guard|loop guard|likelihood guard|anchor answers|tail guard/, 'λ 0, the guards and the anchors off are not logged');
+  assert.doesNotMatch(flagged, /entropy guard|loop guard|likelihood guard|anchor answers|tail guard|reward alone|until it meets/, 'λ 0, the guards and the anchors off, one β and full distillation are not logged');
+  assert.match(await serveLog(chat, ['--kl-coef', '0.4']), /learning: combine \(version \d+\), KL to base full at β 0\.4, entropy/, 'a β the user sets holds for every answer');
   assert.match(await serveLog(chat, ['--judge-votes', '3']), /judge: self \(3 votes\), learning: combine/, 'a flag sets the votes');
   // the training pace: on by default (no batch of lag), a number sets it, off turns it off
   assert.match(chatLog, /new turns wait \(≤ 30 s\) while the trainer is more than 0 batches behind/);
@@ -95,6 +113,14 @@ test('serve picks the recipe from the model; flags win', { timeout: 120_000 }, a
   assert.doesNotMatch(await serveLog(chat, ['--max-lag', 'off']), /new turns wait/);
   // serving without training keeps the cheap judge
   assert.match(await serveLog(chat, ['--no-train']), /judge: lexical, learning: off/);
+});
+
+test('--distill-until-met and --no-distill-until-met together are a usage error', () => {
+  for (const cmd of [['serve'], ['bench', 'personalize']]) {
+    const r = spawnSync(process.execPath, [BIN, ...cmd, '--model', STORIES, '--distill-until-met', '--no-distill-until-met'], { encoding: 'utf8' });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /--distill-until-met and --no-distill-until-met contradict each other/);
+  }
 });
 
 test('demo with no model and no built chat model says how to get one', () => {
@@ -112,7 +138,7 @@ test('bench personalize and demo resolve the KL term and the learning rate from 
   const none = {} as Values;
   const c = await resolvePersonalize(none, chat);
   assert.deepEqual({ method: c.method, judge: c.judge, klCoef: c.klCoef, klEstimator: c.klEstimator, entropyGuard: c.entropyGuard }, { method: 'combine', judge: 'self', klCoef: CHAT_KL_COEF, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD });
-  assert.match(c.defaults ?? '', new RegExp(`live policy as teacher, w_opd ${CHAT_OPD_WEIGHT}\\), the self judge, the exact KL to base at β ${CHAT_KL_COEF} \\(${CHAT_BINARY_KL_COEF} for binary\\), the entropy guard at λ`));
+  assert.match(c.defaults ?? '', new RegExp(`live policy as teacher, w_opd ${CHAT_OPD_WEIGHT}, each answer distilled until it meets the hint\\), the self judge, the exact KL to base at β ${CHAT_KL_COEF} \\(${CHAT_REWARD_KL_COEF} on answers trained by their reward alone, ${CHAT_BINARY_KL_COEF} for binary\\), the entropy guard at λ`));
   const plain = await resolvePersonalize(none, STORIES);
   assert.deepEqual({ method: plain.method, klCoef: plain.klCoef, klEstimator: plain.klEstimator, entropyGuard: plain.entropyGuard }, { method: RECIPE.method, klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: 0 });
   const flagged = await resolvePersonalize({ 'kl-coef': 0.3 } as Values, chat);
@@ -135,6 +161,9 @@ test('bench personalize and demo resolve the KL term and the learning rate from 
   assert.deepEqual([c.anchorAnswers, plain.anchorAnswers, (await resolvePersonalize({ 'anchor-answers': 0 } as Values, chat)).anchorAnswers], [CHAT_ANCHOR_ANSWERS, RECIPE.anchorAnswers, 0]);
   assert.deepEqual([c.tailGuard, plain.tailGuard, (await resolvePersonalize({ 'tail-guard': 0 } as Values, chat)).tailGuard], [CHAT_TAIL_GUARD, RECIPE.tailGuard, 0]);
   assert.deepEqual([c.opdWeightFor('opd'), c.opdWeightFor('binary'), binary.opdWeight], [1, 1, 1], 'OPD alone and binary keep w_opd 1');
+  // β on answers trained by their reward alone, and distillation until the hint is met
+  assert.deepEqual([c.rewardKlCoef, plain.rewardKlCoef, flagged.rewardKlCoef, (await resolvePersonalize({ 'reward-kl-coef': 0.05 } as Values, chat)).rewardKlCoef], [CHAT_REWARD_KL_COEF, null, null, 0.05]);
+  assert.deepEqual([c.distillUntilMet, plain.distillUntilMet, (await resolvePersonalize({ 'no-distill-until-met': true } as Values, chat)).distillUntilMet, (await resolvePersonalize({ 'distill-until-met': true } as Values, STORIES)).distillUntilMet], [CHAT_DISTILL_UNTIL_MET, false, false, true]);
 });
 
 test('demo --json writes its run as one JSON line on stdout; the progress stays on stderr', { timeout: 120_000 }, () => {
