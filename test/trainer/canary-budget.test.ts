@@ -3,24 +3,13 @@
 // (learn/canary-budget.ts); under the budget, or with it off, β is the recipe's.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, post, type TestServer } from '../helpers/server.ts';
+import { startTestServer } from '../helpers/server.ts';
+import { dogConversation } from '../helpers/dog-user.ts';
 import { JudgeLoop } from '../../src/judge/loop.ts';
 import { LexicalJudge } from '../../src/judge/judge.ts';
 import { TrainerLoop } from '../../src/trainer/loop.ts';
 import type { TrainerOptions } from '../../src/trainer/options.ts';
 import { canaryKlFactor, CANARY_BUDGET_DEFAULTS } from '../../src/learn/canary-budget.ts';
-
-const PROMPTS = ['Once upon a time', 'One day, a little girl', 'There was a boy', 'Tom and Lily'];
-
-async function conversation(s: TestServer, c: number): Promise<void> {
-  const prompt = PROMPTS[c % PROMPTS.length], h = { 'x-session-id': `conv-${c}` };
-  const first = await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: prompt }], max_tokens: 24, temperature: 1, seed: c }, h);
-  assert.equal(first.status, 200);
-  const answer = first.json.choices[0].message.content as string;
-  const feedback = /\bdog/i.test(answer) ? 'I love it!' : 'No, I wanted a story about a dog.';
-  const second = await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: prompt }, { role: 'assistant', content: answer }, { role: 'user', content: feedback }], max_tokens: 2 }, { ...h, 'x-session-done': '1' });
-  assert.equal(second.status, 200);
-}
 
 interface Step { klCoef: number; fall: number; factor: number }
 
@@ -39,7 +28,7 @@ async function train(canaryBudget: number, rewardKlCoef: number | null = null) {
       return forwardBackward(data, spec);
     };
     const judge = new JudgeLoop(s.store, new LexicalJudge(), { hints: false });
-    for (let c = 0; c < 16; c++) { await conversation(s, c); await judge.tick(); await trainer.tick(); }
+    for (let c = 0; c < 16; c++) { await dogConversation(s, c); await judge.tick(); await trainer.tick(); }
     s.engine.forwardBackward = forwardBackward;
     const status = trainer.status();
     // stateless: a restart on the same store and weights finds the same fall, so the same factor

@@ -2,25 +2,13 @@
 // grows by the controller's rule (learn/kl-budget.ts), and without a budget β stays the recipe's.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, post, type TestServer } from '../helpers/server.ts';
+import { startTestServer } from '../helpers/server.ts';
+import { dogConversation } from '../helpers/dog-user.ts';
 import { JudgeLoop } from '../../src/judge/loop.ts';
 import { LexicalJudge } from '../../src/judge/judge.ts';
 import { TrainerLoop } from '../../src/trainer/loop.ts';
 import type { TrainerOptions } from '../../src/trainer/options.ts';
 import { nextKlCoef, KL_BUDGET_DEFAULTS } from '../../src/learn/kl-budget.ts';
-
-const PROMPTS = ['Once upon a time', 'One day, a little girl', 'There was a boy', 'Tom and Lily'];
-
-/** A scripted user who wants a dog in the story: one request, one piece of feedback, done. */
-async function conversation(s: TestServer, c: number): Promise<void> {
-  const prompt = PROMPTS[c % PROMPTS.length], h = { 'x-session-id': `conv-${c}` };
-  const first = await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: prompt }], max_tokens: 24, temperature: 1, seed: c }, h);
-  assert.equal(first.status, 200);
-  const answer = first.json.choices[0].message.content as string;
-  const feedback = /\bdog/i.test(answer) ? 'I love it!' : 'No, I wanted a story about a dog.';
-  const second = await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: [{ role: 'user', content: prompt }, { role: 'assistant', content: answer }, { role: 'user', content: feedback }], max_tokens: 2 }, { ...h, 'x-session-done': '1' });
-  assert.equal(second.status, 200);
-}
 
 async function train(budget: number | null): Promise<{ beta: number; kls: number[]; log: string[]; status: Record<string, unknown> }> {
   const s = await startTestServer();
@@ -30,7 +18,7 @@ async function train(budget: number | null): Promise<{ beta: number; kls: number
     const trainer = new TrainerLoop(s.store, s.engine, { ...options, log: (l: string) => log.push(l) });
     await trainer.init();
     const judge = new JudgeLoop(s.store, new LexicalJudge(), { hints: false });
-    for (let c = 0; c < 16; c++) { await conversation(s, c); await judge.tick(); await trainer.tick(); }
+    for (let c = 0; c < 16; c++) { await dogConversation(s, c); await judge.tick(); await trainer.tick(); }
     const kls = (s.store.sql(`SELECT kl FROM training_steps WHERE status = 'published' ORDER BY step`).all() as { kl: number }[]).map((r) => r.kl);
     // a restart on the same store goes on at the same β: it is replayed from the steps' recorded KLs
     const restarted = new TrainerLoop(s.store, s.engine, { ...options, log: () => {} });
