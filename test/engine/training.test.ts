@@ -205,3 +205,26 @@ test('PEFT format: names and shapes follow PEFT; save → load gives identical l
     await rt.close(); await rt2.close();
   }
 });
+
+test('rolling back by loading a checkpoint, again and again, holds the arena\'s memory flat (the replaced trainer\'s adapter is freed)', async () => {
+  const rt = new EmbeddedRuntime(STORIES);
+  const tmp = tempDir('ocrl-rollback-');
+  try {
+    rt.configureTraining({ rank: 4, alpha: 8, seed: 6 });
+    const ckpt = join(tmp.dir, 'ckpt');
+    rt.saveTrainingState(ckpt);
+    const live: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      // what the trainer loop does when the weights guard refuses a step: snapshot, then load the last checkpoint
+      rt.saveWeights();
+      rt.publish(rt.loadTrainingState(ckpt));
+      live.push(rt.stats().arenaUsedBytes);
+    }
+    for (let i = 0; i < 4; i++) { rt.configureTraining({ rank: 4, alpha: 8, seed: i }); live.push(rt.stats().arenaUsedBytes); }
+    assert.ok(live.slice(1, 6).every((b) => b === live[0]), `arena bytes after each rollback: ${live.slice(0, 6).join(', ')}`);
+    assert.ok(live.slice(6).every((b) => b === live[6]), `arena bytes after each fresh adapter: ${live.slice(6).join(', ')}`);
+  } finally {
+    await rt.close();
+    tmp.cleanup();
+  }
+});

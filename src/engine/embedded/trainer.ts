@@ -138,9 +138,11 @@ export class LoraTrainer extends TrainerCore {
     this.optimizer.step = b.step;
   }
 
+  /** Free what the trainer holds in the arena, its adapter included (versions hold clones of it, never it). */
   release(): void {
     this.backprop.release();
     this.grads.free();
+    this.adapter.free();
   }
 }
 
