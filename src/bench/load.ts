@@ -252,7 +252,7 @@ export async function benchLoad(o: LoadOptions): Promise<LoadResult> {
     await new Promise((r) => proc.once('exit', r));
     await judge?.close();
     if (logFile) await new Promise((r) => logFile.end(r));
-    else {
+    if (!o.keepData) {
       rmSync(dataDir, { recursive: true, force: true });
       rmSync(`${dataDir}.key`, { force: true });
     }

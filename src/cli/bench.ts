@@ -298,10 +298,11 @@ export const benchLoadCommand = defineCommand({
     const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
     for (const [name, wait] of configs) {
       log(`bench load (${name}): ${o.sessions} sessions for ${o.seconds} s${o['outage-seconds'] ? `, judge down from ${o['outage-start']} s for ${o['outage-seconds']} s` : ''}…`);
+      const keepData = o['keep-data'] === undefined ? null : o.compare ? join(o['keep-data'], name.replace(/ /g, '-')) : o['keep-data'];
       const r = await benchLoad({
         model, sessions: o.sessions, seconds: o.seconds, maxTokens: o['max-tokens'], log, judge: o.judge, drainSeconds: o['drain-seconds'],
         outage: o['outage-seconds'] > 0 ? { startSeconds: o['outage-start'], seconds: o['outage-seconds'] } : null,
-        keepData: o['keep-data'] !== undefined ? (o.compare ? join(o['keep-data'], name.replace(/ /g, '-')) : o['keep-data']) : null,
+        keepData,
         serveArgs: ['--batch-size', String(o['batch-size']), '--max-concurrent', String(o['max-concurrent']), '--queue-wait-seconds', wait, ...(o['max-lag'] !== undefined ? ['--max-lag', o['max-lag']] : [])],
       });
       const c = (x: typeof r.atLoadEnd) => `${x.judgedAndTrained}/${x.signalTurns} = ${pct(x.share)} judged and trained (judged ${x.judged}, lag p50 ${x.judgeLagSeconds.p50.toFixed(2)} s, p99 ${x.judgeLagSeconds.p99.toFixed(2)} s, max ${x.judgeLagSeconds.max.toFixed(1)} s)`;
@@ -312,7 +313,7 @@ export const benchLoadCommand = defineCommand({
         `  staleness of trained samples (versions behind): ${JSON.stringify(r.staleness)}${r.outage ? `; judge calls refused during the outage: ${r.outage.refused}` : ''}\n` +
         `  training pace: ${r.pace ? `${r.pace.heldTurns} turns waited for the trainer (${r.pace.heldSeconds} s in all, longest ${r.pace.maxHeldSeconds} s, ${r.pace.timedOut} cut short at the limit)` : 'off'}\n` +
         `  memory after the drain: prefix cache ${r.memory.afterDrain.prefixCache.toFixed(0)} of ${r.memory.afterDrain.prefixCacheBudget.toFixed(0)} MiB, JS heap ${r.memory.afterDrain.heapUsed.toFixed(0)} MiB, external ${r.memory.afterDrain.external.toFixed(0)} MiB\n`);
-      if (o['keep-data'] !== undefined) log(`bench load (${name}): data and serve.log kept in ${o.compare ? join(o['keep-data'], name.replace(/ /g, '-')) : o['keep-data']}`);
+      if (keepData) log(`bench load (${name}): data and serve.log kept in ${keepData}`);
       results.push({ config: name, ...r });
       if (name === 'queue') failed = r.failed;
     }

@@ -8,7 +8,7 @@
 // judge outage (2,700+ steps of one preference), β 0.1 on reward-trained answers kept the canary near the base's
 // (−2.4 → −2.9 nats per token) for 600 steps, then it fell to −11.3 by step 965, where the weights guard refuses
 // every step that lowers it further (docs/benchmarks.md, issue 12 session 28). The persona runs' 36 steps move it
-// by at most 0.8. Keyed on the canary, not on the batch's KL: the load's batch KL (0.3–0.5) stayed within the
+// by 0.2–1.07. Keyed on the canary, not on the batch's KL: the load's batch KL (0.3–0.5) stayed within the
 // persona runs' (up to 0.8) while the canary fell.
 
 export interface CanaryBudget {
@@ -21,13 +21,6 @@ export interface CanaryBudget {
 }
 
 export const CANARY_BUDGET_DEFAULTS: Readonly<Omit<CanaryBudget, 'budget'>> = Object.freeze({ gain: 4, maxFactor: 20 });
-
-/** The mean log-prob per token over every canary text (NaN when there are no tokens). */
-export function canaryMean(rows: ArrayLike<number>[]): number {
-  let sum = 0, n = 0;
-  for (const row of rows) for (let t = 0; t < row.length; t++) { sum += row[t]; n++; }
-  return n ? sum / n : Number.NaN;
-}
 
 /**
  * The multiple of the recipe's β (both the full β and the reward β) for a canary that has fallen `fall` nats per

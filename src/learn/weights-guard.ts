@@ -52,6 +52,13 @@ export function accumulateUpdate(s: UpdateStats, before: Float32Array, after: Fl
   s.deltaNormSq += nd;
 }
 
+/** The canary's mean log-prob per token over every text (NaN when there are no tokens). */
+export function canaryMean(rows: ArrayLike<number>[]): number {
+  let sum = 0, n = 0;
+  for (const row of rows) for (let t = 0; t < row.length; t++) { sum += row[t]; n++; }
+  return n ? sum / n : Number.NaN;
+}
+
 /**
  * How far below a uniform guess (nats per token) the canary may fall before the weights count as
  * broken. Generous on purpose: aggressive personalisation of a tiny model takes ordinary text to a
@@ -69,18 +76,15 @@ export const UNIFORM_MARGIN = 5;
  * than `maxDrop` nats in one step.
  */
 export function canaryVerdict(next: ArrayLike<number>[], last: ArrayLike<number>[] | null, vocabSize: number, maxDrop = GUARD_DEFAULTS.maxCanaryDrop): { reason: string | null; mean: number; drop: number } {
-  let tokens = 0, sumNext = 0, sumLast = 0;
   for (let p = 0; p < next.length; p++) {
     for (let t = 0; t < next[p].length; t++) {
       const x = next[p][t];
       if (!Number.isFinite(x) || x > 1e-6) return { reason: `canary log-prob ${x} at text ${p}, token ${t} is not a finite log-probability`, mean: NaN, drop: NaN };
-      sumNext += x;
-      if (last) sumLast += last[p][t];
-      tokens++;
     }
   }
-  if (tokens === 0) return { reason: null, mean: 0, drop: 0 };
-  const mean = sumNext / tokens, drop = last ? (sumLast - sumNext) / tokens : 0;
+  const mean = canaryMean(next);
+  if (Number.isNaN(mean)) return { reason: null, mean: 0, drop: 0 };
+  const drop = last ? canaryMean(last) - mean : 0;
   const uniform = -Math.log(vocabSize);
   if (drop > 0 && mean < uniform - UNIFORM_MARGIN) {
     return { reason: `canary log-probs fell to ${mean.toFixed(2)} nats per token, well below a uniform guess (${uniform.toFixed(2)})`, mean, drop };

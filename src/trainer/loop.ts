@@ -26,8 +26,8 @@ import { distillSets, type DistillInput } from './distill.ts';
 import type { WireMessage } from '../conversation/messages.ts';
 import { Periodic } from '../util/periodic.ts';
 import { recoverFolder } from '../util/atomic-folder.ts';
-import { canaryVerdict, learningRateProblem } from '../learn/weights-guard.ts';
-import { canaryKlFactor, canaryMean, CANARY_BUDGET_DEFAULTS } from '../learn/canary-budget.ts';
+import { canaryMean, canaryVerdict, learningRateProblem } from '../learn/weights-guard.ts';
+import { canaryKlFactor, CANARY_BUDGET_DEFAULTS } from '../learn/canary-budget.ts';
 import { correctStaleness, cumulativeBuckets, prefixWeights, STALENESS_BUCKETS } from '../learn/staleness.ts';
 import { rewardWindow, windowBaseline, liftBaseline, BASELINE_WINDOW } from '../learn/baseline.ts';
 import { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './options.ts';
@@ -407,13 +407,13 @@ export class TrainerLoop {
     // hinted teacher and the regularisers (distilled answers, refreshed ones, anchors)
     const rewardTrained = [...data.map((d) => !d.distill && !d.teacherLogprobs), ...hindsight.map(() => true), ...[...refreshed.values(), ...anchors].map(() => false)];
     data = [...data, ...hindsight, ...refreshed.values(), ...anchors];
-    const factor = this.canaryFactor();
-    const betas = this.o.rewardKlCoef === null || this.o.method === 'opd' ? null : klScales(this.klCoef * factor, this.rewardKlCoef() * factor, rewardTrained);
+    const factor = this.canaryFactor(), beta = this.klCoef * factor;
+    const betas = this.o.rewardKlCoef === null || this.o.method === 'opd' ? null : klScales(beta, this.rewardKlCoef() * factor, rewardTrained);
     if (betas) data = data.map((d, i) => (betas.scales[i] === 1 ? d : { ...d, klScale: betas.scales[i] }));
     const canaryNote = factor > 1 ? `, β ×${factor.toFixed(2)} (canary ${this.canaryFall().toFixed(2)} nats/token below the base's, budget ${this.o.canaryBudget})` : '';
     if (hindsight.length) distillNote += `, ${hindsight.length} hindsight answer(s)`;
     if (anchors.length) distillNote += `, ${anchors.length} anchor answer(s)`;
-    const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: betas?.spec ?? this.klCoef * factor, klEstimator: this.o.klEstimator, entropyGuard: this.o.entropyGuard });
+    const fb = await this.engine.forwardBackward(data, { kind: 'ppo', clipLow: this.o.clipLow, clipHigh: this.o.clipHigh, klCoef: betas?.spec ?? beta, klEstimator: this.o.klEstimator, entropyGuard: this.o.entropyGuard });
     const stepKlCoef = this.klCoef;
     if (this.o.klBudget !== null) this.klCoef = nextKlCoef(this.klCoef, fb.kl, this.o.klCoef, { ...KL_BUDGET_DEFAULTS, target: this.o.klBudget });
     // settling reuses the fade's scale: a share of misses over the same recent window

@@ -7,6 +7,7 @@ import type { KlEstimator } from '../learn/losses.ts';
 import type { LoopGuard } from '../learn/loops.ts';
 import type { OpdTeacher } from './options.ts';
 import { REWARD_BASELINES, type RewardBaseline } from '../learn/baseline.ts';
+import { CANARY_BUDGET_DEFAULTS } from '../learn/canary-budget.ts';
 
 export interface Recipe {
   method: Method;
@@ -67,9 +68,9 @@ export const RECIPE: Readonly<Recipe> = Object.freeze({
   // the joined set: on stories260k-chat combine with top-K OPD gained more with it on the validation requests
   // (docs/benchmarks.md, issue 12 session 8); `--topk-set student` is upstream's set
   topkSet: 'union',
-  // 1 nat: the persona runs' 96 conversations move the canary by at most 0.8, so it binds only on long runs of a met
-  // preference, where β 0.1 on reward-trained answers let it fall to the weights guard's floor (docs/benchmarks.md,
-  // issue 12 session 28)
+  // 1 nat: the persona runs' 96 conversations move the canary by 0.2–1.07 (it bound in 1 of 84 runs' paths, on the
+  // last two steps), so it acts on long runs of a met preference, where β 0.1 on reward-trained answers let it fall to
+  // the weights guard's floor (docs/benchmarks.md, issue 12 session 28)
   canaryBudget: 1,
 });
 
@@ -324,7 +325,7 @@ export const LIKELIHOOD_GUARD_HELP = 'what the reward of an answer the base mode
 
 /** `--stale-distill` on the commands that train. */
 export const KL_BUDGET_HELP = 'a KL budget in nats/token: while a training batch\'s mean KL to the base is over it, β of the KL term grows (up to 20× --kl-coef, 20% a step) and falls back as the KL comes under (default: none, β stays --kl-coef)';
-export const CANARY_BUDGET_HELP = `the canary budget in nats/token: once fixed everyday text (the weights guard's canary) has fallen this far below the base model's log-likelihood of it, β of the KL term (--kl-coef and --reward-kl-coef alike) grows with the excess, ×(1 + 4·excess/budget) up to 20×, so a long run on a met preference cannot walk the weights off (0 = off)`;
+export const CANARY_BUDGET_HELP = `the canary budget in nats/token: once fixed everyday text (the weights guard's canary) has fallen this far below the base model's log-likelihood of it, β of the KL term (--kl-coef and --reward-kl-coef alike) grows with the excess, ×(1 + ${CANARY_BUDGET_DEFAULTS.gain}·excess/budget) up to ${CANARY_BUDGET_DEFAULTS.maxFactor}×, so a long run on a met preference cannot walk the weights off (0 = off)`;
 export const DISTILL_FADE_HELP = 'top-K OPD: the distilled term fades as the recent answers please the user: in full while at least this share of the last 64 judged answers miss, then in proportion, down to 0.2 of it (0 = never; 0.5 fades once half please); the KL and entropy terms do not fade';
 export const SETTLE_HELP = 'the learning rate settles as the recent answers please the user: in full while at least this share of the last 64 judged answers miss, then in proportion, down to 0.2 of it (0 = never; 0.5 settles once half please), so a met preference is not walked away from by the steps\' noise; it comes back as soon as answers miss again';
 export const TAIL_GUARD_HELP = 'tokens sampled with probability below this (their recorded sampling log-prob) are not reinforced: their positive advantage is 0, so an approved answer does not teach the misspelt pieces in it; negative advantages and the KL and entropy terms are unchanged (0 = off)';

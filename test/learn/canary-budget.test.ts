@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { canaryKlFactor, canaryMean, CANARY_BUDGET_DEFAULTS } from '../../src/learn/canary-budget.ts';
+import { canaryKlFactor, CANARY_BUDGET_DEFAULTS } from '../../src/learn/canary-budget.ts';
+import { canaryMean } from '../../src/learn/weights-guard.ts';
 
 const budget = { ...CANARY_BUDGET_DEFAULTS, budget: 1 };
 
