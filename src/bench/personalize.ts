@@ -100,6 +100,8 @@ export interface PersonalizeOptions {
   klBudget?: number;
   /** the canary budget (trainer/options.ts, canaryBudget) */
   canaryBudget?: number;
+  /** λ of the unlikelihood term on looping answers' repeats (trainer/options.ts, loopUnlikelihood) */
+  loopUnlikelihood?: number;
   /** the distilled term fades as the answers please (trainer/options.ts, distillFade) */
   distillFade?: number;
   /** the learning rate settles as the answers please (trainer/options.ts, settle) */
@@ -169,7 +171,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const trainer = new TrainerLoop(store, engine, {
     method: o.method, opdMode, klCoef, rewardKlCoef: o.rewardKlCoef ?? null, klEstimator: o.klEstimator ?? RECIPE.klEstimator, entropyGuard: o.entropyGuard ?? RECIPE.entropyGuard, loopGuard: o.loopGuard ?? RECIPE.loopGuard, likelihoodGuard: o.likelihoodGuard ?? RECIPE.likelihoodGuard, hindsight: o.hindsight ?? RECIPE.hindsight, negativeWeight: o.negativeWeight ?? RECIPE.negativeWeight, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
     topk: { ...TRAINER_DEFAULTS.topk, selection: o.hintSelection ?? TRAINER_DEFAULTS.topk.selection, k: o.topkK ?? TRAINER_DEFAULTS.topk.k, set: o.topkSet ?? TRAINER_DEFAULTS.topk.set },
-    batchSize: o.batchSize ?? RECIPE.batchSize, learningRate: o.learningRate ?? RECIPE.learningRate, rewardBaseline: o.rewardBaseline ?? RECIPE.rewardBaseline, importanceCap: o.importanceCap ?? TRAINER_DEFAULTS.importanceCap, staleDistill: o.staleDistill ?? TRAINER_DEFAULTS.staleDistill, distillUntilMet: o.distillUntilMet ?? TRAINER_DEFAULTS.distillUntilMet, klBudget: o.klBudget ?? TRAINER_DEFAULTS.klBudget, canaryBudget: o.canaryBudget ?? TRAINER_DEFAULTS.canaryBudget, distillFade: o.distillFade ?? TRAINER_DEFAULTS.distillFade, settle: o.settle ?? TRAINER_DEFAULTS.settle, tailGuard: o.tailGuard ?? TRAINER_DEFAULTS.tailGuard, anchorAnswers: o.anchorAnswers ?? RECIPE.anchorAnswers,
+    batchSize: o.batchSize ?? RECIPE.batchSize, learningRate: o.learningRate ?? RECIPE.learningRate, rewardBaseline: o.rewardBaseline ?? RECIPE.rewardBaseline, importanceCap: o.importanceCap ?? TRAINER_DEFAULTS.importanceCap, staleDistill: o.staleDistill ?? TRAINER_DEFAULTS.staleDistill, distillUntilMet: o.distillUntilMet ?? TRAINER_DEFAULTS.distillUntilMet, klBudget: o.klBudget ?? TRAINER_DEFAULTS.klBudget, canaryBudget: o.canaryBudget ?? TRAINER_DEFAULTS.canaryBudget, loopUnlikelihood: o.loopUnlikelihood ?? TRAINER_DEFAULTS.loopUnlikelihood, distillFade: o.distillFade ?? TRAINER_DEFAULTS.distillFade, settle: o.settle ?? TRAINER_DEFAULTS.settle, tailGuard: o.tailGuard ?? TRAINER_DEFAULTS.tailGuard, anchorAnswers: o.anchorAnswers ?? RECIPE.anchorAnswers,
     keepNeutral: o.keepNeutral ?? RECIPE.keepNeutral, lora: { rank: o.loraRank ?? RECIPE.lora.rank, alpha: 2 * (o.loraRank ?? RECIPE.lora.rank), seed },
     checkpointDir: join(dir, 'checkpoints'), checkpointEvery: 1_000_000, weights: { opd: o.opdWeight ?? 1, rl: 1 }, log: (line) => trainerLog.push(line),
   });

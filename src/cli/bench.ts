@@ -9,7 +9,7 @@ import type { Persona } from '../bench/persona.ts';
 import { NO_HINT_RULES_HELP, type JudgeConfig } from '../judge/config.ts';
 import type { Method } from '../learn/advantages.ts';
 import type { KlEstimator } from '../learn/losses.ts';
-import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, REWARD_BASELINE_OPTION, REWARD_KL_COEF_HELP, NO_DISTILL_UNTIL_MET_HELP, rewardKlCoefOf, distillUntilMetOf, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, CANARY_BUDGET_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, REWARD_BASELINE_OPTION, REWARD_KL_COEF_HELP, NO_DISTILL_UNTIL_MET_HELP, rewardKlCoefOf, distillUntilMetOf, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, CANARY_BUDGET_HELP, LOOP_UNLIKELIHOOD_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
 import type { RewardBaseline } from '../learn/baseline.ts';
 import { LOOP_GUARDS, type LoopGuard } from '../learn/loops.ts';
 import { TOPK_DEFAULTS } from '../learn/topk-opd.ts';
@@ -178,6 +178,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'no-distill-until-met': opt.flag(NO_DISTILL_UNTIL_MET_HELP),
     'kl-budget': opt.number(KL_BUDGET_HELP, { gt: 0 }),
     'canary-budget': opt.number(CANARY_BUDGET_HELP, { min: 0, default: RECIPE.canaryBudget }),
+    'loop-unlikelihood': opt.number(LOOP_UNLIKELIHOOD_HELP, { min: 0, default: RECIPE.loopUnlikelihood }),
     'distill-fade': opt.number(DISTILL_FADE_HELP, { min: 0, max: 1, default: TRAINER_DEFAULTS.distillFade }),
     settle: opt.number(SETTLE_HELP, { min: 0, max: 1, default: TRAINER_DEFAULTS.settle }),
     'tail-guard': opt.number(TAIL_GUARD_HELP, { min: 0, max: 0.5, defaultText: MODEL_AWARE_DEFAULT.tailGuard }),
@@ -256,7 +257,7 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
     for (const opdMode of method === 'binary' ? ['token' as const] : modes) {
       runs.push(await runPersonalize({
         model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
-        learningRate: r.learningRate, batchSize: o['batch-size'], rewardBaseline: r.rewardBaseline, loraRank: o['lora-rank'], importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: r.distillUntilMet, klBudget: o['kl-budget'], canaryBudget: o['canary-budget'], distillFade: o['distill-fade'], settle: o.settle, tailGuard: r.tailGuard, anchorAnswers: r.anchorAnswers,
+        learningRate: r.learningRate, batchSize: o['batch-size'], rewardBaseline: r.rewardBaseline, loraRank: o['lora-rank'], importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: r.distillUntilMet, klBudget: o['kl-budget'], canaryBudget: o['canary-budget'], loopUnlikelihood: o['loop-unlikelihood'], distillFade: o['distill-fade'], settle: o.settle, tailGuard: r.tailGuard, anchorAnswers: r.anchorAnswers,
         keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, progress,
         opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], topkSet: o['topk-set'], opdTeacher: r.opdTeacher, klCoef: r.klCoefFor(method), rewardKlCoef: r.rewardKlCoef ?? undefined, klEstimator: r.klEstimator, entropyGuard: r.entropyGuard, loopGuard: r.loopGuard, likelihoodGuard: r.likelihoodGuard, opdWeight: r.opdWeightFor(method), hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
         judgeSatisfaction: o['judge-satisfaction'], untilStable: o['until-stable'], stableGain: o['stable-gain'],
@@ -362,7 +363,7 @@ export const benchPersonalizeCommand = defineCommand({
       const { runPersonalizeViaServe } = await import('../bench/personalize-serve.ts');
       const { persona } = resolved;
       const serveArgs = ['--method', resolved.method, '--learning-rate', String(resolved.learningRate), '--batch-size', String(o['batch-size']),
-        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', resolved.rewardBaseline, '--importance-cap', String(o['importance-cap']), '--stale-distill', o['stale-distill'], resolved.distillUntilMet ? '--distill-until-met' : '--no-distill-until-met', ...(o['kl-budget'] !== undefined ? ['--kl-budget', String(o['kl-budget'])] : []), '--canary-budget', String(o['canary-budget']), '--distill-fade', String(o['distill-fade']), '--settle', String(o.settle), '--tail-guard', String(resolved.tailGuard), '--anchor-answers', String(resolved.anchorAnswers), ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
+        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', resolved.rewardBaseline, '--importance-cap', String(o['importance-cap']), '--stale-distill', o['stale-distill'], resolved.distillUntilMet ? '--distill-until-met' : '--no-distill-until-met', ...(o['kl-budget'] !== undefined ? ['--kl-budget', String(o['kl-budget'])] : []), '--canary-budget', String(o['canary-budget']), '--loop-unlikelihood', String(o['loop-unlikelihood']), '--distill-fade', String(o['distill-fade']), '--settle', String(o.settle), '--tail-guard', String(resolved.tailGuard), '--anchor-answers', String(resolved.anchorAnswers), ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
         '--opd-mode', resolved.opdMode === 'both' ? 'token' : resolved.opdMode, '--topk-k', String(o['topk-k']), '--topk-set', o['topk-set'], '--hint-selection', o['hint-selection'], '--opd-teacher', resolved.opdTeacher,
         '--negative-weight', String(o['negative-weight']), '--kl-coef', String(resolved.klCoef), ...(resolved.rewardKlCoef !== null ? ['--reward-kl-coef', String(resolved.rewardKlCoef)] : []), '--kl-estimator', resolved.klEstimator, '--entropy-guard', String(resolved.entropyGuard), '--loop-guard', resolved.loopGuard, '--likelihood-guard', resolved.likelihoodGuard, '--opd-weight', String(resolved.opdWeight), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : []), ...(o['no-judge-hint-rules'] ? ['--no-judge-hint-rules'] : []), ...(o['max-lag'] !== undefined ? ['--max-lag', o['max-lag']] : [])];
       served = await runPersonalizeViaServe({

@@ -6,7 +6,7 @@ import { parseOrigins } from '../api/cors.ts';
 import { modelDir, modelOption, kernelOption, threadsOption, defaultModelId, weightsDtypeOption, kvDtypeOption } from './args.ts';
 import { JUDGE_DEFAULTS, SELF_JUDGE_VOTES, NO_HINT_RULES_HELP, defaultVotes, type JudgeConfig } from '../judge/config.ts';
 import { TRAINER_DEFAULTS } from '../trainer/loop.ts';
-import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, REWARD_BASELINE_OPTION, REWARD_KL_COEF_HELP, NO_DISTILL_UNTIL_MET_HELP, rewardKlCoefOf, distillUntilMetOf, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, CANARY_BUDGET_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, REWARD_BASELINE_OPTION, REWARD_KL_COEF_HELP, NO_DISTILL_UNTIL_MET_HELP, rewardKlCoefOf, distillUntilMetOf, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, CANARY_BUDGET_HELP, LOOP_UNLIKELIHOOD_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
 import { LOOP_GUARDS } from '../learn/loops.ts';
 import { STALE_DISTILL_MODES } from '../learn/staleness.ts';
 import { learningRateProblem } from '../learn/weights-guard.ts';
@@ -66,6 +66,7 @@ const SERVE_OPTIONS = {
   'no-distill-until-met': opt.flag(NO_DISTILL_UNTIL_MET_HELP),
   'kl-budget': opt.number(KL_BUDGET_HELP, { gt: 0 }),
   'canary-budget': opt.number(CANARY_BUDGET_HELP, { min: 0, default: RECIPE.canaryBudget }),
+  'loop-unlikelihood': opt.number(LOOP_UNLIKELIHOOD_HELP, { min: 0, default: RECIPE.loopUnlikelihood }),
   'distill-fade': opt.number(DISTILL_FADE_HELP, { min: 0, max: 1, default: TRAINER_DEFAULTS.distillFade }),
   settle: opt.number(SETTLE_HELP, { min: 0, max: 1, default: TRAINER_DEFAULTS.settle }),
   'tail-guard': opt.number(TAIL_GUARD_HELP, { min: 0, max: 0.5, defaultText: MODEL_AWARE_DEFAULT.tailGuard }),
@@ -292,7 +293,7 @@ async function serveWith(o: Values<typeof SERVE_OPTIONS>): Promise<void> {
   const { overlong } = o;
   trainer = o['no-train'] ? null : new TrainerLoop(store, engine, {
     method, opdTeacher: o['opd-teacher'] ?? auto.opdTeacher, rewardBaseline: o['reward-baseline'] ?? auto.rewardBaseline, overlong: overlong ?? null, checkpointDir: resolve(dataDir, 'checkpoints'),
-    batchSize: o['batch-size'], maxStaleness: o['max-staleness'] ?? null, importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: distillUntilMetOf(auto, { on: o['distill-until-met'], off: o['no-distill-until-met'] }), klBudget: o['kl-budget'] ?? null, canaryBudget: o['canary-budget'], distillFade: o['distill-fade'], settle: o.settle, tailGuard: o['tail-guard'] ?? auto.tailGuard, anchorAnswers: o['anchor-answers'] ?? (tinkerTrains ? 0 : auto.anchorAnswers), keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, learningRate: o['learning-rate'] ?? auto.learningRate,
+    batchSize: o['batch-size'], maxStaleness: o['max-staleness'] ?? null, importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: distillUntilMetOf(auto, { on: o['distill-until-met'], off: o['no-distill-until-met'] }), klBudget: o['kl-budget'] ?? null, canaryBudget: o['canary-budget'], loopUnlikelihood: o['loop-unlikelihood'], distillFade: o['distill-fade'], settle: o.settle, tailGuard: o['tail-guard'] ?? auto.tailGuard, anchorAnswers: o['anchor-answers'] ?? (tinkerTrains ? 0 : auto.anchorAnswers), keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, learningRate: o['learning-rate'] ?? auto.learningRate,
     klCoef: o['kl-coef'] ?? (tinkerTrains ? 0 : klCoefOf(auto, method)), rewardKlCoef: rewardKlCoefOf(auto, { klCoef: o['kl-coef'], rewardKlCoef: o['reward-kl-coef'] }), klEstimator: o['kl-estimator'] ?? auto.klEstimator,
     entropyGuard: o['entropy-guard'] ?? (tinkerTrains ? 0 : auto.entropyGuard), loopGuard: o['loop-guard'] ?? auto.loopGuard, likelihoodGuard: o['likelihood-guard'] ?? auto.likelihoodGuard, weights: { opd: o['opd-weight'] ?? opdWeightOf(auto, method), rl: 1 },
     opdMode, topk: { ...TRAINER_DEFAULTS.topk, selection: o['hint-selection'], k: o['topk-k'], set: o['topk-set'] },

@@ -200,6 +200,11 @@ export interface Datum {
   distill?: { ids: number[][]; oldLogprobs: number[][]; advantages: number[][] };
   /** the KL-to-base term's weight on this datum, a multiple of the loss spec's β (default 1; 0 = none) */
   klScale?: number;
+  /**
+   * per response token, optional (ppo): the weight of the unlikelihood term −log(1 − p) at the sampled token
+   * (learn/losses.ts, unlikelihoodToken); 0 = none. The trainer puts it on the repeats of a looping answer.
+   */
+  unlikelihood?: number[];
 }
 
 export interface AdamParams {

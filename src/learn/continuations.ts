@@ -15,7 +15,7 @@ function startsWith(ids: readonly number[], head: readonly number[], tail: reado
 
 /** Whether a datum can take part: the per-token fields merging knows how to carry, and no more. */
 function mergeable(d: Datum): boolean {
-  return !d.distill && !d.teacherLogprobs && Array.isArray(d.advantages) && Array.isArray(d.behaviourLogprobs);
+  return !d.distill && !d.teacherLogprobs && !d.unlikelihood && Array.isArray(d.advantages) && Array.isArray(d.behaviourLogprobs);
 }
 
 /**

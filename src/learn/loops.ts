@@ -30,3 +30,20 @@ export function guardedReward(reward: number | null, looping: boolean, guard: Lo
   if (reward === null || !looping || guard === 'off') return reward;
   return guard === 'withhold' ? Math.min(reward, 0) : -1;
 }
+
+/**
+ * Per token of an answer, 1 where the token closes an occurrence of a token n-gram beyond its limit (the loop's excess:
+ * with a limit of 3, the 4th and later "The hat was very happy."), else 0; all 0 for an answer that does not loop.
+ * The tokens the unlikelihood term pushes down (TrainerOptions.loopUnlikelihood): the loop itself, not the opening
+ * that led into it.
+ */
+export function loopExcess(ids: ArrayLike<number>, limits: RepetitionLimits = loopLimits(ids.length)): number[] {
+  const counts = new Map<string, number>(), out = new Array<number>(ids.length).fill(0);
+  for (let i = 0; i + limits.n <= ids.length; i++) {
+    const key = Array.prototype.slice.call(ids, i, i + limits.n).join(',');
+    const c = (counts.get(key) ?? 0) + 1;
+    counts.set(key, c);
+    if (c > limits.maxRepeats) out[i + limits.n - 1] = 1;
+  }
+  return out;
+}

@@ -58,6 +58,19 @@ export function ppoToken(logp: number, behaviourLogp: number, advantage: number,
   return { loss: -unclipped, dlogp: -ratio * advantage, ratio, clipped: false };
 }
 
+/** p is held under this in the unlikelihood term, so a token the policy is certain of still has a finite loss. */
+export const UNLIKELIHOOD_MAX_P = 1 - 1e-6;
+
+/**
+ * Unlikelihood of a sampled token (Welleck et al., 2019): −log(1 − p), with its derivative in log p, p/(1 − p).
+ * Through the softmax its push on the token's logit is p, where a policy-gradient −1 pushes with 1 − p: a loop the
+ * policy is nearly sure of (p ≈ 0.95 at each repeated piece) is barely moved by a negative reward and fully by this.
+ */
+export function unlikelihoodToken(logp: number): { loss: number; dlogp: number } {
+  const p = Math.min(Math.exp(logp), UNLIKELIHOOD_MAX_P);
+  return { loss: -Math.log1p(-p), dlogp: p / (1 - p) };
+}
+
 /** k3 estimator of KL(π‖π_base) at a sampled token: e^(b−p) − (b−p) − 1 ≥ 0, with its derivative in p. */
 export function k3Token(logp: number, baseLogp: number): { kl: number; dlogp: number } {
   const d = baseLogp - logp;

@@ -32,7 +32,7 @@ import { correctStaleness, cumulativeBuckets, prefixWeights, STALENESS_BUCKETS }
 import { rewardWindow, windowBaseline, liftBaseline, BASELINE_WINDOW } from '../learn/baseline.ts';
 import { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './options.ts';
 import { mergeContinuations } from '../learn/continuations.ts';
-import { guardedReward, loops } from '../learn/loops.ts';
+import { guardedReward, loops, loopExcess } from '../learn/loops.ts';
 import { LikelihoodFloor, unlikely } from '../learn/likelihood-guard.ts';
 import { baseMeanLogLikelihood } from '../engine/base-likelihood.ts';
 import { collect } from '../engine/types.ts';
@@ -358,6 +358,19 @@ export class TrainerLoop {
       const zeroed = this.counts.tailTokens - before;
       if (zeroed) tailNote = `, ${zeroed} tail token(s) not reinforced`;
     }
+    // the unlikelihood term on a looping answer's repeats past the limit: the loop the −1 reward barely moves
+    let loopNote = '';
+    if (this.o.loopUnlikelihood > 0 && this.o.loopGuard !== 'off') {
+      let tokens = 0;
+      data = data.map((d) => {
+        const excess = loopExcess(d.responseIds);
+        const n = excess.reduce((s, x) => s + x, 0);
+        if (n === 0) return d;
+        tokens += n;
+        return { ...d, unlikelihood: excess.map((x) => x * this.o.loopUnlikelihood) };
+      });
+      if (tokens) loopNote = `, unlikelihood on ${tokens} looping token(s)`;
+    }
     // --stale-distill refresh: a stale turn's distillation set is computed on the current weights' answer to its prompt
     const refreshed = new Map<number, Datum>();
     if (this.o.opdMode === 'topk' && this.o.method !== 'binary') {
@@ -461,7 +474,7 @@ export class TrainerLoop {
     this.lastStep = record;
     if (this.step % this.o.checkpointEvery === 0) await this.engine.saveTrainingState(this.checkpoint);
     await this.afterStep(record);
-    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${this.o.klBudget !== null ? ` (β ${stepKlCoef.toFixed(3)}, budget ${this.o.klBudget})` : ''}${canaryNote}${(record.stalenessMax ?? 0) > 0 ? `, ${(record.stalenessMean ?? 0).toFixed(1)} versions behind (importance weight ${record.importanceWeightMean?.toFixed(2) ?? '–'})` : ''}${distillNote}${tailNote}${mergeNote}${this.o.learningRateAt || this.o.settle > 0 ? `, lr ${learningRate.toExponential(2)}` : ''}, ${record.durationMs.toFixed(0)} ms)`);
+    this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${this.o.klBudget !== null ? ` (β ${stepKlCoef.toFixed(3)}, budget ${this.o.klBudget})` : ''}${canaryNote}${(record.stalenessMax ?? 0) > 0 ? `, ${(record.stalenessMean ?? 0).toFixed(1)} versions behind (importance weight ${record.importanceWeightMean?.toFixed(2) ?? '–'})` : ''}${distillNote}${tailNote}${loopNote}${mergeNote}${this.o.learningRateAt || this.o.settle > 0 ? `, lr ${learningRate.toExponential(2)}` : ''}, ${record.durationMs.toFixed(0)} ms)`);
   }
 
   /** The batch's rewards and the most recent earlier ones, up to the baseline's window. */

@@ -98,6 +98,8 @@ export interface TrainerOptions {
   entropyGuard: number;
   /** what a looping answer's reward becomes (learn/loops.ts): capped at 0, −1, or left as judged; unless off, it is not distilled either */
   loopGuard: LoopGuard;
+  /** λ of the unlikelihood term on a looping answer's repeats past the limit (learn/loops.ts, loopExcess; 0 = off) */
+  loopUnlikelihood: number;
   /**
    * what the reward of an answer below the likelihood floor becomes (learn/likelihood-guard.ts), as loopGuard's
    * choices; unless off, such an answer is not distilled either, and the base answers the first judged requests
@@ -157,7 +159,7 @@ export interface TrainerOptions {
 
 export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
   method: RECIPE.method, batchSize: RECIPE.batchSize, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, keepNeutral: RECIPE.keepNeutral,
-  klCoef: RECIPE.klCoef, rewardKlCoef: null, klBudget: null, canaryBudget: RECIPE.canaryBudget, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, likelihoodGuard: RECIPE.likelihoodGuard, likelihoodFloor: { ...LIKELIHOOD_FLOOR_DEFAULTS }, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', staleDistill: 'full', distillUntilMet: false, distillFade: 0, settle: 0, tailGuard: RECIPE.tailGuard, anchorAnswers: RECIPE.anchorAnswers, mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
+  klCoef: RECIPE.klCoef, rewardKlCoef: null, klBudget: null, canaryBudget: RECIPE.canaryBudget, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, loopUnlikelihood: RECIPE.loopUnlikelihood, likelihoodGuard: RECIPE.likelihoodGuard, likelihoodFloor: { ...LIKELIHOOD_FLOOR_DEFAULTS }, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', staleDistill: 'full', distillUntilMet: false, distillFade: 0, settle: 0, tailGuard: RECIPE.tailGuard, anchorAnswers: RECIPE.anchorAnswers, mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
   opdTeacher: 'base', opdMode: 'token', opdClip: OPD_ADVANTAGE_CLIP, topk: { k: TOPK_DEFAULTS.k, maxCandidates: TOPK_DEFAULTS.maxCandidates, selection: TOPK_DEFAULTS.selection, set: RECIPE.topkSet },
   weights: { opd: 1, rl: 1 }, overlong: null, checkpointEvery: 1, maxCanaryDrop: GUARD_DEFAULTS.maxCanaryDrop, pollMs: 200, log: () => {},
 };

@@ -39,6 +39,8 @@ export interface Recipe {
   topkSet: 'student' | 'union';
   /** how far (nats per token) the canary may fall below the base's before β grows (learn/canary-budget.ts; 0 = off) */
   canaryBudget: number;
+  /** λ of the unlikelihood term on a looping answer's repeats (learn/loops.ts, loopExcess; 0 = off) */
+  loopUnlikelihood: number;
 }
 
 export const RECIPE: Readonly<Recipe> = Object.freeze({
@@ -72,6 +74,7 @@ export const RECIPE: Readonly<Recipe> = Object.freeze({
   // last two steps), so it acts on long runs of a met preference, where β 0.1 on reward-trained answers let it fall to
   // the weights guard's floor (docs/benchmarks.md, issue 12 session 28)
   canaryBudget: 1,
+  loopUnlikelihood: 0,
 });
 
 /** What the default recipe needs to know about the served model and engine. */
@@ -328,6 +331,7 @@ export const KL_BUDGET_HELP = 'a KL budget in nats/token: while a training batch
 export const CANARY_BUDGET_HELP = `the canary budget in nats/token: once fixed everyday text (the weights guard's canary) has fallen this far below the base model's log-likelihood of it, β of the KL term (--kl-coef and --reward-kl-coef alike) grows with the excess, ×(1 + ${CANARY_BUDGET_DEFAULTS.gain}·excess/budget) up to ${CANARY_BUDGET_DEFAULTS.maxFactor}×, so a long run on a met preference cannot walk the weights off (0 = off)`;
 export const DISTILL_FADE_HELP = 'top-K OPD: the distilled term fades as the recent answers please the user: in full while at least this share of the last 64 judged answers miss, then in proportion, down to 0.2 of it (0 = never; 0.5 fades once half please); the KL and entropy terms do not fade';
 export const SETTLE_HELP = 'the learning rate settles as the recent answers please the user: in full while at least this share of the last 64 judged answers miss, then in proportion, down to 0.2 of it (0 = never; 0.5 settles once half please), so a met preference is not walked away from by the steps\' noise; it comes back as soon as answers miss again';
+export const LOOP_UNLIKELIHOOD_HELP = 'λ of the unlikelihood term −log(1 − p) on the tokens of a looping answer that repeat a 3-token piece past the loop guard\'s limit: where a −1 reward barely moves a loop the policy is sure of, this pushes those tokens down with a force of p (0 = off; the embedded engine only)';
 export const TAIL_GUARD_HELP = 'tokens sampled with probability below this (their recorded sampling log-prob) are not reinforced: their positive advantage is 0, so an approved answer does not teach the misspelt pieces in it; negative advantages and the KL and entropy terms are unchanged (0 = off)';
 export const DISTILL_UNTIL_MET_HELP = 'top-K OPD: distil each position of an answer only until the answer has what the hint asks for (every content word of the hint written); later positions are left out, where the hinted teacher only asks for more of it';
 export const STALE_DISTILL_HELP = 'the distillation term of a sample drawn by an older version: full, prefix (each position weighted by how likely the current weights are to write the text before it, at most 1), or refresh (top-K OPD, two or more versions back: computed on the current weights\' answer to the same prompt, with the hint the user\'s reply gave, instead of on the old answer)';

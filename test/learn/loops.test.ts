@@ -1,7 +1,7 @@
 // The loop guard's math: the repetition limit as a density, the looping verdict, and what the guard does to a reward.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loopLimits, loops, guardedReward, type LoopGuard } from '../../src/learn/loops.ts';
+import { loopLimits, loops, loopExcess, guardedReward, type LoopGuard } from '../../src/learn/loops.ts';
 
 test('the limit is 3 repeats of a 3-token piece per 64 tokens, never below 3', () => {
   const table: [number, number][] = [[0, 3], [10, 3], [64, 3], [65, 4], [128, 6], [200, 10], [640, 30]];
@@ -34,4 +34,24 @@ test('the guard caps a looping answer\'s reward at 0 (withhold) or sets it to âˆ
     [null, true, 'punish', null], [null, true, 'withhold', null],
   ];
   for (const [r, looping, guard, want] of table) assert.equal(guardedReward(r, looping, guard), want, `${r} ${looping} ${guard}`);
+});
+
+test('the loop\'s excess: the tokens that close a piece\'s occurrences past the limit, and nothing in an answer that does not loop', () => {
+  const piece = [7, 8, 9];
+  const distinct = (n: number, from = 100) => Array.from({ length: n }, (_, i) => from + i);
+  const at = (mask: number[]) => mask.flatMap((x, i) => (x ? [i] : []));
+  const table: [string, number[], number[]][] = [
+    ['distinct tokens', distinct(20), []],
+    ['a piece 3 times (the limit)', [...piece, ...piece, ...piece, ...distinct(10)], []],
+    // 7 8 9 Ã—5: every 3-token window of the run recurs; 7,8,9 / 8,9,7 / 9,7,8 pass 3 from their 4th occurrence on
+    ['a piece 5 times', [...Array(5).fill(piece).flat(), 1, 2], [11, 12, 13, 14]],
+    ['the 4th occurrence after other text', [1, 2, ...piece, 3, ...piece, 4, ...piece, 5, ...piece, 6], [16]],
+    ['a longer answer allows more (128 tokens: 6)', [...Array(5).fill(piece).flat(), ...distinct(113)], []],
+  ];
+  for (const [name, ids, want] of table) {
+    const mask = loopExcess(ids);
+    assert.equal(mask.length, ids.length, name);
+    assert.deepEqual(at(mask), want, name);
+  }
+  assert.deepEqual(at(loopExcess([1, 1, 1, 1, 1], { n: 2, maxRepeats: 2, maxCharRun: 5 })), [3, 4], 'a 2-gram limit of 2');
 });

@@ -1,7 +1,7 @@
 // Hand-computed cases for the per-token losses (src/learn/losses.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ppoToken, k3Token, k2Token, klToken, fullKlRow, entropyExcessRow, crossEntropyToken } from '../../src/learn/losses.ts';
+import { ppoToken, unlikelihoodToken, UNLIKELIHOOD_MAX_P, k3Token, k2Token, klToken, fullKlRow, entropyExcessRow, crossEntropyToken } from '../../src/learn/losses.ts';
 
 const close = (a: number, b: number, msg: string) => assert.ok(Math.abs(a - b) < 1e-9, `${msg}: ${a} vs ${b}`);
 
@@ -145,4 +145,24 @@ test('the entropy guard: how far H(π) rose above H(π_base), 0 where the policy
 
 test('cross-entropy token loss is −logp with derivative −1', () => {
   assert.deepEqual(crossEntropyToken(-2.5), { loss: 2.5, dlogp: -1 });
+});
+
+test('unlikelihood: −log(1 − p) and p/(1 − p), finite for a certain token; its push on the logit is p', () => {
+  const close = (a: number, b: number, m: string) => assert.ok(Math.abs(a - b) < 1e-9 * Math.max(1, Math.abs(b)), `${m}: ${a} vs ${b}`);
+  const table: [number, number, number][] = [
+    // p, loss, dlogp
+    [0.5, Math.log(2), 1], [0.9, -Math.log(0.1), 9], [0.1, -Math.log(0.9), 0.1 / 0.9], [0.99, -Math.log(0.01), 99],
+  ];
+  for (const [p, loss, dlogp] of table) {
+    const u = unlikelihoodToken(Math.log(p));
+    close(u.loss, loss, `loss at p=${p}`);
+    close(u.dlogp, dlogp, `dlogp at p=${p}`);
+    close(u.dlogp * (1 - p), p, `logit push at p=${p}`);
+  }
+  // numeric derivative in log p
+  const lp = Math.log(0.7), h = 1e-6;
+  close(unlikelihoodToken(lp).dlogp, (unlikelihoodToken(lp + h).loss - unlikelihoodToken(lp - h).loss) / (2 * h), 'numeric');
+  const certain = unlikelihoodToken(0);
+  assert.ok(Number.isFinite(certain.loss) && Number.isFinite(certain.dlogp));
+  close(certain.dlogp, UNLIKELIHOOD_MAX_P / (1 - UNLIKELIHOOD_MAX_P), 'held under the cap');
 });

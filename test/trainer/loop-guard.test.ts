@@ -1,13 +1,15 @@
 // The loop guard in the trainer, on stories260K: every judged answer's sample carries the judge's reward after the
 // guard (learn/loops.ts) — a looping answer the user approved is not reinforced — a looping answer is not distilled
-// either, and the trainer counts the answers it guarded.
+// either, the trainer counts the answers it guarded, and with --loop-unlikelihood the repeats past the limit carry the
+// unlikelihood term into the step.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, post } from '../helpers/server.ts';
 import { JudgeLoop } from '../../src/judge/loop.ts';
 import { LexicalJudge } from '../../src/judge/judge.ts';
 import { TrainerLoop } from '../../src/trainer/loop.ts';
-import { guardedReward, loops, type LoopGuard } from '../../src/learn/loops.ts';
+import { guardedReward, loops, loopExcess, type LoopGuard } from '../../src/learn/loops.ts';
+import type { Datum } from '../../src/engine/types.ts';
 
 const PROMPTS = ['Once upon a time', 'One day, a little girl', 'There was a boy', 'Tom and Lily'];
 
@@ -105,3 +107,36 @@ test('loop guard punish under OPD alone: a looping answer becomes a −1 sample 
     await s.close();
   }
 });
+
+for (const lambda of [0.5, 0]) {
+  test(`loop unlikelihood ${lambda}: ${lambda ? 'the looping answers\' repeats past the limit carry λ into the step, the other tokens nothing' : 'off, no datum carries the term'}`, { timeout: 120_000 }, async () => {
+    const s = await startTestServer();
+    try {
+      const log: string[] = [];
+      const trainer = new TrainerLoop(s.store, s.engine, { method: 'binary', batchSize: 8, loopGuard: 'punish', loopUnlikelihood: lambda, lora: { rank: 4, alpha: 8, seed: 1 }, checkpointDir: `${s.dataDir}/checkpoints`, log: (l: string) => log.push(l) });
+      await trainer.init();
+      // the data each step is given (the real engine's call, observed, not replaced)
+      const seen: Datum[] = [];
+      const forwardBackward = s.engine.forwardBackward.bind(s.engine);
+      s.engine.forwardBackward = (data, spec) => { seen.push(...data); return forwardBackward(data, spec); };
+      await sessions(s, 'I love it, thanks!');
+      await new JudgeLoop(s.store, new LexicalJudge(), { hints: false }).tick();
+      await trainer.tick();
+      s.engine.forwardBackward = forwardBackward;
+      assert.ok(seen.length >= 8, `a step was taken (${seen.length} data)`);
+      let marked = 0;
+      for (const d of seen) {
+        const excess = loopExcess(d.responseIds);
+        if (lambda === 0 || excess.every((x) => x === 0)) { assert.equal(d.unlikelihood, undefined); continue; }
+        assert.deepEqual(d.unlikelihood, excess.map((x) => x * lambda));
+        marked += excess.reduce((a, x) => a + x, 0);
+      }
+      if (lambda) {
+        assert.ok(marked > 0, 'the greedy stories loop: some tokens carry the term');
+        assert.ok(log.some((l) => l.includes(`unlikelihood on ${marked} looping token(s)`)), 'the step line counts them');
+      } else assert.ok(!log.some((l) => l.includes('unlikelihood')));
+    } finally {
+      await s.close();
+    }
+  });
+}

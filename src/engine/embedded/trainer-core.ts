@@ -6,7 +6,7 @@
 import type { Transformer } from './model.ts';
 import type { PackedMatrix } from './kernels/packed.ts';
 import { packRows } from './score.ts';
-import { ppoToken, k3Token, klToken, fullKlRow, entropyExcessRow, crossEntropyToken, PPO_DEFAULTS, type LossSpec } from '../../learn/losses.ts';
+import { ppoToken, unlikelihoodToken, k3Token, klToken, fullKlRow, entropyExcessRow, crossEntropyToken, PPO_DEFAULTS, type LossSpec } from '../../learn/losses.ts';
 import { topkToken } from '../../learn/topk-opd.ts';
 import { EngineError, checkTokenIds, type Datum, type ForwardBackwardMetrics } from '../types.ts';
 
@@ -93,6 +93,11 @@ export abstract class TrainerCore {
     perToken('behaviourLogprobs', spec.kind === 'ppo');
     perToken('lossMask', false);
     perToken('teacherLogprobs', false);
+    perToken('unlikelihood', false);
+    if (d.unlikelihood) {
+      if (spec.kind !== 'ppo') throw new EngineError('bad_request', 'unlikelihood weights need the ppo loss');
+      if (!d.unlikelihood.every((w) => Number.isFinite(w) && w >= 0)) throw new EngineError('bad_request', 'unlikelihood weights must be finite numbers ≥ 0');
+    }
     if (d.klScale !== undefined && !(Number.isFinite(d.klScale) && d.klScale >= 0)) throw new EngineError('bad_request', `klScale must be a finite number ≥ 0 (got ${d.klScale})`);
     if (d.distill) {
       if (spec.kind !== 'ppo') throw new EngineError('bad_request', 'distill sets need the ppo loss');
@@ -244,6 +249,8 @@ export abstract class TrainerCore {
             loss += beta * term.kl; dlogp += beta * term.dlogp;
             metrics.kl += k3.kl;
           }
+          const ul = d.unlikelihood?.[t] ?? 0;
+          if (ul > 0) { const u = unlikelihoodToken(logp); loss += ul * u.loss; dlogp += ul * u.dlogp; }
           if (d.teacherLogprobs) { metrics.gap += Math.abs(d.teacherLogprobs[t] - d.behaviourLogprobs![t]); metrics.gapTokens++; }
           if (d.distill && setLogp) {
             const set = topkToken(setLogp, d.distill.oldLogprobs[t], d.distill.advantages[t], ppo.clipLow, ppo.clipHigh);

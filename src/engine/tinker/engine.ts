@@ -254,6 +254,7 @@ export class TinkerEngine implements TrainingEngine {
     if (loss.kind === 'ppo' && (loss.klCoef ?? 0) > 0) throw new EngineError('bad_request', 'the Tinker API has no KL-to-base term: use --kl-coef 0 with --engine tinker');
     if (loss.kind === 'ppo' && (loss.entropyGuard ?? 0) > 0) throw new EngineError('bad_request', 'the Tinker API has no entropy guard: use --entropy-guard 0 with --engine tinker');
     if (data.some((d) => d.distill)) throw new EngineError('bad_request', 'the Tinker API has no top-K distillation loss: use --opd-mode token with --engine tinker');
+    if (data.some((d) => d.unlikelihood?.some((w) => w > 0))) throw new EngineError('bad_request', 'the Tinker API has no unlikelihood loss: use --loop-unlikelihood 0 with --engine tinker');
     for (const d of data) {
       const n = d.responseIds.length;
       if (d.promptIds.length === 0 || n === 0) throw new EngineError('bad_request', 'a datum needs at least one prompt and one response token');
