@@ -16,6 +16,7 @@ import { generateCommand, scoreCommand } from './generate.ts';
 import { sftCommand, mergeCommand } from './sft.ts';
 import { envServerCommand } from './env-server.ts';
 import { benchChatModelCommand } from './bench-chat-model.ts';
+import { benchJudgeCommand } from './bench-judge.ts';
 import { agentTrainCommand, agentEvalCommand, benchAgentsCommand, benchGuiCommand } from './agent.ts';
 import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, benchDashboardCommand, benchTinkerCommand, benchOpenclawCommand, benchLoadCommand } from './bench.ts';
 
@@ -23,7 +24,7 @@ import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPerson
 export const COMMANDS: readonly Command[] = [
   serveCommand, serveTinkerCommand, demoCommand, statusCommand, turnsCommand, rollbackCommand, reportCommand, openclawConfigCommand, exportCommand, generateCommand, scoreCommand,
   sftCommand, mergeCommand,
-  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchDashboardCommand, benchPersonalizeCommand, benchChatModelCommand, benchAgentsCommand, benchGuiCommand, benchTinkerCommand, benchOpenclawCommand, benchLoadCommand,
+  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchDashboardCommand, benchPersonalizeCommand, benchChatModelCommand, benchJudgeCommand, benchAgentsCommand, benchGuiCommand, benchTinkerCommand, benchOpenclawCommand, benchLoadCommand,
   agentTrainCommand, agentEvalCommand, envServerCommand,
 ];
 

@@ -1,7 +1,7 @@
 // Building the configured judge: `lexical` (default, no model), `self` (the served model with
 // adapters off), `llm` (an OpenAI-compatible endpoint), or `none`.
 import type { Engine } from '../engine/types.ts';
-import { LexicalJudge, PrmJudge, type Judge, type PrmJudgeOptions } from './judge.ts';
+import { LexicalJudge, PrmJudge, type Judge, type PrmJudgeOptions, type WordRule } from './judge.ts';
 import { LlmBackend, SelfBackend } from './backends.ts';
 import type { PromptStyle } from './prompts.ts';
 
@@ -18,7 +18,18 @@ export interface JudgeConfig {
   concurrency: number;
   /** the self judge's hint rules where it takes the compact prompts (selfJudgeOptions); false: off */
   hintRules?: boolean;
+  /** what the reply's own words decide, where the hint rules are on (PrmJudgeOptions.wordRule; default SELF_JUDGE_WORD_RULE) */
+  wordRule?: WordRule;
 }
+
+/**
+ * The self judge's word rule where its hint rules are on (PrmJudgeOptions.wordRule): a reply that is praise by its words
+ * alone is +1 and one that is a complaint by its words alone −1, unless the hint votes found the opposite. The score
+ * votes of stories260k-chat read much plain praise as a complaint ("Lovely story, thanks." −1 on every vote) and some
+ * wishes as praise ("could you include one next time?" +1). On replies written blind for 8 topics it never saw (`bench
+ * judge`, personas/judge/), sign agreement went from 64.6% with the veto to 81.5% (docs/benchmarks.md, issue 12 session 29).
+ */
+export const SELF_JUDGE_WORD_RULE: WordRule = 'decide';
 
 export const JUDGE_DEFAULTS: JudgeConfig = { kind: 'lexical', votes: 3, temperature: 0.6, maxTokens: 2048, timeoutMs: 120_000, retries: 3, concurrency: 4 };
 
@@ -44,17 +55,18 @@ export function defaultVotes(kind: JudgeConfig['kind']): number {
  * read "that bunny made her giggle" after a story with a bunny as a complaint. And the praise veto: a reply that is
  * praise by its words and nothing else ("Great, more like this please.") is never −1 — the score votes read that one as
  * a complaint on every vote; with the veto bear's approved answers judged −1 went from 48 to 0 in one run and its
- * complaints' −1s stayed (docs/benchmarks.md, issue 12 session 17). A model that reads
+ * complaints' −1s stayed (docs/benchmarks.md, issue 12 session 17). Since session 29 the reply's words decide both ways
+ * (SELF_JUDGE_WORD_RULE). A model that reads
  * the full prompts is left to read the reply itself (not measured with these rules).
  * `hintRules: false` (`--no-judge-hint-rules`) turns all four off.
  */
-export function selfJudgeOptions(c: Pick<JudgeConfig, 'votes' | 'temperature' | 'maxTokens' | 'hintRules'>, style: PromptStyle): PrmJudgeOptions {
+export function selfJudgeOptions(c: Pick<JudgeConfig, 'votes' | 'temperature' | 'maxTokens' | 'hintRules' | 'wordRule'>, style: PromptStyle): PrmJudgeOptions {
   const on = style === 'compact' && c.hintRules !== false;
-  return { m: c.votes, temperature: c.temperature, maxTokens: c.maxTokens, groundHints: on, missingHintVotes: on ? SELF_JUDGE_MISSING_HINT_VOTES : 0, metHintVotes: on ? SELF_JUDGE_MET_HINT_VOTES : 0, praiseVeto: on };
+  return { m: c.votes, temperature: c.temperature, maxTokens: c.maxTokens, groundHints: on, missingHintVotes: on ? SELF_JUDGE_MISSING_HINT_VOTES : 0, metHintVotes: on ? SELF_JUDGE_MET_HINT_VOTES : 0, wordRule: on ? c.wordRule ?? SELF_JUDGE_WORD_RULE : 'off' };
 }
 
 /** --no-judge-hint-rules on the commands that judge. */
-export const NO_HINT_RULES_HELP = 'turn off the small self judge\'s hint rules: hints must use the reply\'s own words, 2 hint votes asking for what the answer lacks make the turn −1, 2 asking for what it already has (none for what it lacks) make it +1, and a reply that is praise by its words alone is never −1';
+export const NO_HINT_RULES_HELP = 'turn off the small self judge\'s hint rules: hints must use the reply\'s own words, 2 hint votes asking for what the answer lacks make the turn −1, 2 asking for what it already has (none for what it lacks) make it +1, a reply that is praise by its words alone is +1 and one that is a complaint by its words alone −1 (unless the hint votes found the opposite)';
 
 /** Hint votes (of the self judge's m) that must ask for what the answer lacks to make the turn −1. */
 export const SELF_JUDGE_MISSING_HINT_VOTES = 2;

@@ -2,7 +2,7 @@
 import { parseBoxed, majority, parseHintVote, selectHint, hintVoteOf, isGroundedHint, hintMissingFrom, hintMetBy, type Score } from '../learn/votes.ts';
 import { judgePrompts, type JudgeInput } from './prompts.ts';
 import { BackendUnavailable, type ChatBackend } from './backends.ts';
-import { lexicalScore, lexicalHint, praiseOnly } from './lexical.ts';
+import { lexicalScore, lexicalHint, praiseOnly, complaintOnly } from './lexical.ts';
 
 export interface Vote {
   kind: 'prm' | 'hint';
@@ -50,11 +50,17 @@ export interface PrmJudgeOptions {
    */
   metHintVotes?: number;
   /**
-   * When the score votes' majority is −1 but the user's reply is praise and nothing else by its words (lexical.ts,
-   * praiseOnly: "Great, more like this please."), the turn scores 0: two readings that disagree give no reward.
+   * What the reply's own words decide (lexical.ts): 'veto' — a reply that is praise and nothing else by its words
+   * (praiseOnly: "Great, more like this please.") never scores −1, it scores 0; 'decide' — such a reply scores +1, and
+   * one that is a complaint and nothing else (complaintOnly: "It needs a cat.") scores −1, unless the hint rules found
+   * the opposite (hints asking for what the answer lacks keep a praising reply at −1, and for what it has keep a
+   * complaining one at +1); 'off' — the votes alone.
    */
-  praiseVeto?: boolean;
+  wordRule?: WordRule;
 }
+
+export type WordRule = 'off' | 'veto' | 'decide';
+export const WORD_RULES: readonly WordRule[] = ['off', 'veto', 'decide'];
 
 /** m PRM votes (and m hint votes) from an LLM backend, all in flight at once (the backend caps them). */
 export class PrmJudge implements Judge {
@@ -65,7 +71,7 @@ export class PrmJudge implements Judge {
   constructor(backend: ChatBackend, o: PrmJudgeOptions = {}) {
     this.backend = backend;
     this.name = backend.name;
-    this.o = { m: 3, temperature: 0.6, maxTokens: 2048, minHintLength: 10, groundHints: false, missingHintVotes: 0, metHintVotes: 0, praiseVeto: false, ...o };
+    this.o = { m: 3, temperature: 0.6, maxTokens: 2048, minHintLength: 10, groundHints: false, missingHintVotes: 0, metHintVotes: 0, wordRule: 'off', ...o };
   }
 
   private async vote(kind: 'prm' | 'hint', input: JudgeInput): Promise<Vote> {
@@ -96,20 +102,30 @@ export class PrmJudge implements Judge {
       hint: opts.hints ? selectHint(hints.map(hintVoteOf), this.o.minHintLength) : null,
       votes, backend: this.name,
     };
+    let hintSays: Score | null = null;
     if (crossCheck) {
       const missing = hints.filter((v) => v.score === 1 && v.hint && hintMissingFrom(v.hint, input.response)).length;
       const met = hints.filter((v) => v.score === 1 && v.hint && hintMetBy(v.hint, input.response)).length;
-      if (this.o.missingHintVotes > 0 && missing >= this.o.missingHintVotes && judgement.score !== -1) {
-        judgement.rule = `${missing} hint vote(s) ask for what the answer lacks (PRM majority ${judgement.score})`;
-        judgement.score = -1;
-      } else if (this.o.metHintVotes > 0 && met >= this.o.metHintVotes && missing === 0 && judgement.score !== 1) {
-        judgement.rule = `${met} hint vote(s) ask for what the answer has (PRM majority ${judgement.score})`;
-        judgement.score = 1;
+      if (this.o.missingHintVotes > 0 && missing >= this.o.missingHintVotes) {
+        hintSays = -1;
+        if (judgement.score !== -1) { judgement.rule = `${missing} hint vote(s) ask for what the answer lacks (PRM majority ${judgement.score})`; judgement.score = -1; }
+      } else if (this.o.metHintVotes > 0 && met >= this.o.metHintVotes && missing === 0) {
+        hintSays = 1;
+        if (judgement.score !== 1) { judgement.rule = `${met} hint vote(s) ask for what the answer has (PRM majority ${judgement.score})`; judgement.score = 1; }
       }
     }
-    if (this.o.praiseVeto && judgement.score === -1 && input.nextState.role === 'user' && praiseOnly(input.nextState.text)) {
-      judgement.rule = `the reply's words are praise only (${judgement.rule ? `${judgement.rule}; ` : ''}PRM majority −1): no reward`;
-      judgement.score = 0;
+    if (this.o.wordRule !== 'off' && input.nextState.role === 'user') {
+      const text = input.nextState.text, was = judgement.score, why = judgement.rule ? `${judgement.rule}; ` : '';
+      if (this.o.wordRule === 'veto' && was === -1 && praiseOnly(text)) {
+        judgement.rule = `the reply's words are praise only (${why}PRM majority −1): no reward`;
+        judgement.score = 0;
+      } else if (this.o.wordRule === 'decide' && was !== 1 && hintSays !== -1 && praiseOnly(text)) {
+        judgement.rule = `the reply's words are praise only (${why}score ${was})`;
+        judgement.score = 1;
+      } else if (this.o.wordRule === 'decide' && was !== -1 && hintSays !== 1 && complaintOnly(text)) {
+        judgement.rule = `the reply's words are a complaint only (${why}score ${was})`;
+        judgement.score = -1;
+      }
     }
     return judgement;
   }

@@ -14,6 +14,10 @@ export const POSITIVE = [
   'thanks', 'thank you', 'thx', 'ty', 'great', 'perfect', 'awesome', 'excellent', 'love it', 'loved it', 'love this', 'nice', 'good job',
   'well done', 'exactly', "that's it", 'that works', 'works now', 'wonderful', 'amazing', 'brilliant', 'fantastic', 'cool', 'helpful',
   'good', 'beautiful', 'lovely', 'yes', 'yay', 'correct', 'spot on', 'just what i wanted', 'just right',
+  // how people praise a story for a child: the child's reaction, enjoyment, asking for another
+  'loved', 'enjoyed', 'sweet', 'cute', 'adorable', 'delightful', 'charming', 'smiled', 'laughed', 'giggled', 'giggle', 'giggling',
+  'thrilled', 'favorite', 'favourite', 'so much fun', 'that was fun', 'had fun', 'the best', 'just what we needed', 'just what i needed',
+  'just what we wanted', 'another one', 'one more', 'tell another', 'more please', 'more like this',
 ];
 export const NEGATIVE = [
   'no', 'nope', 'wrong', 'incorrect', 'not what i asked', 'not what i wanted', 'not what i meant', 'again', 'redo', 'try again', 'instead',
@@ -25,6 +29,11 @@ export const NEGATIVE = [
   'would have been', 'could you include', 'can you include', 'include', 'can you add', 'could you add', 'please add', 'missing', 'lacks', 'lacking', 'forgot', 'not enough',
   'not quite', 'dull', 'bland', 'confusing', 'disappointing', 'disappointed', 'unfortunately', 'where is the', "where's the",
   'what about', 'not really', 'eh', 'hmm no', 'boo', 'lame', 'weird', 'odd', 'not sure about',
+  // wishes and questions about what was not there ("I was hoping for…", "Can the next one have…", "Where was the…?")
+  'hoping', 'hoped', 'i hope', 'we hope', 'would be nice', 'would love', 'would have loved', 'would have liked', "would've loved", "i'd love",
+  'next one have', 'next one has', 'next one could', 'next one should', 'next story have', 'next story could', 'next story should',
+  'could you put', 'can you put', 'maybe add', 'how about', 'where was', 'where were', 'where did', 'where are the', 'what happened to',
+  'no sign of', 'left out', 'without', 'there was no', "there wasn't", 'not a single',
 ];
 const NEGATORS = new Set(['not', 'no', 'never', "isn't", "wasn't", "aren't", "don't", "doesn't", "didn't", 'hardly', 'barely']);
 /** words that may stand between a negator and its cue ("not very good", "not so great") */
@@ -91,6 +100,18 @@ export function praiseOnly(nextState: string): boolean {
   if (!text) return false;
   const { pos, neg } = cues(text);
   return pos > 0 && neg === 0 && !OPENS_WITH_NO.test(text) && !CONTRAST.test(text);
+}
+
+/**
+ * A complaint and nothing else: at least one complaint cue (or an opening "no") and no praise cue ("It needs a cat.",
+ * "Could the next one have a duck?", "There was no fish this time."; not "Nice story. Can the next one have cookies in
+ * it?"). The self judge's word rule (judge/judge.ts) reads it.
+ */
+export function complaintOnly(nextState: string): boolean {
+  const text = normalise(nextState);
+  if (!text) return false;
+  const { pos, neg } = cues(text);
+  return pos === 0 && (neg > 0 || OPENS_WITH_NO.test(text));
 }
 
 export function lexicalScore(nextState: string): Score {

@@ -3,9 +3,9 @@
 // The backend is a scripted double of a judge model's answers (the rules, not a model, are under test).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PrmJudge } from '../../src/judge/judge.ts';
+import { PrmJudge, type WordRule } from '../../src/judge/judge.ts';
 import type { JudgeInput } from '../../src/judge/prompts.ts';
-import { selfJudgeOptions, SELF_JUDGE_MISSING_HINT_VOTES, SELF_JUDGE_MET_HINT_VOTES } from '../../src/judge/config.ts';
+import { selfJudgeOptions, SELF_JUDGE_MISSING_HINT_VOTES, SELF_JUDGE_MET_HINT_VOTES, SELF_JUDGE_WORD_RULE } from '../../src/judge/config.ts';
 
 /** A judge model double: answers PRM prompts and hint prompts from two scripts, in order. */
 function scripted(prm: string[], hint: string[]) {
@@ -89,27 +89,49 @@ test('an ungrounded hint never triggers the cross-check', async () => {
   assert.equal(j.rule, undefined);
 });
 
-test('praise-only words veto a −1 majority: the turn scores 0, with the rule; other replies and other majorities stay', async () => {
-  const table: [name: string, prm: string, next: string, veto: boolean, score: number][] = [
-    ['praise only, majority −1', '\\boxed{-1}', 'Great, more like this please.', true, 0],
-    ['praise only, veto off', '\\boxed{-1}', 'Great, more like this please.', false, -1],
-    ['praise and a wish', '\\boxed{-1}', 'Great, but next time add a bear.', true, -1],
-    ['a complaint', '\\boxed{-1}', 'No, I wanted a bear.', true, -1],
-    ['praise only, majority +1', '\\boxed{1}', 'Great, more like this please.', true, 1],
+test('the word rule: veto keeps praise-only words from −1 (0); decide makes them +1 and complaint-only words −1; off leaves the votes', async () => {
+  const table: [name: string, prm: string, next: string, rule: WordRule, score: number, why: RegExp | null][] = [
+    ['veto: praise only, majority −1', '\\boxed{-1}', 'Great, more like this please.', 'veto', 0, /praise only/],
+    ['off: praise only, majority −1', '\\boxed{-1}', 'Great, more like this please.', 'off', -1, null],
+    ['veto: praise and a wish', '\\boxed{-1}', 'Great, but next time add a bear.', 'veto', -1, null],
+    ['veto: a complaint', '\\boxed{-1}', 'No, I wanted a bear.', 'veto', -1, null],
+    ['veto: praise only, majority +1', '\\boxed{1}', 'Great, more like this please.', 'veto', 1, null],
+    ['veto: a complaint, majority +1', '\\boxed{1}', 'It needs a bear.', 'veto', 1, null],
+    ['decide: praise only, majority −1', '\\boxed{-1}', 'So sweet, we both enjoyed it.', 'decide', 1, /praise only/],
+    ['decide: praise only, majority 0', '\\boxed{0}', 'Lovely story, thanks.', 'decide', 1, /praise only/],
+    ['decide: a complaint only, majority +1', '\\boxed{1}', 'My son loves bears, could you include one next time?', 'decide', -1, /complaint only/],
+    ['decide: a complaint only, majority 0', '\\boxed{0}', 'There was no bear this time.', 'decide', -1, /complaint only/],
+    ['decide: praise and a wish stay with the votes', '\\boxed{1}', 'Nice story. Can the next one have a bear in it?', 'decide', 1, null],
+    ['decide: no cue either way stays with the votes', '\\boxed{1}', 'My son adores bears.', 'decide', 1, null],
+    ['off: a complaint only, majority +1', '\\boxed{1}', 'It needs a bear.', 'off', 1, null],
   ];
-  for (const [name, prm, next, praiseVeto, score] of table) {
-    const j = await new PrmJudge(scripted([prm], ['\\boxed{-1}']).backend, { m: 3, praiseVeto }).judge(turn('A bear story.', next), { hints: false });
+  for (const [name, prm, next, wordRule, score, why] of table) {
+    const j = await new PrmJudge(scripted([prm], ['\\boxed{-1}']).backend, { m: 3, wordRule }).judge(turn('A story about a box.', next), { hints: false });
     assert.equal(j.score, score, name);
-    assert.equal(j.rule !== undefined, score !== Number(prm.match(/-?\d/)![0]), name);
-    if (j.rule) assert.match(j.rule, /praise only/, name);
+    if (why) assert.match(j.rule ?? '', why, name); else assert.equal(j.rule, undefined, name);
   }
-  // a tool result is never read as praise
-  const tool = await new PrmJudge(scripted(['\\boxed{-1}'], []).backend, { m: 3, praiseVeto: true }).judge(turn('{"name":"ls"}', 'great', 'tool'), { hints: false });
-  assert.equal(tool.score, -1);
+  // a tool result is never read by its words
+  for (const wordRule of ['veto', 'decide'] as WordRule[]) {
+    const tool = await new PrmJudge(scripted(['\\boxed{-1}'], []).backend, { m: 3, wordRule }).judge(turn('{"name":"ls"}', 'great', 'tool'), { hints: false });
+    assert.equal(tool.score, -1);
+  }
+});
+
+test('decide does not overrule the hint votes: praise words with hints asking for what the answer lacks stay −1, complaint words with hints it meets stay +1', async () => {
+  const bear = hintAnswer('The user wants a story about a bear.');
+  const lacks = await new PrmJudge(scripted(['\\boxed{1}'], [bear]).backend, { m: 3, groundHints: true, missingHintVotes: 2, metHintVotes: 2, wordRule: 'decide' })
+    .judge(turn('Lily had a dog.', 'Sweet story, one more please, a bear would be lovely.'), { hints: false });
+  assert.equal(lacks.score, -1);
+  assert.match(lacks.rule ?? '', /lacks/);
+  const has = await new PrmJudge(scripted(['\\boxed{-1}'], [bear]).backend, { m: 3, groundHints: true, missingHintVotes: 2, metHintVotes: 2, wordRule: 'decide' })
+    .judge(turn('Lily had a bear.', 'No more bear stories without a bear, please.'), { hints: false });
+  assert.equal(has.score, 1);
+  assert.match(has.rule ?? '', /has/);
 });
 
 test('the self judge takes these rules with the compact prompts only (a model that reads the full prompts reads the reply itself)', () => {
   const c = { votes: 7, temperature: 0.6, maxTokens: 48 };
-  assert.deepEqual(selfJudgeOptions(c, 'compact'), { m: 7, temperature: 0.6, maxTokens: 48, groundHints: true, missingHintVotes: SELF_JUDGE_MISSING_HINT_VOTES, metHintVotes: SELF_JUDGE_MET_HINT_VOTES, praiseVeto: true });
-  assert.deepEqual(selfJudgeOptions(c, 'full'), { m: 7, temperature: 0.6, maxTokens: 48, groundHints: false, missingHintVotes: 0, metHintVotes: 0, praiseVeto: false });
+  assert.deepEqual(selfJudgeOptions(c, 'compact'), { m: 7, temperature: 0.6, maxTokens: 48, groundHints: true, missingHintVotes: SELF_JUDGE_MISSING_HINT_VOTES, metHintVotes: SELF_JUDGE_MET_HINT_VOTES, wordRule: SELF_JUDGE_WORD_RULE });
+  assert.deepEqual(selfJudgeOptions({ ...c, wordRule: 'veto' }, 'compact').wordRule, 'veto');
+  assert.deepEqual(selfJudgeOptions(c, 'full'), { m: 7, temperature: 0.6, maxTokens: 48, groundHints: false, missingHintVotes: 0, metHintVotes: 0, wordRule: 'off' });
 });

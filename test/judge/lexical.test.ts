@@ -1,7 +1,7 @@
 // The lexical judge against hand labels on realistic feedback messages.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lexicalScore, lexicalHint, praiseOnly } from '../../src/judge/lexical.ts';
+import { lexicalScore, lexicalHint, praiseOnly, complaintOnly } from '../../src/judge/lexical.ts';
 
 const LABELED: [string, -1 | 0 | 1][] = [
   ['Thanks, that is perfect!', 1], ['I love it!', 1], ['Great story, thank you.', 1], ['Perfect, exactly what I needed.', 1],
@@ -49,7 +49,10 @@ test('praise only: a praise cue, no complaint cue and no opening "no"', () => {
     ['No, I wanted a dog.', false],
     ['Nope, thanks.', false],
     ['Cute, though I wanted a frog.', false],
-    ['That bunny made her giggle!', false],
+    ['That bunny made her giggle!', true],
+    ['So sweet, we both enjoyed it.', true],
+    ['Just what we needed tonight, thank you.', true],
+    ['She would have loved a cookie.', false],
     ['Good, but it is sad.', false],
     ['Pretty good, but I like it better with a cat.', false],
     ['Cute, though my son is only into bears right now.', false],
@@ -59,4 +62,22 @@ test('praise only: a praise cue, no complaint cue and no opening "no"', () => {
     ['', false],
   ];
   for (const [text, want] of table) assert.equal(praiseOnly(text), want, text);
+});
+
+test('complaint only: a complaint cue or an opening "no", and no praise cue', () => {
+  const table: [string, boolean][] = [
+    ['It needs a cat.', true],
+    ['There was no fish this time.', true],
+    ['My daughter adores cookies, could you include one next time?', true],
+    ['I was hoping for a duck.', true],
+    ['Could the next one have a train?', true],
+    ['Where was the castle?', true],
+    ['No.', true],
+    ['Nice story. Can the next one have cookies in it?', false],
+    ['Great story, he loved it.', false],
+    ['My son adores bears.', false],
+    ['That was fun. Tell me the next one.', false],
+    ['', false],
+  ];
+  for (const [text, want] of table) assert.equal(complaintOnly(text), want, text);
 });

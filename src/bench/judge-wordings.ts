@@ -1,0 +1,86 @@
+// How the judge reads replies it was never shown: sets of a story with a topic, one without it, and replies a user
+// who wanted the topic would send after each (praise after the first, a complaint or a wish after the second). Every
+// reply is judged with its story a few times; the tally says which share reaches the trainer with the right sign and
+// which replies it misreads. The sets are written by hand (personas/judge/*.json) or drawn from a persona's feedback
+// with two plain stories around its topic. Pure except for the judge calls.
+import type { Judge } from '../judge/judge.ts';
+import type { Persona } from './persona.ts';
+import { judgeAgreement, type JudgeAgreement, type JudgedTurn } from './judge-agreement.ts';
+
+export interface WordingSet {
+  topic: string;
+  /** a story with the topic (the satisfied replies follow it) and one without (the unsatisfied replies) */
+  with: string; without: string;
+  satisfied: string[]; unsatisfied: string[];
+  /** where the set came from (a file, a persona) */
+  source?: string;
+}
+
+export class WordingSetError extends Error { override name = 'WordingSetError'; }
+
+/** A file's sets, checked: an array of {topic, with, without, satisfied[], unsatisfied[]}. */
+export function parseWordingSets(json: unknown, source: string): WordingSet[] {
+  if (!Array.isArray(json) || json.length === 0) throw new WordingSetError(`${source}: expected a non-empty array of wording sets`);
+  return json.map((v, i) => {
+    const at = `${source}[${i}]`;
+    const o = v as Record<string, unknown>;
+    const str = (k: string) => { if (typeof o?.[k] !== 'string' || !(o[k] as string).trim()) throw new WordingSetError(`${at}.${k} must be a non-empty string`); return o[k] as string; };
+    const list = (k: string) => {
+      const l = o?.[k];
+      if (!Array.isArray(l) || l.length === 0 || !l.every((x) => typeof x === 'string' && x.trim())) throw new WordingSetError(`${at}.${k} must be a non-empty array of non-empty strings`);
+      return l as string[];
+    };
+    return { topic: str('topic'), with: str('with'), without: str('without'), satisfied: list('satisfied'), unsatisfied: list('unsatisfied'), source };
+  });
+}
+
+/** The two plain stories a persona's set is judged with, around its topic word. */
+export const PERSONA_STORIES = {
+  with: (topic: string) => `Once upon a time, there was a little girl named Lily. One day she found a ${topic} in the garden. She was very happy and played all day.`,
+  without: 'Once upon a time, there was a little boy named Tim. He went to the park with his mom. They played on the swings and had fun.',
+};
+
+/** A persona's feedback as a set, when its rule asks for a word (`includes`); null otherwise. */
+export function wordingSetOfPersona(p: Persona): WordingSet | null {
+  const rule = p.satisfied as { includes?: string[] };
+  const topic = rule.includes?.[0];
+  if (!topic) return null;
+  return { topic, with: PERSONA_STORIES.with(topic), without: PERSONA_STORIES.without, satisfied: p.feedback.satisfied, unsatisfied: p.feedback.unsatisfied, source: p.name };
+}
+
+export interface MisreadReply { reply: string; satisfied: boolean; topic: string; scores: number[] }
+export interface WordingsResult {
+  sets: { topic: string; source?: string; agreement: JudgeAgreement; wrongSign: number }[];
+  all: JudgeAgreement;
+  /** share of judged replies scored with the opposite sign (praise −1, complaint +1): what trains the wrong way */
+  wrongSign: number;
+  /** replies judged with a wrong or no sign at least once, most often first */
+  misread: MisreadReply[];
+  judgements: number; seconds: number;
+}
+
+const wrongShare = (turns: JudgedTurn[]) => turns.length ? turns.filter((t) => t.score !== null && (t.satisfied ? t.score < 0 : t.score > 0)).length / turns.length : 0;
+
+/** Judge every reply of every set `reps` times after its story. */
+export async function judgeWordings(judge: Judge, sets: WordingSet[], reps: number, log?: (line: string) => void): Promise<WordingsResult> {
+  const started = performance.now();
+  const every: JudgedTurn[] = [], out: WordingsResult['sets'] = [], misread: MisreadReply[] = [];
+  for (const set of sets) {
+    const turns: JudgedTurn[] = [];
+    for (const satisfied of [true, false]) {
+      for (const reply of satisfied ? set.satisfied : set.unsatisfied) {
+        const judged = await Promise.all(Array.from({ length: reps }, () => judge.judge({ response: satisfied ? set.with : set.without, nextState: { role: 'user', text: reply, looksLikeError: false } }, { hints: true })));
+        const scores = judged.map((j) => j.score);
+        for (const j of judged) turns.push({ satisfied, score: j.score, hint: j.hint });
+        if (scores.some((s) => (satisfied ? s <= 0 : s >= 0))) misread.push({ reply, satisfied, topic: set.topic, scores });
+      }
+    }
+    const agreement = judgeAgreement(turns);
+    out.push({ topic: set.topic, source: set.source, agreement, wrongSign: wrongShare(turns) });
+    log?.(`${set.topic}${set.source ? ` (${set.source})` : ''}: sign agreement ${((agreement.signAgreement ?? 0) * 100).toFixed(0)}%, wrong sign ${(wrongShare(turns) * 100).toFixed(0)}%`);
+    every.push(...turns);
+  }
+  const wrong = (m: MisreadReply) => m.scores.filter((s) => (m.satisfied ? s < 0 : s > 0)).length;
+  misread.sort((a, b) => wrong(b) - wrong(a) || a.reply.localeCompare(b.reply));
+  return { sets: out, all: judgeAgreement(every), wrongSign: wrongShare(every), misread, judgements: every.length, seconds: Math.round((performance.now() - started) / 100) / 10 };
+}

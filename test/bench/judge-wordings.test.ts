@@ -1,0 +1,48 @@
+// The judge-wordings benchmark's pieces: wording sets are checked as they are read, a persona becomes a set around its
+// topic word, and every reply is judged `reps` times with its story and tallied (here with the lexical judge, which needs
+// no model, so the expected verdicts are known).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import { parseWordingSets, wordingSetOfPersona, judgeWordings, PERSONA_STORIES, WordingSetError } from '../../src/bench/judge-wordings.ts';
+import { LexicalJudge } from '../../src/judge/judge.ts';
+import { loadPersona } from '../../src/bench/persona.ts';
+
+const set = { topic: 'duck', with: 'Lily saw a duck.', without: 'Tim went to the park.', satisfied: ['Thanks, perfect!', 'Hmm.'], unsatisfied: ['No, I wanted a duck.'] };
+
+test('wording sets: a valid file reads as written; a bad one says where it is wrong', () => {
+  assert.deepEqual(parseWordingSets([set], 'f.json'), [{ ...set, source: 'f.json' }]);
+  const bad: [unknown, RegExp][] = [
+    [[], /non-empty array of wording sets/],
+    [{}, /non-empty array of wording sets/],
+    [[{ ...set, topic: '' }], /f\.json\[0\]\.topic must be a non-empty string/],
+    [[set, { ...set, satisfied: [] }], /f\.json\[1\]\.satisfied must be a non-empty array/],
+    [[{ ...set, unsatisfied: ['ok', 3] }], /unsatisfied must be a non-empty array of non-empty strings/],
+    [[{ ...set, without: undefined }], /without must be a non-empty string/],
+  ];
+  for (const [json, why] of bad) assert.throws(() => parseWordingSets(json, 'f.json'), (e: Error) => e instanceof WordingSetError && why.test(e.message));
+});
+
+test('every shipped wording set and chat persona reads as a set', () => {
+  const dir = new URL('../../personas/judge/', import.meta.url);
+  for (const f of readdirSync(dir).filter((x) => x.endsWith('.json'))) assert.ok(parseWordingSets(JSON.parse(readFileSync(new URL(f, dir), 'utf8')), f).length > 0, f);
+  const cat = wordingSetOfPersona(loadPersona(new URL('../../personas/chat-cat-lover.json', import.meta.url).pathname))!;
+  assert.equal(cat.topic, 'cat');
+  assert.equal(cat.with, PERSONA_STORIES.with('cat'));
+  assert.ok(cat.with.includes('cat') && !/\bcat\b/.test(cat.without));
+  assert.equal(wordingSetOfPersona(loadPersona(new URL('../../personas/short-stories.json', import.meta.url).pathname)), null, 'a rule that asks for no word has no topic');
+});
+
+test('each reply is judged reps times after its story and tallied by the user\'s verdict; misread replies are listed', async () => {
+  const r = await judgeWordings(new LexicalJudge(), [set], 3);
+  assert.equal(r.judgements, 9);
+  assert.deepEqual(r.all.satisfied, { positive: 3, neutral: 3, negative: 0, unjudged: 0 });
+  assert.deepEqual(r.all.unsatisfied, { positive: 0, neutral: 0, negative: 3, unjudged: 0 });
+  assert.equal(r.all.signAgreement, 6 / 9);
+  assert.equal(r.wrongSign, 0);
+  assert.deepEqual(r.misread, [{ reply: 'Hmm.', satisfied: true, topic: 'duck', scores: [0, 0, 0] }]);
+  assert.equal(r.sets.length, 1);
+  const wrong = await judgeWordings(new LexicalJudge(), [{ ...set, satisfied: ['No, not that.'], unsatisfied: ['Thanks!'] }], 2);
+  assert.equal(wrong.wrongSign, 1);
+  assert.equal(wrong.all.signAgreement, 0);
+});
