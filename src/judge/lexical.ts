@@ -16,7 +16,7 @@ export const POSITIVE = [
   'good', 'beautiful', 'lovely', 'yes', 'yay', 'correct', 'spot on', 'just what i wanted', 'just right',
   // how people praise a story for a child: the child's reaction, enjoyment, asking for another
   'loved', 'enjoyed', 'sweet', 'cute', 'adorable', 'delightful', 'charming', 'smiled', 'laughed', 'giggled', 'giggle', 'giggling',
-  'thrilled', 'favorite', 'favourite', 'so much fun', 'that was fun', 'had fun', 'the best', 'just what we needed', 'just what i needed',
+  'thrilled', 'so much fun', 'that was fun', 'had fun', 'the best', 'just what we needed', 'just what i needed',
   'just what we wanted', 'another one', 'one more', 'tell another', 'more please', 'more like this',
 ];
 export const NEGATIVE = [

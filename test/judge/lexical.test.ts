@@ -53,6 +53,8 @@ test('praise only: a praise cue, no complaint cue and no opening "no"', () => {
     ['So sweet, we both enjoyed it.', true],
     ['Just what we needed tonight, thank you.', true],
     ['She would have loved a cookie.', false],
+    // "X are his favourite" names what the user wants, whether or not the answer had it: the hint votes read that one
+    ['Hmm, cats are his favourite.', false],
     ['Good, but it is sad.', false],
     ['Pretty good, but I like it better with a cat.', false],
     ['Cute, though my son is only into bears right now.', false],
@@ -76,6 +78,7 @@ test('complaint only: a complaint cue or an opening "no", and no praise cue', ()
     ['Nice story. Can the next one have cookies in it?', false],
     ['Great story, he loved it.', false],
     ['My son adores bears.', false],
+    ['Missing a cookie though, that\'s her favorite.', true],
     ['That was fun. Tell me the next one.', false],
     ['', false],
   ];
