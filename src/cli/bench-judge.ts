@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { defineCommand, opt, UsageError } from './command.ts';
 import { jsonOption } from './args.ts';
 import { NO_HINT_RULES_HELP, SELF_JUDGE_VOTES, SELF_JUDGE_WORD_RULE } from '../judge/config.ts';
+import { WORD_RULES } from '../judge/judge.ts';
 
 const log = (line: string) => process.stderr.write(`bench judge: ${line}\n`);
 const JUDGE_SETS_DIR = fileURLToPath(new URL('../../personas/judge/', import.meta.url));
@@ -24,7 +25,7 @@ export const benchJudgeCommand = defineCommand({
     reps: opt.int('judgements of each reply', { min: 1, default: 3 }),
     votes: opt.int('self-judge votes per judgement', { min: 1, default: SELF_JUDGE_VOTES }),
     'no-judge-hint-rules': opt.flag(NO_HINT_RULES_HELP),
-    'word-rule': opt.choice(['off', 'veto', 'decide'], 'what the reply\'s own words decide (off: the votes alone; veto: praise-only words are never −1; decide: praise-only words are +1 and complaint-only words −1 unless the hint votes found the opposite)', { defaultText: SELF_JUDGE_WORD_RULE }),
+    'word-rule': opt.choice([...WORD_RULES], 'what the reply\'s own words decide (off: the votes alone; veto: praise-only words are never −1; decide: praise-only words are +1 and complaint-only words −1 unless the hint votes found the opposite)', { defaultText: SELF_JUDGE_WORD_RULE }),
     json: jsonOption,
   },
   run: async (o) => {
