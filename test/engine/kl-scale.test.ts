@@ -12,17 +12,11 @@ import { tinyConfig } from '../../src/bench/shapes.ts';
 import type { Datum } from '../../src/engine/types.ts';
 import type { LossSpec } from '../../src/learn/losses.ts';
 import { tempDir, tinyModel } from '../helpers/models.ts';
+import { gradientOf } from '../helpers/gradcheck.ts';
 
 const tmp = tempDir();
 after(tmp.cleanup);
 
-/** The accumulated gradient, flattened, and the call's loss sum; the trainer is cleared afterwards. */
-function gradientOf(tr: LoraTrainer, data: Datum[], spec: LossSpec): { g: number[]; loss: number } {
-  const m = tr.forwardBackward(data, spec);
-  const g = [...tr.grads.tensors()].flatMap((t) => Array.from(t.data));
-  tr.grads.zero(); tr.pendingTokens = 0;
-  return { g, loss: m.loss * m.tokens };
-}
 
 function assertClose(a: number[], b: number[], what: string): void {
   assert.equal(a.length, b.length);

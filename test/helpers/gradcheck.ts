@@ -9,7 +9,15 @@ import type { ModelWeights } from '../../src/engine/embedded/weights.ts';
 import type { Datum } from '../../src/engine/types.ts';
 import { scoreHidden } from '../../src/engine/embedded/score.ts';
 import { logSumExp } from '../../src/engine/embedded/ops/logits.ts';
-import { fullKlRow, entropyExcessRow } from '../../src/learn/losses.ts';
+import { fullKlRow, entropyExcessRow, type LossSpec } from '../../src/learn/losses.ts';
+
+/** The gradient one forwardBackward call accumulates, flattened, and the call's loss sum; the trainer is cleared afterwards. */
+export function gradientOf(tr: LoraTrainer, data: Datum[], spec: LossSpec): { g: number[]; loss: number } {
+  const m = tr.forwardBackward(data, spec);
+  const g = [...tr.grads.tensors()].flatMap((t) => Array.from(t.data));
+  tr.grads.zero(); tr.pendingTokens = 0;
+  return { g, loss: m.loss * m.tokens };
+}
 
 /** One random direction per adapter tensor (zero for tensors `include` leaves out). */
 export function adapterDirections(tr: LoraTrainer, rng: Rng, include: (t: { target: string; which: string }) => boolean = () => true): Float32Array[] {
