@@ -59,7 +59,12 @@ export interface WordingsResult {
   judgements: number; seconds: number;
 }
 
-const wrongShare = (turns: JudgedTurn[]) => turns.length ? turns.filter((t) => t.score !== null && (t.satisfied ? t.score < 0 : t.score > 0)).length / turns.length : 0;
+/** Share of the judged turns scored with the opposite sign of the user's verdict, from an agreement's tallies. */
+function wrongSign(a: JudgeAgreement): number {
+  const judged = (t: JudgeAgreement['satisfied']) => t.positive + t.neutral + t.negative;
+  const n = judged(a.satisfied) + judged(a.unsatisfied);
+  return n ? (a.satisfied.negative + a.unsatisfied.positive) / n : 0;
+}
 
 /** Judge every reply of every set `reps` times after its story. */
 export async function judgeWordings(judge: Judge, sets: WordingSet[], reps: number, log?: (line: string) => void): Promise<WordingsResult> {
@@ -75,12 +80,13 @@ export async function judgeWordings(judge: Judge, sets: WordingSet[], reps: numb
         if (scores.some((s) => (satisfied ? s <= 0 : s >= 0))) misread.push({ reply, satisfied, topic: set.topic, scores });
       }
     }
-    const agreement = judgeAgreement(turns);
-    out.push({ topic: set.topic, source: set.source, agreement, wrongSign: wrongShare(turns) });
-    log?.(`${set.topic}${set.source ? ` (${set.source})` : ''}: sign agreement ${((agreement.signAgreement ?? 0) * 100).toFixed(0)}%, wrong sign ${(wrongShare(turns) * 100).toFixed(0)}%`);
+    const agreement = judgeAgreement(turns), wrong = wrongSign(agreement);
+    out.push({ topic: set.topic, source: set.source, agreement, wrongSign: wrong });
+    log?.(`${set.topic}${set.source ? ` (${set.source})` : ''}: sign agreement ${((agreement.signAgreement ?? 0) * 100).toFixed(0)}%, wrong sign ${(wrong * 100).toFixed(0)}%`);
     every.push(...turns);
   }
-  const wrong = (m: MisreadReply) => m.scores.filter((s) => (m.satisfied ? s < 0 : s > 0)).length;
-  misread.sort((a, b) => wrong(b) - wrong(a) || a.reply.localeCompare(b.reply));
-  return { sets: out, all: judgeAgreement(every), wrongSign: wrongShare(every), misread, judgements: every.length, seconds: Math.round((performance.now() - started) / 100) / 10 };
+  const wrongScores = (m: MisreadReply) => m.scores.filter((s) => (m.satisfied ? s < 0 : s > 0)).length;
+  misread.sort((a, b) => wrongScores(b) - wrongScores(a) || a.reply.localeCompare(b.reply));
+  const all = judgeAgreement(every);
+  return { sets: out, all, wrongSign: wrongSign(all), misread, judgements: every.length, seconds: Math.round((performance.now() - started) / 100) / 10 };
 }

@@ -6,10 +6,10 @@ import { defineCommand, opt, UsageError } from './command.ts';
 import { jsonOption } from './args.ts';
 import { NO_HINT_RULES_HELP, SELF_JUDGE_VOTES, SELF_JUDGE_WORD_RULE } from '../judge/config.ts';
 import { WORD_RULES } from '../judge/judge.ts';
+import { PERSONAS_DIR } from './bench.ts';
 
 const log = (line: string) => process.stderr.write(`bench judge: ${line}\n`);
 const JUDGE_SETS_DIR = fileURLToPath(new URL('../../personas/judge/', import.meta.url));
-const PERSONAS_DIR = fileURLToPath(new URL('../../personas/', import.meta.url));
 
 export const benchJudgeCommand = defineCommand({
   name: 'bench judge',

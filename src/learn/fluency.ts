@@ -39,16 +39,22 @@ export const REPETITION_DEFAULTS: RepetitionLimits = { n: 3, maxRepeats: 3, maxC
 
 export interface RepetitionCheck { ok: boolean; maxNgramCount: number; longestCharRun: number }
 
+/** Per token, how many times the token n-gram ending there has occurred so far, itself included (0 before the first full n-gram). */
+export function ngramCounts(ids: ArrayLike<number>, n: number): number[] {
+  const seen = new Map<string, number>(), out = new Array<number>(ids.length).fill(0);
+  for (let i = 0; i + n <= ids.length; i++) {
+    const key = Array.prototype.slice.call(ids, i, i + n).join(',');
+    const c = (seen.get(key) ?? 0) + 1;
+    seen.set(key, c);
+    out[i + n - 1] = c;
+  }
+  return out;
+}
+
 /** Loops in a sample: the most frequent token n-gram's count and the longest run of one non-space character. */
 export function repetitionCheck(ids: ArrayLike<number>, text: string, limits: RepetitionLimits = REPETITION_DEFAULTS): RepetitionCheck {
-  const counts = new Map<string, number>();
   let maxNgramCount = 0;
-  for (let i = 0; i + limits.n <= ids.length; i++) {
-    const key = Array.prototype.slice.call(ids, i, i + limits.n).join(',');
-    const c = (counts.get(key) ?? 0) + 1;
-    counts.set(key, c);
-    if (c > maxNgramCount) maxNgramCount = c;
-  }
+  for (const c of ngramCounts(ids, limits.n)) if (c > maxNgramCount) maxNgramCount = c;
   let longestCharRun = 0, run = 0, prev = '';
   for (const ch of text) {
     run = ch === prev && !/\s/.test(ch) ? run + 1 : 1;

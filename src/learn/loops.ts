@@ -6,7 +6,7 @@
 // of "The tree had a tree. The tree…", to say the tree once more. The test is the
 // evaluation's own repetition check (learn/fluency.ts), read as a density so that long answers are not held to a
 // 64-token story's count.
-import { repetitionCheck, REPETITION_DEFAULTS, type RepetitionLimits } from './fluency.ts';
+import { ngramCounts, repetitionCheck, REPETITION_DEFAULTS, type RepetitionLimits } from './fluency.ts';
 
 /** What the guard does to a looping answer's reward: 'withhold' caps it at 0, 'punish' makes it −1, 'off' keeps it. */
 export type LoopGuard = 'off' | 'withhold' | 'punish';
@@ -38,12 +38,5 @@ export function guardedReward(reward: number | null, looping: boolean, guard: Lo
  * that led into it.
  */
 export function loopExcess(ids: ArrayLike<number>, limits: RepetitionLimits = loopLimits(ids.length)): number[] {
-  const counts = new Map<string, number>(), out = new Array<number>(ids.length).fill(0);
-  for (let i = 0; i + limits.n <= ids.length; i++) {
-    const key = Array.prototype.slice.call(ids, i, i + limits.n).join(',');
-    const c = (counts.get(key) ?? 0) + 1;
-    counts.set(key, c);
-    if (c > limits.maxRepeats) out[i + limits.n - 1] = 1;
-  }
-  return out;
+  return ngramCounts(ids, limits.n).map((c) => (c > limits.maxRepeats ? 1 : 0));
 }
