@@ -2,7 +2,7 @@
 import { parseBoxed, majority, parseHintVote, selectHint, hintVoteOf, isGroundedHint, hintMissingFrom, hintMetBy, type Score } from '../learn/votes.ts';
 import { judgePrompts, type JudgeInput } from './prompts.ts';
 import { BackendUnavailable, type ChatBackend } from './backends.ts';
-import { lexicalScore, lexicalHint, praiseOnly, complaintOnly } from './lexical.ts';
+import { lexicalScore, lexicalHint, praiseOnly, complaintOnly, movesOn } from './lexical.ts';
 
 export interface Vote {
   kind: 'prm' | 'hint';
@@ -54,7 +54,9 @@ export interface PrmJudgeOptions {
    * (praiseOnly: "Great, more like this please.") never scores −1, it scores 0; 'decide' — such a reply scores +1, and
    * one that is a complaint and nothing else (complaintOnly: "It needs a cat.") scores −1, unless the hint rules found
    * the opposite (hints asking for what the answer lacks keep a praising reply at −1, and for what it has keep a
-   * complaining one at +1); 'off' — the votes alone.
+   * complaining one at +1), and a reply that moves on to a new request (movesOn: "Thanks! Now one about a cat.") is
+   * not a complaint whatever the hint votes say — +1 with praise, at least 0 without — and gives no hint; 'off' — the
+   * votes alone.
    */
   wordRule?: WordRule;
 }
@@ -102,6 +104,7 @@ export class PrmJudge implements Judge {
       hint: opts.hints ? selectHint(hints.map(hintVoteOf), this.o.minHintLength) : null,
       votes, backend: this.name,
     };
+    const prmMajority = judgement.score;
     let hintSays: Score | null = null;
     if (crossCheck) {
       const missing = hints.filter((v) => v.score === 1 && v.hint && hintMissingFrom(v.hint, input.response)).length;
@@ -116,7 +119,13 @@ export class PrmJudge implements Judge {
     }
     if (this.o.wordRule !== 'off' && input.nextState.role === 'user') {
       const text = input.nextState.text, was = judgement.score, why = judgement.rule ? `${judgement.rule}; ` : '';
-      if (this.o.wordRule === 'veto' && was === -1 && praiseOnly(text)) {
+      if (this.o.wordRule === 'decide' && movesOn(text)) {
+        // the hint votes read "Now one about a cat." as what the answer lacked; it is the user's next request
+        // (the hint rules' verdict is set aside with them: the PRM majority stands, at least 0, +1 with praise)
+        judgement.hint = null;
+        const score: Score = praiseOnly(text) ? 1 : prmMajority === -1 ? 0 : prmMajority;
+        if (score !== was) { judgement.rule = `the reply ${score === 1 && praiseOnly(text) ? 'praises and ' : ''}moves on to a new request (${why}score ${was})`; judgement.score = score; }
+      } else if (this.o.wordRule === 'veto' && was === -1 && praiseOnly(text)) {
         judgement.rule = `the reply's words are praise only (${why}PRM majority −1): no reward`;
         judgement.score = 0;
       } else if (this.o.wordRule === 'decide' && was !== 1 && hintSays !== -1 && praiseOnly(text)) {

@@ -114,6 +114,31 @@ export function complaintOnly(nextState: string): boolean {
   return pos === 0 && (neg > 0 || OPENS_WITH_NO.test(text));
 }
 
+/**
+ * a request for the next answer, not a change to this one: "Now one about a cat.", "Next up: a kite story.", "Can you
+ * do a duck one next?", "Tell me the next one.", "Another one about a robot?" — and not a wish for what the next one
+ * should hold ("Put a cat in the next story.", "Can the next one happen in a castle?") nor "now make it …"
+ */
+const NEXT_REQUEST = [
+  /\bnow\b,? (?:(?:can|could|will|would) you |please |let's |i want |i'd like |how about )?(?:one|a|an|another|tell|write|(?:do|give|make|try) (?:one|a|an|another|me|us))\b/,
+  /(?:^|[.!?,;:] )next\b(?! time)/,
+  /\b(?:story|one|tale) next\b|\bnext[?.!]*$/,
+  /\b(?:tell|give|read|write) (?:me |us )?the next (?:one|story)\b/,
+  /\b(?:another|one more)\b(?: one| story)?,? (?:about|with|where|on|featuring)\b/,
+];
+
+/**
+ * A reply that moves on: it asks for a new answer ("Thank you. Now one with a kite.", "Cool, can you do a pirate story
+ * next?") and has no complaint cue, no contrast and no opening "no". Its request names what the user wants next, not
+ * what this answer lacked, so the self judge's word rule (judge/judge.ts) keeps its hint votes from reading it as a
+ * correction. Not "Next time add a cat." nor "Nice, but can the next one have a cat?" (a wish: complaint cues).
+ */
+export function movesOn(nextState: string): boolean {
+  const text = normalise(nextState);
+  if (!text || !NEXT_REQUEST.some((r) => r.test(text))) return false;
+  return cues(text).neg === 0 && !OPENS_WITH_NO.test(text) && !CONTRAST.test(text);
+}
+
 export function lexicalScore(nextState: string): Score {
   const text = normalise(nextState);
   if (!text) return 0;

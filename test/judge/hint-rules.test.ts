@@ -129,6 +129,27 @@ test('decide does not overrule the hint votes: praise words with hints asking fo
   assert.match(has.rule ?? '', /has/);
 });
 
+test('decide: a reply that moves on is not a complaint whatever the hint votes say, and gives no hint', async () => {
+  const cat = hintAnswer('The user wants a story about a cat.');
+  const judge = (prm: string, next: string) => new PrmJudge(scripted([prm], [cat]).backend, { m: 3, groundHints: true, missingHintVotes: 2, metHintVotes: 2, wordRule: 'decide' })
+    .judge(turn('Lily had a dog.', next), { hints: true });
+  const praised = await judge('\\boxed{-1}', 'Thanks! Now one about a cat.');
+  assert.equal(praised.score, 1);
+  assert.match(praised.rule ?? '', /moves on/);
+  assert.equal(praised.hint, null);
+  const plain = await judge('\\boxed{-1}', 'ok now tell me one about a cat');
+  assert.equal(plain.score, 0);
+  assert.equal(plain.hint, null);
+  assert.equal((await judge('\\boxed{1}', 'ok now tell me one about a cat')).score, 1);
+  // a wish for what the next one should hold is still read by the hint votes: the answer lacked the cat
+  const wish = await judge('\\boxed{1}', 'Put a cat in the next story please.');
+  assert.equal(wish.score, -1);
+  assert.match(wish.hint ?? '', /cat/);
+  // off leaves the votes (veto only lifts praise-only words to 0)
+  const off = await new PrmJudge(scripted(['\\boxed{-1}'], [cat]).backend, { m: 3, groundHints: true, missingHintVotes: 2, wordRule: 'off' }).judge(turn('Lily had a dog.', 'Thanks! Now one about a cat.'), { hints: true });
+  assert.equal(off.score, -1);
+});
+
 test('the self judge takes these rules with the compact prompts only (a model that reads the full prompts reads the reply itself)', () => {
   const c = { votes: 7, temperature: 0.6, maxTokens: 48 };
   assert.deepEqual(selfJudgeOptions(c, 'compact'), { m: 7, temperature: 0.6, maxTokens: 48, groundHints: true, missingHintVotes: SELF_JUDGE_MISSING_HINT_VOTES, metHintVotes: SELF_JUDGE_MET_HINT_VOTES, wordRule: SELF_JUDGE_WORD_RULE });

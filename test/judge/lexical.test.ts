@@ -1,7 +1,7 @@
 // The lexical judge against hand labels on realistic feedback messages.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lexicalScore, lexicalHint, praiseOnly, complaintOnly } from '../../src/judge/lexical.ts';
+import { lexicalScore, lexicalHint, praiseOnly, complaintOnly, movesOn } from '../../src/judge/lexical.ts';
 
 const LABELED: [string, -1 | 0 | 1][] = [
   ['Thanks, that is perfect!', 1], ['I love it!', 1], ['Great story, thank you.', 1], ['Perfect, exactly what I needed.', 1],
@@ -83,4 +83,26 @@ test('complaint only: a complaint cue or an opening "no", and no praise cue', ()
     ['', false],
   ];
   for (const [text, want] of table) assert.equal(complaintOnly(text), want, text);
+});
+
+test('moves on: a request for a new answer with no complaint cue, not a wish for what the next one should hold', () => {
+  const table: [string, boolean][] = [
+    ['Thanks! Now one about a cat.', true],
+    ['Great! Can you do a kite story next?', true],
+    ['Lovely. Next up: a train story.', true],
+    ['That was fun. Tell me the next one.', true],
+    ['Nice. Now I want a story about a fish.', true],
+    ['ok now tell me one about a boat', true],
+    ['Another one about a robot?', true],
+    ['Next time add a cat.', false],
+    ['Nice, but can the next one have a cat?', false],
+    ['Can the next one happen in a castle?', false],
+    ['Put a hat in the next story please.', false],
+    ['Now make it about a dog.', false],
+    ['No, now one about a dog like I asked.', false],
+    ['Thanks, though now one with a bear would be better.', false],
+    ['Great story!', false],
+    ['', false],
+  ];
+  for (const [text, want] of table) assert.equal(movesOn(text), want, text);
 });
