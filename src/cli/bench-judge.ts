@@ -25,7 +25,7 @@ export const benchJudgeCommand = defineCommand({
     reps: opt.int('judgements of each reply', { min: 1, default: 3 }),
     votes: opt.int('self-judge votes per judgement', { min: 1, default: SELF_JUDGE_VOTES }),
     'no-judge-hint-rules': opt.flag(NO_HINT_RULES_HELP),
-    'word-rule': opt.choice([...WORD_RULES], 'what the reply\'s own words decide (off: the votes alone; veto: praise-only words are never −1; decide: praise-only words are +1 and complaint-only words −1 unless the hint votes found the opposite)', { defaultText: SELF_JUDGE_WORD_RULE }),
+    'word-rule': opt.choice([...WORD_RULES], 'what the reply\'s own words decide (off: the votes alone; veto: praise-only words are never −1; decide: praise-only words are +1 and complaint-only words −1 unless the hint votes found the opposite, and a reply that moves on to a new request is not a correction)', { defaultText: SELF_JUDGE_WORD_RULE }),
     json: jsonOption,
   },
   run: async (o) => {

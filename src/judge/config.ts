@@ -66,7 +66,7 @@ export function selfJudgeOptions(c: Pick<JudgeConfig, 'votes' | 'temperature' | 
 }
 
 /** --no-judge-hint-rules on the commands that judge. */
-export const NO_HINT_RULES_HELP = 'turn off the small self judge\'s hint rules: hints must use the reply\'s own words, 2 hint votes asking for what the answer lacks make the turn −1, 2 asking for what it already has (none for what it lacks) make it +1, a reply that is praise by its words alone is +1 and one that is a complaint by its words alone −1 (unless the hint votes found the opposite)';
+export const NO_HINT_RULES_HELP = 'turn off the small self judge\'s hint rules: hints must use the reply\'s own words, 2 hint votes asking for what the answer lacks make the turn −1, 2 asking for what it already has (none for what it lacks) make it +1, a reply that is praise by its words alone is +1 and one that is a complaint by its words alone −1 (unless the hint votes found the opposite), and a reply that moves on to a new request ("Thanks! Now one about a cat.") is not read as a correction';
 
 /** Hint votes (of the self judge's m) that must ask for what the answer lacks to make the turn −1. */
 export const SELF_JUDGE_MISSING_HINT_VOTES = 2;
