@@ -123,8 +123,8 @@ export class PrmJudge implements Judge {
         // the hint votes read "Now one about a cat." as what the answer lacked; it is the user's next request
         // (the hint rules' verdict is set aside with them: the PRM majority stands, at least 0, +1 with praise)
         judgement.hint = null;
-        const score: Score = praiseOnly(text) ? 1 : prmMajority === -1 ? 0 : prmMajority;
-        if (score !== was) { judgement.rule = `the reply ${score === 1 && praiseOnly(text) ? 'praises and ' : ''}moves on to a new request (${why}score ${was})`; judgement.score = score; }
+        const praised = praiseOnly(text), score: Score = praised ? 1 : prmMajority === -1 ? 0 : prmMajority;
+        if (score !== was) { judgement.rule = `the reply ${praised ? 'praises and ' : ''}moves on to a new request (${why}score ${was})`; judgement.score = score; }
       } else if (this.o.wordRule === 'veto' && was === -1 && praiseOnly(text)) {
         judgement.rule = `the reply's words are praise only (${why}PRM majority −1): no reward`;
         judgement.score = 0;

@@ -99,7 +99,12 @@ export function praiseOnly(nextState: string): boolean {
   const text = normalise(nextState);
   if (!text) return false;
   const { pos, neg } = cues(text);
-  return pos > 0 && neg === 0 && !OPENS_WITH_NO.test(text) && !CONTRAST.test(text);
+  return pos > 0 && uncontested(text, neg);
+}
+
+/** No complaint cue, no opening "no" and no contrast: nothing in the (normalised) reply says the answer fell short. */
+function uncontested(text: string, neg: number): boolean {
+  return neg === 0 && !OPENS_WITH_NO.test(text) && !CONTRAST.test(text);
 }
 
 /**
@@ -135,8 +140,7 @@ const NEXT_REQUEST = [
  */
 export function movesOn(nextState: string): boolean {
   const text = normalise(nextState);
-  if (!text || !NEXT_REQUEST.some((r) => r.test(text))) return false;
-  return cues(text).neg === 0 && !OPENS_WITH_NO.test(text) && !CONTRAST.test(text);
+  return !!text && NEXT_REQUEST.some((r) => r.test(text)) && uncontested(text, cues(text).neg);
 }
 
 export function lexicalScore(nextState: string): Score {

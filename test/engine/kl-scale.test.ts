@@ -17,7 +17,6 @@ import { gradientOf } from '../helpers/gradcheck.ts';
 const tmp = tempDir();
 after(tmp.cleanup);
 
-
 function assertClose(a: number[], b: number[], what: string): void {
   assert.equal(a.length, b.length);
   const scale = Math.max(1e-6, ...b.map(Math.abs));

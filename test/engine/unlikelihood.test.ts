@@ -16,7 +16,6 @@ import { gradientOf } from '../helpers/gradcheck.ts';
 const tmp = tempDir();
 after(tmp.cleanup);
 
-
 test('unlikelihood weights add w·(−log(1 − p)) per token, train linearly in w, lower the weighted tokens; bad weights are refused', async () => {
   const dir = join(tmp.dir, 'unlikelihood');
   tinyModel(dir, tinyConfig('llama'), { scale: 10 });
