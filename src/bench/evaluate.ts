@@ -15,6 +15,7 @@
 // `fluentPlain` is the plain band's alone. The preference band also carries its own repetition limit,
 // from the same samples (src/learn/fluency.ts, repeatLimit): a topic's words recur in the base's own
 // stories about it.
+import { repeatShare } from '../learn/repeat-guard.ts';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -83,6 +84,8 @@ export interface HeldOutEvaluation {
   plainFluentRate: number; plainSatisfiedAndFluentRate: number;
   /** distinct token bigrams over all of the evaluation's samples (learn/variety.ts): falls when answers collapse onto one */
   distinct2: number;
+  /** share of samples that repeat an earlier sample to the same prompt word for word (learn/repeat-guard.ts): 0 at the base */
+  repeatRate: number;
   samples: EvaluatedSample[];
 }
 
@@ -191,6 +194,6 @@ export async function evaluateHeldOut(engine: Engine, persona: Persona, k: numbe
   const share = (f: (x: EvaluatedSample) => boolean) => samples.filter(f).length / n;
   return {
     rate: share((x) => x.satisfied), fluentRate: share((x) => x.fluent), satisfiedAndFluentRate: share((x) => x.satisfied && x.fluent),
-    plainFluentRate: share((x) => x.fluentPlain), plainSatisfiedAndFluentRate: share((x) => x.satisfied && x.fluentPlain), distinct2: distinctNgrams(answers, 2), samples,
+    plainFluentRate: share((x) => x.fluentPlain), plainSatisfiedAndFluentRate: share((x) => x.satisfied && x.fluentPlain), distinct2: distinctNgrams(answers, 2), repeatRate: repeatShare(samples), samples,
   };
 }

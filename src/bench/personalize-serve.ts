@@ -42,6 +42,8 @@ export interface ServePoint {
   conversations: number; policyVersion: number; rate: number; fluentRate: number; satisfiedAndFluentRate: number; klToBase: number;
   /** distinct token bigrams over the held-out samples (bench/evaluate.ts) */
   distinct2: number;
+  /** share of held-out samples that repeat an earlier one to the same prompt word for word */
+  repeatRate: number;
   /** seconds since the start when the point was taken (the traffic's clock) */
   seconds: number;
 }
@@ -152,9 +154,9 @@ export async function runPersonalizeViaServe(o: ServePersonalizeOptions): Promis
       if (version > 0) await engine.publish(await engine.loadAdapter(join(dataDir, 'checkpoints', 'versions', `v${version}`)));
       const held = await evaluateHeldOut(engine, o.persona, evalK, band, version > 0 ? 'published' : 'base');
       for (const x of held.samples) texts.push(JSON.stringify({ via: 'serve', runSeed: seed, policyVersion: version, ...x }));
-      const r = { rate: held.rate, fluentRate: held.fluentRate, satisfiedAndFluentRate: held.satisfiedAndFluentRate, distinct2: held.distinct2, klToBase: version > 0 ? await klToBase(engine) : 0 };
+      const r = { rate: held.rate, fluentRate: held.fluentRate, satisfiedAndFluentRate: held.satisfiedAndFluentRate, distinct2: held.distinct2, repeatRate: held.repeatRate, klToBase: version > 0 ? await klToBase(engine) : 0 };
       evaluated.set(version, r);
-      o.progress?.(`${label} version ${version}: held-out satisfaction ${pct(r.rate)} · satisfied-and-fluent ${pct(r.satisfiedAndFluentRate)} (fluent ${pct(r.fluentRate)}) · distinct-2 ${r.distinct2.toFixed(2)} · KL ${r.klToBase.toFixed(3)}`);
+      o.progress?.(`${label} version ${version}: held-out satisfaction ${pct(r.rate)} · satisfied-and-fluent ${pct(r.satisfiedAndFluentRate)} (fluent ${pct(r.fluentRate)}) · distinct-2 ${r.distinct2.toFixed(2)} · repeats ${pct(r.repeatRate)} · KL ${r.klToBase.toFixed(3)}`);
       return r;
     };
     const curve: ServePoint[] = [];

@@ -37,6 +37,8 @@ export interface CurvePoint {
   plainFluentRate: number; plainSatisfiedAndFluentRate: number;
   /** distinct token bigrams over the held-out samples (the base's at conversation 0): variety next to fluency */
   distinct2: number;
+  /** share of held-out samples that repeat an earlier one to the same prompt word for word */
+  repeatRate: number;
   referenceLogLikelihood: number; seconds: number;
   /** the same measures on the persona's validation requests (only when it has them): the set recipes are chosen on */
   validation?: { rate: number; fluentRate: number; satisfiedAndFluentRate: number; plainFluentRate: number; plainSatisfiedAndFluentRate: number };
@@ -59,6 +61,8 @@ export interface PersonalizeResult {
   trainerLog: string[];
   /** judged answers the loop guard kept from being reinforced or distilled */
   loopingAnswers: number;
+  /** approved answers the repeat guard kept from their reward */
+  repeatedAnswers: number;
   /** judged answers below the likelihood guard's floor, and the floor (null while it was calibrating or the guard is off) */
   unlikelyAnswers: number; likelihoodFloor: number | null;
   /** upstream's measure: conversations until satisfied-and-fluent stays ≥ base + stableGain for 3 consecutive evaluations */
@@ -132,6 +136,8 @@ export interface PersonalizeOptions {
   loopGuard?: LoopGuard;
   /** what an answer below the base's likelihood floor gets; under withhold or punish it is not distilled either (default: the trainer's, off) */
   likelihoodGuard?: LoopGuard;
+  /** what the reward of a word-for-word repeat of a recent answer becomes (default: the trainer's, off) */
+  repeatGuard?: LoopGuard;
   /** w_opd next to w_rl = 1 (default 1) */
   opdWeight?: number;
   /** hindsight answers (trainer/hindsight.ts; default: the recipe's) */
@@ -169,7 +175,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
   const label = o.method === 'binary' ? 'binary' : `${o.method} (${opdMode})`;
   const trainerLog: string[] = [];
   const trainer = new TrainerLoop(store, engine, {
-    method: o.method, opdMode, klCoef, rewardKlCoef: o.rewardKlCoef ?? null, klEstimator: o.klEstimator ?? RECIPE.klEstimator, entropyGuard: o.entropyGuard ?? RECIPE.entropyGuard, loopGuard: o.loopGuard ?? RECIPE.loopGuard, likelihoodGuard: o.likelihoodGuard ?? RECIPE.likelihoodGuard, hindsight: o.hindsight ?? RECIPE.hindsight, negativeWeight: o.negativeWeight ?? RECIPE.negativeWeight, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
+    method: o.method, opdMode, klCoef, rewardKlCoef: o.rewardKlCoef ?? null, klEstimator: o.klEstimator ?? RECIPE.klEstimator, entropyGuard: o.entropyGuard ?? RECIPE.entropyGuard, loopGuard: o.loopGuard ?? RECIPE.loopGuard, likelihoodGuard: o.likelihoodGuard ?? RECIPE.likelihoodGuard, repeatGuard: o.repeatGuard ?? RECIPE.repeatGuard, hindsight: o.hindsight ?? RECIPE.hindsight, negativeWeight: o.negativeWeight ?? RECIPE.negativeWeight, opdTeacher: o.opdTeacher ?? TRAINER_DEFAULTS.opdTeacher,
     topk: { ...TRAINER_DEFAULTS.topk, selection: o.hintSelection ?? TRAINER_DEFAULTS.topk.selection, k: o.topkK ?? TRAINER_DEFAULTS.topk.k, set: o.topkSet ?? TRAINER_DEFAULTS.topk.set },
     batchSize: o.batchSize ?? RECIPE.batchSize, learningRate: o.learningRate ?? RECIPE.learningRate, rewardBaseline: o.rewardBaseline ?? RECIPE.rewardBaseline, importanceCap: o.importanceCap ?? TRAINER_DEFAULTS.importanceCap, staleDistill: o.staleDistill ?? TRAINER_DEFAULTS.staleDistill, distillUntilMet: o.distillUntilMet ?? TRAINER_DEFAULTS.distillUntilMet, klBudget: o.klBudget ?? TRAINER_DEFAULTS.klBudget, canaryBudget: o.canaryBudget ?? TRAINER_DEFAULTS.canaryBudget, loopUnlikelihood: o.loopUnlikelihood ?? TRAINER_DEFAULTS.loopUnlikelihood, distillFade: o.distillFade ?? TRAINER_DEFAULTS.distillFade, settle: o.settle ?? TRAINER_DEFAULTS.settle, tailGuard: o.tailGuard ?? TRAINER_DEFAULTS.tailGuard, anchorAnswers: o.anchorAnswers ?? RECIPE.anchorAnswers,
     keepNeutral: o.keepNeutral ?? RECIPE.keepNeutral, lora: { rank: o.loraRank ?? RECIPE.lora.rank, alpha: 2 * (o.loraRank ?? RECIPE.lora.rank), seed },
@@ -191,7 +197,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
     const votes = graded?.flatMap((g) => g.grades) ?? [];
     const point: CurvePoint = {
       conversations: done, rate: held.rate, fluentRate: held.fluentRate, satisfiedAndFluentRate: held.satisfiedAndFluentRate, policyVersion: trainer.version,
-      plainFluentRate: held.plainFluentRate, plainSatisfiedAndFluentRate: held.plainSatisfiedAndFluentRate, distinct2: held.distinct2,
+      plainFluentRate: held.plainFluentRate, plainSatisfiedAndFluentRate: held.plainSatisfiedAndFluentRate, distinct2: held.distinct2, repeatRate: held.repeatRate,
       klToBase: trainer.version === 0 ? 0 : await klToBase(engine), referenceLogLikelihood: await referenceLogLikelihood(engine), seconds: (performance.now() - t0) / 1000,
       judgeSatisfaction: scored.length ? scored.reduce((a, b) => a + b, 0) / scored.length : null,
       judgeValidVotes: graded ? votes.filter((v) => v !== null).length / Math.max(1, votes.length) : null,
@@ -200,7 +206,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
     curve.push(point);
     held.samples.forEach((x, i) => samples.push({ conversations: done, policyVersion: trainer.version, ...x, ...(graded ? { judgeScore: graded[i].score, judgeGrades: graded[i].grades } : {}) }));
     o.progress?.(`[${o.persona.name} · ${label}] ${done}/${o.conversations} conversations · version ${trainer.version} · held-out satisfaction ${pct(point.rate)} · ` +
-      `satisfied-and-fluent ${pct(point.satisfiedAndFluentRate)} (fluent ${pct(point.fluentRate)}${band!.preference ? `; plain band ${pct(point.plainSatisfiedAndFluentRate)}, fluent ${pct(point.plainFluentRate)}` : ''}) · distinct-2 ${point.distinct2.toFixed(2)} · KL ${point.klToBase.toFixed(3)}` +
+      `satisfied-and-fluent ${pct(point.satisfiedAndFluentRate)} (fluent ${pct(point.fluentRate)}${band!.preference ? `; plain band ${pct(point.plainSatisfiedAndFluentRate)}, fluent ${pct(point.plainFluentRate)}` : ''}) · distinct-2 ${point.distinct2.toFixed(2)} · repeats ${pct(point.repeatRate)} · KL ${point.klToBase.toFixed(3)}` +
       `${point.validation ? ` · validation satisfied-and-fluent ${pct(point.validation.satisfiedAndFluentRate)} (fluent ${pct(point.validation.fluentRate)})` : ''}` +
       `${graded ? ` · judge-scored ${point.judgeSatisfaction === null ? '–' : point.judgeSatisfaction.toFixed(2)} (${pct(point.judgeValidVotes!)} valid votes)` : ''} · ${point.seconds.toFixed(1)} s`);
   };
@@ -246,7 +252,7 @@ export async function runPersonalize(o: PersonalizeOptions): Promise<Personalize
       turnsPerConversation: turnsPer, satisfiedByTurn, judge: agreement,
       persona: o.persona.name, method: o.method, label, opdMode, klCoef, seed, baseRate: curve[0].rate, finalRate: curve.at(-1)!.rate, wallSeconds: +((performance.now() - t0) / 1000).toFixed(1),
       baseSatisfiedAndFluent: curve[0].satisfiedAndFluentRate, finalSatisfiedAndFluent: curve.at(-1)!.satisfiedAndFluentRate, finalKlToBase: curve.at(-1)!.klToBase,
-      fluencyBand: band.plain, preferenceBand: band.preference, conversations: done, steps: trainer.step, curve, samples, trainerLog, loopingAnswers: trainer.counts.looping, unlikelyAnswers: trainer.counts.unlikely, likelihoodFloor: trainer.likelihoodFloor.floor, stable: { ...stableNow(), gain: stableGain },
+      fluencyBand: band.plain, preferenceBand: band.preference, conversations: done, steps: trainer.step, curve, samples, trainerLog, loopingAnswers: trainer.counts.looping, repeatedAnswers: trainer.counts.repeats, unlikelyAnswers: trainer.counts.unlikely, likelihoodFloor: trainer.likelihoodFloor.floor, stable: { ...stableNow(), gain: stableGain },
       ...(curve[0].validation ? { validation: { baseSatisfiedAndFluent: curve[0].validation.satisfiedAndFluentRate, finalSatisfiedAndFluent: curve.at(-1)!.validation!.satisfiedAndFluentRate, finalFluent: curve.at(-1)!.validation!.fluentRate } } : {}),
     };
   } finally {

@@ -33,6 +33,7 @@ import { rewardWindow, windowBaseline, liftBaseline, BASELINE_WINDOW } from '../
 import { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './options.ts';
 import { mergeContinuations } from '../learn/continuations.ts';
 import { guardedReward, loops, loopExcess } from '../learn/loops.ts';
+import { RecentAnswers, repeatGuardedReward } from '../learn/repeat-guard.ts';
 import { LikelihoodFloor, unlikely } from '../learn/likelihood-guard.ts';
 import { baseMeanLogLikelihood } from '../engine/base-likelihood.ts';
 import { collect } from '../engine/types.ts';
@@ -75,7 +76,9 @@ export class TrainerLoop {
   lastStep: StepRecord | null = null;
   /** β of the KL term for the next step: klCoef, or above it while the policy is over its KL budget */
   klCoef: number;
-  counts = { trained: 0, stale: 0, rejected: 0, rolledBack: 0, skipped: 0, looping: 0, unlikely: 0, tailTokens: 0 };
+  counts = { trained: 0, stale: 0, rejected: 0, rolledBack: 0, skipped: 0, looping: 0, unlikely: 0, repeats: 0, tailTokens: 0 };
+  /** the repeat guard's window of recent answers (filled from the store at start) */
+  private readonly recentAnswers: RecentAnswers;
   /** the likelihood guard's floor, calibrated on the base's own answers to the first judged requests */
   readonly likelihoodFloor: LikelihoodFloor;
   /** steps skipped as no-ops (no gradient signal: nothing to publish) */
@@ -102,6 +105,7 @@ export class TrainerLoop {
     if (this.o.klBudget !== null && !(this.o.klBudget > 0)) throw new RangeError(`the KL budget must be > 0 nats/token, got ${this.o.klBudget}`);
     this.klCoef = this.o.klCoef;
     this.likelihoodFloor = new LikelihoodFloor(this.o.likelihoodFloor);
+    this.recentAnswers = new RecentAnswers(this.o.repeatWindow);
     this.periodic = new Periodic(() => this.tick(), this.o.pollMs, (e) => (this.o.error ?? this.o.log)(`trainer: ${(e as Error).stack ?? e}`));
   }
 
@@ -139,6 +143,11 @@ export class TrainerLoop {
       const calibration = this.store.sql(`SELECT base_mean FROM likelihood_calibration ORDER BY turn_id LIMIT ?`).all(this.o.likelihoodFloor.maxSamples) as { base_mean: number }[];
       for (const r of calibration) this.likelihoodFloor.add(r.base_mean);
       if (calibration.length) this.o.log(`trainer: likelihood floor from ${calibration.length} recorded base answers${this.likelihoodFloor.floor !== null ? ` (${this.likelihoodFloor.floor.toFixed(3)} nats/token)` : ''}`);
+    }
+    if (this.o.repeatGuard !== 'off') {
+      // the window as it stood: the last answers that became samples, oldest first
+      const recent = this.store.sql(`SELECT t.response_ids FROM samples s JOIN turns t ON t.id = s.turn_id ORDER BY s.turn_id DESC LIMIT ?`).all(this.o.repeatWindow) as { response_ids: string }[];
+      for (const r of recent.reverse()) this.recentAnswers.seenThenAdd(this.store.decodeIds(r.response_ids));
     }
     if (loaded) this.o.log(`trainer: resumed at step ${this.step} from ${loaded.from} (saved as version ${loaded.version}), serving it as version ${this.version}`);
   }
@@ -260,6 +269,10 @@ export class TrainerLoop {
       const broken = !looping && reward !== null && this.o.likelihoodGuard !== 'off' && await this.unlikelyAnswer(turn, request.params, responseIds);
       if (broken) this.counts.unlikely++;
       reward = guardedReward(reward, broken, this.o.likelihoodGuard);
+      // the repeat guard: a word-for-word retelling of a recent answer earns no more than 0 (the first telling had its +1)
+      const repeated = this.recentAnswers.seenThenAdd(responseIds) && reward !== null && this.o.repeatGuard !== 'off';
+      if (repeated && reward !== null && reward > 0) this.counts.repeats++;
+      reward = repeatGuardedReward(reward, repeated, this.o.repeatGuard);
       const guarded = looping || broken;
       const topk = this.o.opdMode === 'topk' && this.o.method !== 'binary';
       let teacher: number[] | null = null;
@@ -655,6 +668,7 @@ export class TrainerLoop {
       g('step_duration_seconds', 'Duration of the last step.', r ? r.durationMs / 1000 : null) +
       g('samples_skipped_total', 'Samples set aside by no-op steps (no gradient signal in the batch; nothing published).', this.counts.skipped) +
       g('looping_answers_total', 'Judged answers the loop guard kept from being reinforced or distilled (they repeated themselves).', this.counts.looping) +
+      g('repeated_answers_total', 'Approved answers the repeat guard kept from their reward (a word-for-word repeat of a recent answer).', this.counts.repeats) +
       g('unlikely_answers_total', 'Judged answers the likelihood guard kept from being reinforced or distilled (below the base\'s likelihood floor).', this.counts.unlikely) +
       g('noop_steps_total', 'Batches without gradient signal: no optimizer step taken, no version published.', this.noOpSteps) +
       g('staleness_max', 'Versions between sampling and training of the stalest sample in the last step.', r?.stalenessMax) +

@@ -6,10 +6,11 @@ import { OPD_ADVANTAGE_CLIP, type Method } from '../learn/advantages.ts';
 import { TOPK_DEFAULTS, type HintSelection } from '../learn/topk-opd.ts';
 import { GUARD_DEFAULTS } from '../learn/weights-guard.ts';
 import { IMPORTANCE_CAP, type StaleDistill } from '../learn/staleness.ts';
-import { RECIPE } from './recipe.ts';
+import { RECIPE, REPEAT_WINDOW } from './recipe.ts';
 import type { KlEstimator } from '../learn/losses.ts';
 import type { LoopGuard } from '../learn/loops.ts';
 import type { RewardBaseline } from '../learn/baseline.ts';
+import type { RepeatGuard } from '../learn/repeat-guard.ts';
 import { LIKELIHOOD_FLOOR_DEFAULTS, type LikelihoodFloorOptions } from '../learn/likelihood-guard.ts';
 
 /** The OPD teacher reading the hint: the base weights, the live policy, or both (top-K: an entry moves only where both agree, learn/topk-opd.ts agreeingAdvantages). */
@@ -107,6 +108,12 @@ export interface TrainerOptions {
    */
   likelihoodGuard: LoopGuard;
   likelihoodFloor: LikelihoodFloorOptions;
+  /**
+   * what the reward of an answer that repeats one of the last `repeatWindow` answers token for token becomes
+   * (learn/repeat-guard.ts), as loopGuard's choices; the repeat is still distilled (its hint says what it lacked)
+   */
+  repeatGuard: RepeatGuard;
+  repeatWindow: number;
   gradClipNorm: number;
   opdTeacher: OpdTeacher;
   /**
@@ -159,7 +166,7 @@ export interface TrainerOptions {
 
 export const TRAINER_DEFAULTS: Omit<TrainerOptions, 'checkpointDir'> = {
   method: RECIPE.method, batchSize: RECIPE.batchSize, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, keepNeutral: RECIPE.keepNeutral,
-  klCoef: RECIPE.klCoef, rewardKlCoef: null, klBudget: null, canaryBudget: RECIPE.canaryBudget, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, loopUnlikelihood: RECIPE.loopUnlikelihood, likelihoodGuard: RECIPE.likelihoodGuard, likelihoodFloor: { ...LIKELIHOOD_FLOOR_DEFAULTS }, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', staleDistill: 'full', distillUntilMet: false, distillFade: 0, settle: 0, tailGuard: RECIPE.tailGuard, anchorAnswers: RECIPE.anchorAnswers, mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
+  klCoef: RECIPE.klCoef, rewardKlCoef: null, klBudget: null, canaryBudget: RECIPE.canaryBudget, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, loopUnlikelihood: RECIPE.loopUnlikelihood, likelihoodGuard: RECIPE.likelihoodGuard, likelihoodFloor: { ...LIKELIHOOD_FLOOR_DEFAULTS }, repeatGuard: RECIPE.repeatGuard, repeatWindow: REPEAT_WINDOW, hindsight: RECIPE.hindsight, negativeWeight: RECIPE.negativeWeight, lora: { ...RECIPE.lora }, maxStaleness: null, importanceCap: IMPORTANCE_CAP, staleCorrection: 'decoupled', staleDistill: 'full', distillUntilMet: false, distillFade: 0, settle: 0, tailGuard: RECIPE.tailGuard, anchorAnswers: RECIPE.anchorAnswers, mergeTurns: false, clipLow: 0.2, clipHigh: 0.28, gradClipNorm: 1,
   opdTeacher: 'base', opdMode: 'token', opdClip: OPD_ADVANTAGE_CLIP, topk: { k: TOPK_DEFAULTS.k, maxCandidates: TOPK_DEFAULTS.maxCandidates, selection: TOPK_DEFAULTS.selection, set: RECIPE.topkSet },
   weights: { opd: 1, rl: 1 }, overlong: null, checkpointEvery: 1, maxCanaryDrop: GUARD_DEFAULTS.maxCanaryDrop, pollMs: 200, log: () => {},
 };

@@ -5,6 +5,7 @@
 import type { Method } from '../learn/advantages.ts';
 import type { KlEstimator } from '../learn/losses.ts';
 import type { LoopGuard } from '../learn/loops.ts';
+import type { RepeatGuard } from '../learn/repeat-guard.ts';
 import type { OpdTeacher } from './options.ts';
 import { REWARD_BASELINES, type RewardBaseline } from '../learn/baseline.ts';
 import { CANARY_BUDGET_DEFAULTS } from '../learn/canary-budget.ts';
@@ -27,6 +28,8 @@ export interface Recipe {
   loopGuard: LoopGuard;
   /** what an answer below the base's likelihood floor gets (learn/likelihood-guard.ts) */
   likelihoodGuard: LoopGuard;
+  /** what an answer that repeats a recent answer word for word gets (learn/repeat-guard.ts) */
+  repeatGuard: RepeatGuard;
   /** anchor answers per stale batch (TrainerOptions.anchorAnswers; 0 = off) */
   anchorAnswers: number;
   /** the tail guard's probability (learn/tail-guard.ts; 0 = off) */
@@ -59,6 +62,8 @@ export const RECIPE: Readonly<Recipe> = Object.freeze({
   loopGuard: 'off',
   // off for stories260K's recipe, where it was not measured (recipeFor sets the chat model's)
   likelihoodGuard: 'off',
+  // off for stories260K's recipe, where it was not measured (recipeFor sets the chat model's)
+  repeatGuard: 'off',
   // off for stories260K's recipe, where it was not measured (recipeFor sets the chat model's)
   anchorAnswers: 0,
   // off for stories260K's recipe, where it was not measured (recipeFor sets the chat model's)
@@ -167,6 +172,12 @@ export const CHAT_REWARD_KL_COEF = 0.1;
  */
 export const CHAT_DISTILL_UNTIL_MET = true;
 
+/** The repeat guard of the chat model's recipe (learn/repeat-guard.ts). */
+export const CHAT_REPEAT_GUARD: RepeatGuard = 'withhold';
+
+/** How many recent answers the repeat guard compares a new one with. */
+export const REPEAT_WINDOW = 64;
+
 /** The likelihood guard of the chat model's recipe (learn/likelihood-guard.ts). */
 export const CHAT_LIKELIHOOD_GUARD: LoopGuard = 'off';
 
@@ -203,6 +214,8 @@ export interface ModelRecipe {
   loopGuard: LoopGuard;
   /** what the reward of an answer below the base's likelihood floor becomes */
   likelihoodGuard: LoopGuard;
+  /** what the reward of a word-for-word repeat of a recent answer becomes */
+  repeatGuard: RepeatGuard;
   /** anchor answers per stale batch */
   anchorAnswers: number;
   /** tokens sampled below this probability are not reinforced (0 = off) */
@@ -243,10 +256,10 @@ export interface ModelRecipe {
  */
 export function recipeFor(t: ModelTraits): ModelRecipe {
   if (t.chatTemplate && t.embedded) {
-    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: CHAT_KL_COEF, binaryKlCoef: CHAT_BINARY_KL_COEF, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, loopGuard: CHAT_LOOP_GUARD, likelihoodGuard: CHAT_LIKELIHOOD_GUARD, anchorAnswers: CHAT_ANCHOR_ANSWERS, tailGuard: CHAT_TAIL_GUARD, opdWeight: CHAT_OPD_WEIGHT, learningRate: CHAT_LEARNING_RATE, rewardBaseline: CHAT_REWARD_BASELINE, opdTeacher: CHAT_OPD_TEACHER, rewardKlCoef: CHAT_REWARD_KL_COEF, distillUntilMet: CHAT_DISTILL_UNTIL_MET, reason: `a chat model on the embedded engine: combine with top-K OPD (the ${CHAT_OPD_TEACHER === 'policy' ? 'live policy' : 'base'} as teacher, w_opd ${CHAT_OPD_WEIGHT}${CHAT_DISTILL_UNTIL_MET ? ', each answer distilled until it meets the hint' : ''}), the self judge, the exact KL to base at β ${CHAT_KL_COEF} (${CHAT_REWARD_KL_COEF} on answers trained by their reward alone, ${CHAT_BINARY_KL_COEF} for binary), the entropy guard at λ ${CHAT_ENTROPY_GUARD}, the loop guard ${CHAT_LOOP_GUARD}, the likelihood guard ${CHAT_LIKELIHOOD_GUARD}, ${CHAT_ANCHOR_ANSWERS} anchor answers per stale batch, the tail guard at ${CHAT_TAIL_GUARD}, learning rate ${CHAT_LEARNING_RATE}, the ${CHAT_REWARD_BASELINE} reward baseline, β growing once the canary falls ${RECIPE.canaryBudget} nat/token below the base's` };
+    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: CHAT_KL_COEF, binaryKlCoef: CHAT_BINARY_KL_COEF, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, loopGuard: CHAT_LOOP_GUARD, likelihoodGuard: CHAT_LIKELIHOOD_GUARD, repeatGuard: CHAT_REPEAT_GUARD, anchorAnswers: CHAT_ANCHOR_ANSWERS, tailGuard: CHAT_TAIL_GUARD, opdWeight: CHAT_OPD_WEIGHT, learningRate: CHAT_LEARNING_RATE, rewardBaseline: CHAT_REWARD_BASELINE, opdTeacher: CHAT_OPD_TEACHER, rewardKlCoef: CHAT_REWARD_KL_COEF, distillUntilMet: CHAT_DISTILL_UNTIL_MET, reason: `a chat model on the embedded engine: combine with top-K OPD (the ${CHAT_OPD_TEACHER === 'policy' ? 'live policy' : 'base'} as teacher, w_opd ${CHAT_OPD_WEIGHT}${CHAT_DISTILL_UNTIL_MET ? ', each answer distilled until it meets the hint' : ''}), the self judge, the exact KL to base at β ${CHAT_KL_COEF} (${CHAT_REWARD_KL_COEF} on answers trained by their reward alone, ${CHAT_BINARY_KL_COEF} for binary), the entropy guard at λ ${CHAT_ENTROPY_GUARD}, the loop guard ${CHAT_LOOP_GUARD}, the likelihood guard ${CHAT_LIKELIHOOD_GUARD}, the repeat guard ${CHAT_REPEAT_GUARD}, ${CHAT_ANCHOR_ANSWERS} anchor answers per stale batch, the tail guard at ${CHAT_TAIL_GUARD}, learning rate ${CHAT_LEARNING_RATE}, the ${CHAT_REWARD_BASELINE} reward baseline, β growing once the canary falls ${RECIPE.canaryBudget} nat/token below the base's` };
   }
   const why = !t.chatTemplate ? 'no chat template (the model cannot read a hint)' : 'a remote engine (no top-K scoring)';
-  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, binaryKlCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, likelihoodGuard: RECIPE.likelihoodGuard, anchorAnswers: RECIPE.anchorAnswers, tailGuard: RECIPE.tailGuard, opdWeight: 1, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, opdTeacher: 'base', rewardKlCoef: null, distillUntilMet: false, reason: `${why}: ${RECIPE.method}, the lexical judge` };
+  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, binaryKlCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, likelihoodGuard: RECIPE.likelihoodGuard, repeatGuard: RECIPE.repeatGuard, anchorAnswers: RECIPE.anchorAnswers, tailGuard: RECIPE.tailGuard, opdWeight: 1, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, opdTeacher: 'base', rewardKlCoef: null, distillUntilMet: false, reason: `${why}: ${RECIPE.method}, the lexical judge` };
 }
 
 /** β of the KL term a recipe gives a method. */
@@ -273,7 +286,7 @@ export function distillUntilMetOf(r: Pick<ModelRecipe, 'distillUntilMet'>, flags
 }
 
 /** The flags whose default follows the model (options; switches with a --no- twin are left to it when neither is given). */
-const MODEL_AWARE_FLAGS = ['method', 'judge', 'opd-mode', 'kl-coef', 'reward-kl-coef', 'kl-estimator', 'entropy-guard', 'loop-guard', 'likelihood-guard', 'anchor-answers', 'tail-guard', 'opd-weight', 'learning-rate', 'opd-teacher', 'reward-baseline'] as const;
+const MODEL_AWARE_FLAGS = ['method', 'judge', 'opd-mode', 'kl-coef', 'reward-kl-coef', 'kl-estimator', 'entropy-guard', 'loop-guard', 'likelihood-guard', 'repeat-guard', 'anchor-answers', 'tail-guard', 'opd-weight', 'learning-rate', 'opd-teacher', 'reward-baseline'] as const;
 const MODEL_AWARE_SWITCHES = ['distill-until-met'] as const;
 
 /** Whether any choice that follows the model was left to it (then the commands say what was picked). */
@@ -310,6 +323,7 @@ export const MODEL_AWARE_DEFAULT = {
   opdTeacher: `${CHAT_OPD_TEACHER} for a chat model on the embedded engine, else base`,
   loopGuard: `${CHAT_LOOP_GUARD} for a chat model on the embedded engine, else ${RECIPE.loopGuard}`,
   likelihoodGuard: `${CHAT_LIKELIHOOD_GUARD} for a chat model on the embedded engine, else ${RECIPE.likelihoodGuard}`,
+  repeatGuard: `${CHAT_REPEAT_GUARD} for a chat model on the embedded engine, else ${RECIPE.repeatGuard}`,
   opdWeight: `${CHAT_OPD_WEIGHT} for combine with a chat model on the embedded engine, else 1`,
   anchorAnswers: `${CHAT_ANCHOR_ANSWERS} for a chat model on the embedded engine, else ${RECIPE.anchorAnswers}`,
   tailGuard: `${CHAT_TAIL_GUARD} for a chat model on the embedded engine, else ${RECIPE.tailGuard} (off)`,
@@ -325,6 +339,9 @@ export const LOOP_GUARD_HELP = 'what a looping answer\'s reward becomes (a 3-tok
 
 /** `--likelihood-guard` on every command that trains. */
 export const LIKELIHOOD_GUARD_HELP = 'what the reward of an answer the base model finds unlikely becomes (mean log-likelihood per token below the 5th percentile of the base\'s own answers to the first 64 judged requests, which the base answers once each to calibrate it): withhold caps it at 0, punish makes it −1, off keeps the judge\'s; under withhold or punish such an answer is not distilled either';
+
+/** `--repeat-guard` on every command that trains. */
+export const REPEAT_GUARD_HELP = `what the reward of an answer that repeats one of the last ${REPEAT_WINDOW} answers token for token becomes (whatever the request): withhold caps it at 0, so the first telling keeps its +1 and a retelling earns nothing and the policy does not collapse onto one answer; punish makes it −1; off keeps the judge's; a repeat is still distilled`;
 
 /** `--stale-distill` on the commands that train. */
 export const KL_BUDGET_HELP = 'a KL budget in nats/token: while a training batch\'s mean KL to the base is over it, β of the KL term grows (up to 20× --kl-coef, 20% a step) and falls back as the KL comes under (default: none, β stays --kl-coef)';

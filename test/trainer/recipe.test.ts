@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { recipeFor, RECIPE, CHAT_ENTROPY_GUARD, CHAT_LEARNING_RATE, CHAT_OPD_TEACHER, CHAT_KL_COEF, CHAT_BINARY_KL_COEF, CHAT_LOOP_GUARD, CHAT_LIKELIHOOD_GUARD, CHAT_OPD_WEIGHT, CHAT_ANCHOR_ANSWERS, CHAT_TAIL_GUARD, klCoefOf, type ModelTraits, CHAT_REWARD_BASELINE, CHAT_REWARD_KL_COEF, CHAT_DISTILL_UNTIL_MET, rewardKlCoefOf, distillUntilMetOf } from '../../src/trainer/recipe.ts';
+import { recipeFor, RECIPE, CHAT_ENTROPY_GUARD, CHAT_LEARNING_RATE, CHAT_OPD_TEACHER, CHAT_KL_COEF, CHAT_BINARY_KL_COEF, CHAT_LOOP_GUARD, CHAT_REPEAT_GUARD, CHAT_LIKELIHOOD_GUARD, CHAT_OPD_WEIGHT, CHAT_ANCHOR_ANSWERS, CHAT_TAIL_GUARD, klCoefOf, type ModelTraits, CHAT_REWARD_BASELINE, CHAT_REWARD_KL_COEF, CHAT_DISTILL_UNTIL_MET, rewardKlCoefOf, distillUntilMetOf } from '../../src/trainer/recipe.ts';
 import { SELF_JUDGE_VOTES, JUDGE_DEFAULTS, defaultVotes } from '../../src/judge/config.ts';
 import { chatTemplateOf } from '../../src/engine/embedded/tokenizer.ts';
 import { tinyConfig } from '../../src/bench/shapes.ts';
@@ -100,11 +100,11 @@ test('serve picks the recipe from the model; flags win', { timeout: 120_000 }, a
   const chatLog = await serveLog(chat, []);
   assert.match(chatLog, /default recipe for this model: a chat model on the embedded engine/);
   assert.match(chatLog, new RegExp(`judge: self \\(${SELF_JUDGE_VOTES} votes\\), learning: combine`));
-  assert.match(chatLog, new RegExp(`KL to base full at β ${CHAT_KL_COEF} \\(${CHAT_REWARD_KL_COEF} on answers trained by their reward alone\\), entropy guard λ ${CHAT_ENTROPY_GUARD}, OPD teacher ${CHAT_OPD_TEACHER} \\(w_opd ${CHAT_OPD_WEIGHT}\\), each answer distilled until it meets the hint, loop guard ${CHAT_LOOP_GUARD}.*, ${CHAT_ANCHOR_ANSWERS} anchor answers per stale batch, tail guard ${CHAT_TAIL_GUARD}, reward baseline ${CHAT_REWARD_BASELINE}`));
-  const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token', '--kl-coef', '0.3', '--kl-estimator', 'k3', '--entropy-guard', '0', '--learning-rate', '3e-3', '--opd-teacher', 'base', '--loop-guard', 'off', '--likelihood-guard', 'off', '--anchor-answers', '0', '--tail-guard', '0', '--opd-weight', '1', '--reward-baseline', 'recent', '--reward-kl-coef', '0.3', '--no-distill-until-met']);
+  assert.match(chatLog, new RegExp(`KL to base full at β ${CHAT_KL_COEF} \\(${CHAT_REWARD_KL_COEF} on answers trained by their reward alone\\), entropy guard λ ${CHAT_ENTROPY_GUARD}, OPD teacher ${CHAT_OPD_TEACHER} \\(w_opd ${CHAT_OPD_WEIGHT}\\), each answer distilled until it meets the hint, loop guard ${CHAT_LOOP_GUARD}.*, repeat guard ${CHAT_REPEAT_GUARD}, ${CHAT_ANCHOR_ANSWERS} anchor answers per stale batch, tail guard ${CHAT_TAIL_GUARD}, reward baseline ${CHAT_REWARD_BASELINE}`));
+  const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token', '--kl-coef', '0.3', '--kl-estimator', 'k3', '--entropy-guard', '0', '--learning-rate', '3e-3', '--opd-teacher', 'base', '--loop-guard', 'off', '--likelihood-guard', 'off', '--repeat-guard', 'off', '--anchor-answers', '0', '--tail-guard', '0', '--opd-weight', '1', '--reward-baseline', 'recent', '--reward-kl-coef', '0.3', '--no-distill-until-met']);
   assert.doesNotMatch(flagged, /default recipe for this model/);
   assert.match(flagged, /judge: lexical, learning: binary \(version \d+\), KL to base k3 at β 0\.3/);
-  assert.doesNotMatch(flagged, /entropy guard|loop guard|likelihood guard|anchor answers|tail guard|reward alone|until it meets/, 'λ 0, the guards and the anchors off, one β and full distillation are not logged');
+  assert.doesNotMatch(flagged, /entropy guard|loop guard|likelihood guard|repeat guard|anchor answers|tail guard|reward alone|until it meets/, 'λ 0, the guards and the anchors off, one β and full distillation are not logged');
   assert.match(await serveLog(chat, ['--kl-coef', '0.4']), /learning: combine \(version \d+\), KL to base full at β 0\.4, entropy/, 'a β the user sets holds for every answer');
   assert.match(await serveLog(chat, ['--judge-votes', '3']), /judge: self \(3 votes\), learning: combine/, 'a flag sets the votes');
   // the training pace: on by default (no batch of lag), a number sets it, off turns it off
