@@ -696,7 +696,7 @@ export class TrainerLoop {
     const samples = Object.fromEntries((this.store.sql(`SELECT status, COUNT(*) AS n FROM samples GROUP BY status`).all() as { status: string; n: number }[]).map((r) => [r.status, r.n]));
     return {
       method: this.o.method, policyVersion: this.version, step: this.step, batchSize: this.o.batchSize, samples, lastStep: this.lastStep,
-      rollbacks: this.counts.rolledBack, failures: this.periodic.totalFailures, noOpSteps: this.noOpSteps, loopingAnswers: this.counts.looping, unlikelyAnswers: this.counts.unlikely, tailTokens: this.counts.tailTokens, likelihoodFloor: this.likelihoodFloor.floor, staleness: this.stalenessDistribution(),
+      rollbacks: this.counts.rolledBack, failures: this.periodic.totalFailures, noOpSteps: this.noOpSteps, loopingAnswers: this.counts.looping, unlikelyAnswers: this.counts.unlikely, repeatedAnswers: this.counts.repeats, tailTokens: this.counts.tailTokens, likelihoodFloor: this.likelihoodFloor.floor, staleness: this.stalenessDistribution(),
       ...(this.o.klBudget !== null ? { klCoef: this.klCoef, klBudget: this.o.klBudget } : {}),
       ...(this.baseCanaryMean !== null ? { canaryBudget: this.o.canaryBudget, canaryFall: this.canaryFall(), klFactor: this.canaryFactor() } : {}),
     };

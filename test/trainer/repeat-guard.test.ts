@@ -51,6 +51,7 @@ for (const guard of ['withhold', 'punish', 'off'] as RepeatGuard[]) {
       }
       assert.equal(trainer.counts.repeats, guard === 'off' ? 0 : 4);
       assert.match(trainer.metrics(), new RegExp(`openclaw_rl_train_repeated_answers_total ${guard === 'off' ? 0 : 4}\\n`));
+      assert.equal(trainer.status().repeatedAnswers, guard === 'off' ? 0 : 4);
     } finally {
       await s.close();
     }
