@@ -10,6 +10,7 @@ import { runPersonalize, writeReport } from '../../src/bench/personalize.ts';
 import { PERSONAS_DIR } from '../../src/cli/bench.ts';
 import { startTestServer } from '../helpers/server.ts';
 import { STORIES, tempDir } from '../helpers/models.ts';
+import { repeatShare } from '../../src/learn/repeat-guard.ts';
 
 const valid = {
   name: 'x', trainPrompts: ['a'], heldOutPrompts: ['b'], satisfied: { includes: ['dog'] },
@@ -163,13 +164,14 @@ test('a small benchmark run writes curve.json, plots of satisfaction and KL, a s
       const at = run.samples.filter((x) => x.conversations === p.conversations);
       assert.equal(at.filter((x) => x.satisfied && x.fluent).length / at.length, p.satisfiedAndFluentRate);
       assert.ok(p.distinct2 > 0 && p.distinct2 <= 1, `distinct-2 ${p.distinct2}`);
+      assert.equal(p.repeatRate, repeatShare(at), 'the repeat share is that of the evaluation\'s own samples');
     }
-    assert.ok(lines.some((l) => /16\/16 conversations · version 4 · held-out satisfaction \d+% · satisfied-and-fluent \d+% \(fluent \d+%; plain band \d+%, fluent \d+%\) · distinct-2 \d\.\d\d · KL/.test(l)));
+    assert.ok(lines.some((l) => /16\/16 conversations · version 4 · held-out satisfaction \d+% · satisfied-and-fluent \d+% \(fluent \d+%; plain band \d+%, fluent \d+%\) · distinct-2 \d\.\d\d · repeats \d+% · KL/.test(l)));
     const files = await writeReport(t.dir, [run]);
     assert.deepEqual(files.map((f) => f.slice(t.dir.length + 1)), ['curve.json', 'plot.svg', 'plot.png', 'kl.svg', 'kl.png', 'summary.md', 'samples.jsonl', 'trainer.log']);
     const curve = JSON.parse(readFileSync(files[0], 'utf8'));
     assert.deepEqual(Object.keys(curve).sort(), ['baseRate', 'baseSatisfiedAndFluent', 'conversations', 'curve', 'finalKlToBase', 'finalRate',
-      'finalSatisfiedAndFluent', 'fluencyBand', 'judge', 'klCoef', 'label', 'likelihoodFloor', 'loopingAnswers', 'method', 'opdMode', 'persona', 'preferenceBand', 'satisfiedByTurn', 'seed', 'stable', 'steps',
+      'finalSatisfiedAndFluent', 'fluencyBand', 'judge', 'klCoef', 'label', 'likelihoodFloor', 'loopingAnswers', 'method', 'opdMode', 'persona', 'preferenceBand', 'repeatedAnswers', 'satisfiedByTurn', 'seed', 'stable', 'steps',
       'turnsPerConversation', 'unlikelyAnswers', 'wallSeconds']);
     assert.match(readFileSync(files[1], 'utf8'), /^<svg[\s\S]*Held-out satisfaction[\s\S]*binary satisfied[\s\S]*binary sat\. &amp; fluent[\s\S]*<\/svg>$/);
     const png = readFileSync(files[2]);
