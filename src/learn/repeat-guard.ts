@@ -9,7 +9,8 @@
 // answers that please are pushed up.
 //
 // Answers are compared by their exact sampled token ids (no re-tokenizing), across sessions and prompts: the user
-// hears the same story whatever the request's wording.
+// hears the same story whatever the request's wording. The reward itself goes through the loop guard's guardedReward
+// (learn/loops.ts): withhold caps it at 0, punish makes it −1.
 import type { LoopGuard } from './loops.ts';
 
 export type RepeatGuard = LoopGuard;
@@ -47,12 +48,6 @@ export class RecentAnswers {
 /** An answer's identity: its token ids (an empty answer has none and never counts as a repeat). */
 export function answerKey(ids: ArrayLike<number>): string {
   return Array.prototype.join.call(ids, ',');
-}
-
-/** The reward of an answer after the repeat guard: as the loop guard, 'withhold' caps it at 0 and 'punish' makes it −1. */
-export function repeatGuardedReward(reward: number | null, repeated: boolean, guard: RepeatGuard): number | null {
-  if (reward === null || !repeated || guard === 'off') return reward;
-  return guard === 'withhold' ? Math.min(reward, 0) : -1;
 }
 
 /**

@@ -33,7 +33,7 @@ import { rewardWindow, windowBaseline, liftBaseline, BASELINE_WINDOW } from '../
 import { TRAINER_DEFAULTS, type TrainerOptions, type StepRecord } from './options.ts';
 import { mergeContinuations } from '../learn/continuations.ts';
 import { guardedReward, loops, loopExcess } from '../learn/loops.ts';
-import { RecentAnswers, repeatGuardedReward } from '../learn/repeat-guard.ts';
+import { RecentAnswers } from '../learn/repeat-guard.ts';
 import { LikelihoodFloor, unlikely } from '../learn/likelihood-guard.ts';
 import { baseMeanLogLikelihood } from '../engine/base-likelihood.ts';
 import { collect } from '../engine/types.ts';
@@ -270,9 +270,9 @@ export class TrainerLoop {
       if (broken) this.counts.unlikely++;
       reward = guardedReward(reward, broken, this.o.likelihoodGuard);
       // the repeat guard: a word-for-word retelling of a recent answer earns no more than 0 (the first telling had its +1)
-      const repeated = this.recentAnswers.seenThenAdd(responseIds) && reward !== null && this.o.repeatGuard !== 'off';
-      if (repeated && reward !== null && reward > 0) this.counts.repeats++;
-      reward = repeatGuardedReward(reward, repeated, this.o.repeatGuard);
+      const repeated = this.o.repeatGuard !== 'off' && this.recentAnswers.seenThenAdd(responseIds) && reward !== null;
+      if (repeated && reward! > 0) this.counts.repeats++;
+      reward = guardedReward(reward, repeated, this.o.repeatGuard);
       const guarded = looping || broken;
       const topk = this.o.opdMode === 'topk' && this.o.method !== 'binary';
       let teacher: number[] | null = null;

@@ -348,7 +348,7 @@ export const LOOP_GUARD_HELP = 'what a looping answer\'s reward becomes (a 3-tok
 export const LIKELIHOOD_GUARD_HELP = 'what the reward of an answer the base model finds unlikely becomes (mean log-likelihood per token below the 5th percentile of the base\'s own answers to the first 64 judged requests, which the base answers once each to calibrate it): withhold caps it at 0, punish makes it −1, off keeps the judge\'s; under withhold or punish such an answer is not distilled either';
 
 /** `--repeat-guard` on every command that trains. */
-export const REPEAT_GUARD_HELP = `what the reward of an answer that repeats one of the last ${REPEAT_WINDOW} answers token for token becomes (whatever the request): withhold caps it at 0, so the first telling keeps its +1 and a retelling earns nothing and the policy does not collapse onto one answer; punish makes it −1; off keeps the judge's; a repeat is still distilled`;
+export const REPEAT_GUARD_HELP = `what the reward of an answer that repeats one of the last ${REPEAT_WINDOW} answers token for token becomes (whatever the request): withhold caps it at 0, so the first telling keeps its +1 and a retelling earns nothing, against a policy collapsing onto one answer (it thins such collapse, not ends it); punish makes it −1; off keeps the judge's; a repeat is still distilled`;
 
 /** `--stale-distill` on the commands that train. */
 export const KL_BUDGET_HELP = 'a KL budget in nats/token: while a training batch\'s mean KL to the base is over it, β of the KL term grows (up to 20× --kl-coef, 20% a step) and falls back as the KL comes under (default: none, β stays --kl-coef)';

@@ -2,7 +2,8 @@
 // share of word-for-word repeats.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RecentAnswers, answerKey, repeatGuardedReward, repeatShare, type RepeatGuard } from '../../src/learn/repeat-guard.ts';
+import { RecentAnswers, answerKey, repeatShare, type RepeatGuard } from '../../src/learn/repeat-guard.ts';
+import { guardedReward } from '../../src/learn/loops.ts';
 
 test('an answer repeats when the same ids are among the last N answers; the window forgets the oldest', () => {
   // [answer ids, seen before?] in order, window 3
@@ -54,7 +55,7 @@ test('the guard caps a repeat\'s reward at 0 (withhold) or sets it to −1 (puni
     [1, false, 'punish', 1],
     [null, true, 'punish', null],
   ];
-  for (const [reward, repeated, guard, want] of table) assert.equal(repeatGuardedReward(reward, repeated, guard), want, `${reward} ${repeated} ${guard}`);
+  for (const [reward, repeated, guard, want] of table) assert.equal(guardedReward(reward, repeated, guard), want, `${reward} ${repeated} ${guard}`);
 });
 
 test('the evaluation\'s repeat share counts word-for-word repeats to the same prompt only', () => {
