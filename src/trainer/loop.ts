@@ -41,7 +41,7 @@ import { hindsightData, hindsightPrompts, type EarlierTurn } from './hindsight.t
 import { distillFade } from '../learn/distill-fade.ts';
 import { guardTail } from '../learn/tail-guard.ts';
 import { nextKlCoef, KL_BUDGET_DEFAULTS } from '../learn/kl-budget.ts';
-import { klScales } from '../learn/kl-scale.ts';
+import { klScales, takesRewardBeta } from '../learn/kl-scale.ts';
 import { ANCHOR_STALENESS, anchorPicks, currentAnswer } from './current-answers.ts';
 
 export { ANCHOR_STALENESS } from './current-answers.ts';
@@ -423,15 +423,17 @@ export class TrainerLoop {
     const correction = this.o.staleCorrection === 'decoupled' ? await this.correctStale(data, staleness) : { data, weightMean: null, truncatedShare: null, distillWeightMean: null };
     if (correction.distillWeightMean !== null) distillNote += `, stale contexts distilled at weight ${correction.distillWeightMean.toFixed(2)}`;
     data = correction.data;
+    // data[i] is still fresh[i]'s answer here (merging below builds new ones, none of them distilled)
+    const approved = new Set(data.filter((_, i) => (fresh[i].reward ?? 0) > 0));
     let mergeNote = '';
     if (this.o.mergeTurns) {
       const m = mergeContinuations(data);
       if (m.merged) mergeNote = `, ${m.merged} turns merged into their episodes' earlier turns`;
       data = m.data;
     }
-    // β follows what trains each answer: its reward alone (the batch's own answers and hindsight, undistilled), or the
-    // hinted teacher and the regularisers (distilled answers, refreshed ones, anchors)
-    const rewardTrained = [...data.map((d) => !d.distill && !d.teacherLogprobs), ...hindsight.map(() => true), ...[...refreshed.values(), ...anchors].map(() => false)];
+    // β follows what trains each answer: its reward alone or the judge's approval (the batch's own answers, hindsight),
+    // or the hinted teacher and the regularisers (distilled answers not approved, refreshed ones, anchors)
+    const rewardTrained = [...data.map((d) => takesRewardBeta({ distilled: Boolean(d.distill || d.teacherLogprobs), approved: approved.has(d) })), ...hindsight.map(() => true), ...[...refreshed.values(), ...anchors].map(() => false)];
     data = [...data, ...hindsight, ...refreshed.values(), ...anchors];
     const factor = this.canaryFactor(), beta = this.klCoef * factor;
     const betas = this.o.rewardKlCoef === null || this.o.method === 'opd' ? null : klScales(beta, this.rewardKlCoef() * factor, rewardTrained);

@@ -79,8 +79,9 @@ export interface TrainerOptions {
   klCoef: number;
   /**
    * β of the KL term on an answer trained by its reward alone (binary, or combine on a turn with nothing distilled,
-   * and hindsight answers); distilled answers and anchor answers keep klCoef (null = klCoef everywhere). The term anchors
-   * what the hinted teacher moves; a reward that keeps approving a met preference needs less of it.
+   * and hindsight answers) and on a distilled answer the judge approved (learn/kl-scale.ts, takesRewardBeta); distilled
+   * answers it did not approve and anchor answers keep klCoef (null = klCoef everywhere). The term anchors what the
+   * hinted teacher moves; a reward that keeps approving a met preference needs less of it.
    */
   rewardKlCoef: number | null;
   /**

@@ -150,8 +150,15 @@ export const CHAT_LOOP_GUARD: LoopGuard = 'punish';
 export const CHAT_REWARD_BASELINE: RewardBaseline = 'lift';
 
 /**
- * β on answers trained by their reward alone (binary, combine's undistilled turns, hindsight answers) in the chat model's
- * recipe; distilled and anchor answers keep CHAT_KL_COEF. Late in a run few turns are distilled, so combine's late steps
+ * β on answers trained by their reward alone (binary, combine's undistilled turns, hindsight answers) and on distilled
+ * answers the judge approved (learn/kl-scale.ts, takesRewardBeta) in the chat model's recipe; distilled answers it did
+ * not approve and anchor answers keep CHAT_KL_COEF. The approved distilled answers joined in session 32: at CHAT_KL_COEF
+ * combine kept a few percent of the base's opening at the one position that decides a met preference ("a little girl
+ * named Tom" among "a bear named Tom") and ended under binary on bear through `serve`; with them, side by side over 3
+ * seeds (medians), combine gained +100/+95/+96/+95 in-process and +99/+95/+96/+97 through `serve` (bear/dog/cat/frog)
+ * against the earlier rule's +99/+93/+97/+97 and +97/+92/+95/+92 and binary's +100/+89/+90/+91 and +99/+73/+92/+91, at
+ * 97–100% fluent (base 97%), and the blind fish/tree/bunny +85/+96/+96 and +94/+95/+93 against +85/+93/+93 and
+ * +95/+95/+95 (docs/benchmarks.md, issue 12 session 32). Late in a run few turns are distilled, so combine's late steps
  * were mostly binary's signal under combine's larger β, and binary ended above it. With this and CHAT_DISTILL_UNTIL_MET,
  * side by side over 3 seeds (medians) the six blind personas gained +87/+94/+91/+97/+94/+94 in-process against the earlier
  * default's +84/+92/+91/+88/+95/+87 at 92–100% fluent against 89–98% (fish/tree/hat/kite/apple/bunny), through `serve`
@@ -263,7 +270,7 @@ export interface ModelRecipe {
  */
 export function recipeFor(t: ModelTraits): ModelRecipe {
   if (t.chatTemplate && t.embedded) {
-    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: CHAT_KL_COEF, binaryKlCoef: CHAT_BINARY_KL_COEF, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, loopGuard: CHAT_LOOP_GUARD, likelihoodGuard: CHAT_LIKELIHOOD_GUARD, repeatGuard: CHAT_REPEAT_GUARD, anchorAnswers: CHAT_ANCHOR_ANSWERS, tailGuard: CHAT_TAIL_GUARD, opdWeight: CHAT_OPD_WEIGHT, learningRate: CHAT_LEARNING_RATE, rewardBaseline: CHAT_REWARD_BASELINE, opdTeacher: CHAT_OPD_TEACHER, rewardKlCoef: CHAT_REWARD_KL_COEF, distillUntilMet: CHAT_DISTILL_UNTIL_MET, reason: `a chat model on the embedded engine: combine with top-K OPD (the ${CHAT_OPD_TEACHER === 'policy' ? 'live policy' : 'base'} as teacher, w_opd ${CHAT_OPD_WEIGHT}${CHAT_DISTILL_UNTIL_MET ? ', each answer distilled until it meets the hint' : ''}), the self judge, the exact KL to base at β ${CHAT_KL_COEF} (${CHAT_REWARD_KL_COEF} on answers trained by their reward alone, ${CHAT_BINARY_KL_COEF} for binary), the entropy guard at λ ${CHAT_ENTROPY_GUARD}, the loop guard ${CHAT_LOOP_GUARD}, the likelihood guard ${CHAT_LIKELIHOOD_GUARD}, the repeat guard ${CHAT_REPEAT_GUARD}, ${CHAT_ANCHOR_ANSWERS} anchor answers per stale batch, the tail guard at ${CHAT_TAIL_GUARD}, learning rate ${CHAT_LEARNING_RATE}, the ${CHAT_REWARD_BASELINE} reward baseline, β growing once the canary falls ${RECIPE.canaryBudget} nat/token below the base's` };
+    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: CHAT_KL_COEF, binaryKlCoef: CHAT_BINARY_KL_COEF, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, loopGuard: CHAT_LOOP_GUARD, likelihoodGuard: CHAT_LIKELIHOOD_GUARD, repeatGuard: CHAT_REPEAT_GUARD, anchorAnswers: CHAT_ANCHOR_ANSWERS, tailGuard: CHAT_TAIL_GUARD, opdWeight: CHAT_OPD_WEIGHT, learningRate: CHAT_LEARNING_RATE, rewardBaseline: CHAT_REWARD_BASELINE, opdTeacher: CHAT_OPD_TEACHER, rewardKlCoef: CHAT_REWARD_KL_COEF, distillUntilMet: CHAT_DISTILL_UNTIL_MET, reason: `a chat model on the embedded engine: combine with top-K OPD (the ${CHAT_OPD_TEACHER === 'policy' ? 'live policy' : 'base'} as teacher, w_opd ${CHAT_OPD_WEIGHT}${CHAT_DISTILL_UNTIL_MET ? ', each answer distilled until it meets the hint' : ''}), the self judge, the exact KL to base at β ${CHAT_KL_COEF} (${CHAT_REWARD_KL_COEF} on answers trained by their reward alone or approved by the judge, ${CHAT_BINARY_KL_COEF} for binary), the entropy guard at λ ${CHAT_ENTROPY_GUARD}, the loop guard ${CHAT_LOOP_GUARD}, the likelihood guard ${CHAT_LIKELIHOOD_GUARD}, the repeat guard ${CHAT_REPEAT_GUARD}, ${CHAT_ANCHOR_ANSWERS} anchor answers per stale batch, the tail guard at ${CHAT_TAIL_GUARD}, learning rate ${CHAT_LEARNING_RATE}, the ${CHAT_REWARD_BASELINE} reward baseline, β growing once the canary falls ${RECIPE.canaryBudget} nat/token below the base's` };
   }
   const why = !t.chatTemplate ? 'no chat template (the model cannot read a hint)' : 'a remote engine (no top-K scoring)';
   return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, binaryKlCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, likelihoodGuard: RECIPE.likelihoodGuard, repeatGuard: RECIPE.repeatGuard, anchorAnswers: RECIPE.anchorAnswers, tailGuard: RECIPE.tailGuard, opdWeight: 1, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, opdTeacher: 'base', rewardKlCoef: null, distillUntilMet: false, reason: `${why}: ${RECIPE.method}, the lexical judge` };
@@ -308,7 +315,7 @@ export const REWARD_BASELINE_OPTION = {
 };
 
 /** `--reward-kl-coef` on the commands that serve and benchmark personal learning. */
-export const REWARD_KL_COEF_HELP = 'β of the KL-to-base term on answers trained by their reward alone (binary, combine\'s turns with nothing distilled, hindsight answers); distilled answers and anchor answers keep --kl-coef';
+export const REWARD_KL_COEF_HELP = 'β of the KL-to-base term on answers trained by their reward alone (binary, combine\'s turns with nothing distilled, hindsight answers) and on distilled answers the judge approved; distilled answers it did not approve and anchor answers keep --kl-coef';
 export const NO_DISTILL_UNTIL_MET_HELP = 'top-K OPD: distil every position of an answer, also after it has what the hint asks for';
 
 /** `--kl-estimator` on every command that trains: its choices and help (learn/losses.ts, KlEstimator). */

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { klScales } from '../../src/learn/kl-scale.ts';
+import { klScales, takesRewardBeta } from '../../src/learn/kl-scale.ts';
 
 test('klScales: the spec takes the larger β, each datum its own β as a share of it', () => {
   const cases: { full: number; reward: number; trained: boolean[]; spec: number; scales: number[] }[] = [
@@ -31,4 +31,14 @@ test('klScales refuses a β that is negative or not finite', () => {
   for (const [full, reward] of [[-0.1, 0.1], [0.1, Number.NaN], [Infinity, 0]]) {
     assert.throws(() => klScales(full, reward, [true]), /must be a finite number ≥ 0/);
   }
+});
+
+test('takesRewardBeta: an undistilled answer, or one the judge approved, takes the reward β', () => {
+  const cases: { distilled: boolean; approved: boolean; reward: boolean }[] = [
+    { distilled: false, approved: true, reward: true }, // praised, trained by its reward
+    { distilled: false, approved: false, reward: true }, // a complaint with no hint: its reward alone
+    { distilled: true, approved: true, reward: true }, // praise that said what to keep: distilled, and anchored by the approval
+    { distilled: true, approved: false, reward: false }, // a complaint's hint distilled: the full β
+  ];
+  for (const c of cases) assert.equal(takesRewardBeta(c), c.reward, JSON.stringify(c));
 });

@@ -100,7 +100,7 @@ test('serve picks the recipe from the model; flags win', { timeout: 120_000 }, a
   const chatLog = await serveLog(chat, []);
   assert.match(chatLog, /default recipe for this model: a chat model on the embedded engine/);
   assert.match(chatLog, new RegExp(`judge: self \\(${SELF_JUDGE_VOTES} votes\\), learning: combine`));
-  assert.match(chatLog, new RegExp(`KL to base full at β ${CHAT_KL_COEF} \\(${CHAT_REWARD_KL_COEF} on answers trained by their reward alone\\), entropy guard λ ${CHAT_ENTROPY_GUARD}, OPD teacher ${CHAT_OPD_TEACHER} \\(w_opd ${CHAT_OPD_WEIGHT}\\), each answer distilled until it meets the hint, loop guard ${CHAT_LOOP_GUARD}.*${CHAT_REPEAT_GUARD === 'off' ? '' : `, repeat guard ${CHAT_REPEAT_GUARD}`}, ${CHAT_ANCHOR_ANSWERS} anchor answers per stale batch, tail guard ${CHAT_TAIL_GUARD}, reward baseline ${CHAT_REWARD_BASELINE}`));
+  assert.match(chatLog, new RegExp(`KL to base full at β ${CHAT_KL_COEF} \\(${CHAT_REWARD_KL_COEF} on answers trained by their reward alone or approved\\), entropy guard λ ${CHAT_ENTROPY_GUARD}, OPD teacher ${CHAT_OPD_TEACHER} \\(w_opd ${CHAT_OPD_WEIGHT}\\), each answer distilled until it meets the hint, loop guard ${CHAT_LOOP_GUARD}.*${CHAT_REPEAT_GUARD === 'off' ? '' : `, repeat guard ${CHAT_REPEAT_GUARD}`}, ${CHAT_ANCHOR_ANSWERS} anchor answers per stale batch, tail guard ${CHAT_TAIL_GUARD}, reward baseline ${CHAT_REWARD_BASELINE}`));
   const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token', '--kl-coef', '0.3', '--kl-estimator', 'k3', '--entropy-guard', '0', '--learning-rate', '3e-3', '--opd-teacher', 'base', '--loop-guard', 'off', '--likelihood-guard', 'off', '--repeat-guard', 'off', '--anchor-answers', '0', '--tail-guard', '0', '--opd-weight', '1', '--reward-baseline', 'recent', '--reward-kl-coef', '0.3', '--no-distill-until-met']);
   assert.doesNotMatch(flagged, /default recipe for this model/);
   assert.match(flagged, /judge: lexical, learning: binary \(version \d+\), KL to base k3 at β 0\.3/);
@@ -138,7 +138,7 @@ test('bench personalize and demo resolve the KL term and the learning rate from 
   const none = {} as Values;
   const c = await resolvePersonalize(none, chat);
   assert.deepEqual({ method: c.method, judge: c.judge, klCoef: c.klCoef, klEstimator: c.klEstimator, entropyGuard: c.entropyGuard }, { method: 'combine', judge: 'self', klCoef: CHAT_KL_COEF, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD });
-  assert.match(c.defaults ?? '', new RegExp(`live policy as teacher, w_opd ${CHAT_OPD_WEIGHT}, each answer distilled until it meets the hint\\), the self judge, the exact KL to base at β ${CHAT_KL_COEF} \\(${CHAT_REWARD_KL_COEF} on answers trained by their reward alone, ${CHAT_BINARY_KL_COEF} for binary\\), the entropy guard at λ`));
+  assert.match(c.defaults ?? '', new RegExp(`live policy as teacher, w_opd ${CHAT_OPD_WEIGHT}, each answer distilled until it meets the hint\\), the self judge, the exact KL to base at β ${CHAT_KL_COEF} \\(${CHAT_REWARD_KL_COEF} on answers trained by their reward alone or approved by the judge, ${CHAT_BINARY_KL_COEF} for binary\\), the entropy guard at λ`));
   const plain = await resolvePersonalize(none, STORIES);
   assert.deepEqual({ method: plain.method, klCoef: plain.klCoef, klEstimator: plain.klEstimator, entropyGuard: plain.entropyGuard }, { method: RECIPE.method, klCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: 0 });
   const flagged = await resolvePersonalize({ 'kl-coef': 0.3 } as Values, chat);

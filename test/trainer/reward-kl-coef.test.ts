@@ -1,5 +1,6 @@
 // --reward-kl-coef in the learning loop on stories260K (top-K combine): the hinted complaints are distilled and keep
-// --kl-coef; the praised answers, trained by their reward alone, take the reward β. Without the option every datum
+// --kl-coef; the praised answers, trained by their reward alone or distilled from praise that says what to keep, take
+// the reward β. Without the option every datum
 // takes --kl-coef (no scale at all).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -8,14 +9,17 @@ import { conversation, observedLoop } from '../helpers/observed-loop.ts';
 import type { Datum } from '../../src/engine/types.ts';
 import type { LossSpec } from '../../src/learn/losses.ts';
 
+/** Praise that also says what to keep: the judge approves the answer (+1) and gives a hint, so it is distilled. */
+const PRAISE_WITH_HINT = 'I love it, thanks! Please write more stories about a dog.';
+
 /** Four complaints with a hint (one step), then four praised answers (another): what each step trained on, and its loss. */
-async function twoSteps(rewardKlCoef: number | null): Promise<{ batches: Datum[][]; losses: LossSpec[] }> {
+async function twoSteps(rewardKlCoef: number | null, praise: boolean | string = false): Promise<{ batches: Datum[][]; losses: LossSpec[] }> {
   const s = await startTestServer();
   try {
     const { lines, batches, losses, judge, trainer } = await observedLoop(s, { klCoef: 0.3, rewardKlCoef, anchorAnswers: 0, rewardBaseline: 'lift' });
     for (let c = 0; c < 4; c++) await conversation(s, c, true);
     await judge.tick(); await trainer.buildSamples(); await trainer.tick();
-    for (let c = 4; c < 8; c++) await conversation(s, c, false);
+    for (let c = 4; c < 8; c++) await conversation(s, c, praise);
     await judge.tick(); await trainer.buildSamples(); await trainer.tick();
     assert.equal(trainer.step, 2, lines.join('\n'));
     return { batches, losses };
@@ -39,4 +43,12 @@ test('--reward-kl-coef 0.1: distilled complaints train at β 0.3, praised answer
     assert.equal((plain.losses[i] as { klCoef?: number }).klCoef, 0.3);
     for (const d of batch) assert.equal(d.klScale, undefined);
   }
+});
+
+test('--reward-kl-coef 0.1: a praised answer that is also distilled (the praise says what to keep) trains at the reward β', { timeout: 300_000 }, async () => {
+  const { batches, losses } = await twoSteps(0.1, PRAISE_WITH_HINT);
+  const praise = batches[1];
+  assert.ok(praise.length >= 4 && praise.every((d) => d.distill), 'every praised answer carries a distillation set from the praise\'s hint');
+  for (const d of praise) assert.ok(Math.abs(betaOf(d, losses[1]) - 0.1) < 1e-12, `approved, distilled answer: β ${betaOf(d, losses[1])}`);
+  for (const d of batches[0]) if (d.distill) assert.ok(Math.abs(betaOf(d, losses[0]) - 0.3) < 1e-12, 'a distilled complaint keeps --kl-coef');
 });
