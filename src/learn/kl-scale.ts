@@ -1,7 +1,7 @@
 // Two strengths of the KL-to-base term in one batch, as pure math: the loss spec carries one β, and each datum
 // scales it (Datum.klScale). An answer trained by its reward alone, or one the judge approved, takes the reward β; a
-// distilled answer the judge did not approve, or one that carries only the regularisers, the full β. The spec's β is the larger of the two, so every scale is at most 1
-// and a β of 0 on either side is exact.
+// distilled answer the judge did not approve, or one that carries only the regularisers, the full β. The spec's β is
+// the larger of the two, so every scale is at most 1 and a β of 0 on either side is exact.
 
 export interface KlScales {
   /** β for the loss spec */
