@@ -9,14 +9,15 @@ import type { Datum } from '../../src/engine/types.ts';
 import type { LossSpec } from '../../src/learn/losses.ts';
 
 /** One story request, answered, and the user's reply: a complaint with a hint, praise, or a reply of the test's own. */
-export async function conversation(s: TestServer, c: number, complaint: boolean | string): Promise<number[]> {
-  const reply = typeof complaint === 'string' ? complaint : complaint ? 'No, I wanted a story about a dog.' : 'I love it, thanks!';
+export async function conversation(s: TestServer, c: number, reply: boolean | string): Promise<number[]> {
+  // true: the complaint; false: the praise; a string: that reply
+  const text = typeof reply === 'string' ? reply : reply ? 'No, I wanted a story about a dog.' : 'I love it, thanks!';
   const prompt = [{ role: 'user', content: 'Once upon a time' }];
   const h = { 'x-session-id': `r-${c}` };
   const first = await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: prompt, max_tokens: 16, temperature: 1, seed: c }, h);
   assert.equal(first.status, 200);
   const answer = first.json.choices[0].message.content as string;
-  await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: [...prompt, { role: 'assistant', content: answer }, { role: 'user', content: reply }], max_tokens: 2 }, { ...h, 'x-session-done': '1' });
+  await post(`${s.url}/v1/chat/completions`, { model: 'stories', messages: [...prompt, { role: 'assistant', content: answer }, { role: 'user', content: text }], max_tokens: 2 }, { ...h, 'x-session-done': '1' });
   const ids = (s.store.sql(`SELECT response_ids FROM turns WHERE session_id = ? ORDER BY idx LIMIT 1`).get(`r-${c}`) as { response_ids: string }).response_ids;
   return JSON.parse(ids) as number[];
 }

@@ -1,7 +1,6 @@
 // --reward-kl-coef in the learning loop on stories260K (top-K combine): the hinted complaints are distilled and keep
 // --kl-coef; the praised answers, trained by their reward alone or distilled from praise that says what to keep, take
-// the reward β. Without the option every datum
-// takes --kl-coef (no scale at all).
+// the reward β. Without the option every datum takes --kl-coef (no scale at all).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer } from '../helpers/server.ts';
