@@ -109,7 +109,8 @@ export function preferenceBandNote(bands: FluencyBands, persona: Persona, k: num
   return `the base model, given the preference as a hint, satisfied it in ${bands.preferenceSamples} of ${asked} samples (fewer than ${PREFERENCE_BAND_MIN_SAMPLES}): satisfying samples are held to the plain band`;
 }
 
-const EVAL_SEED = (i: number) => 7919 * i + 17;
+/** The sampling seed of a held-out request's i-th evaluated answer (the same at every version, so versions differ by weights alone). */
+export const EVAL_SEED = (i: number) => 7919 * i + 17;
 const CALIBRATION_SEED = (i: number) => 6007 * i + 100_003; // never equal to an evaluation seed for the k used here
 
 /** Base samples per held-out prompt for the fluency bands: at least this many, whatever the evaluation's k. */
@@ -167,27 +168,35 @@ export async function calibrateFluencyCached(engine: Engine, modelDir: string, p
   return { ...bands, cached: false };
 }
 
+/**
+ * One answer to a held-out request, scored as the evaluation scores it: satisfaction by the persona's rule; fluency by
+ * the base model's likelihood of it on the plain request (the plain band) or, when it satisfies a stated preference, on
+ * the request with that preference as a hint (the preference band, with its own repetition limit); loops.
+ */
+export async function scoreAnswer(engine: Engine, persona: Persona, bands: FluencyBands, prompt: string, answer: { ids: number[]; text: string }, seed: number): Promise<EvaluatedSample> {
+  const ll = await baseMeanLogLikelihood(engine, promptIds(engine, prompt), answer.ids);
+  const satisfied = check(persona.satisfied, answer.text);
+  const llPref = bands.preference && satisfied ? await baseMeanLogLikelihood(engine, promptIds(engine, userTextWithHint(prompt, bands.preference.hint)), answer.ids) : null;
+  const rep = repetitionCheck(answer.ids, answer.text);
+  const fluentPlain = isFluent(ll, bands.plain, rep);
+  return {
+    prompt, seed, text: answer.text, tokens: answer.ids.length, satisfied,
+    fluent: llPref !== null ? isFluent(llPref, bands.preference!, { ...rep, ok: withinLimits(rep, { ...REPETITION_DEFAULTS, maxRepeats: bands.preference!.maxRepeats }) }) : fluentPlain, fluentPlain,
+    baseMeanLogLikelihood: +ll.toFixed(4), ...(llPref !== null ? { basePreferenceMeanLogLikelihood: +llPref.toFixed(4) } : {}),
+    maxNgramCount: rep.maxNgramCount, longestCharRun: rep.longestCharRun,
+  };
+}
+
 /** Held-out satisfaction, fluency and satisfied-and-fluent of the live policy, with every sample's text. */
 export async function evaluateHeldOut(engine: Engine, persona: Persona, k: number, bands: FluencyBands, weights: 'published' | 'base' = 'published'): Promise<HeldOutEvaluation> {
   const samples: EvaluatedSample[] = [], answers: number[][] = [];
   for (const prompt of persona.heldOutPrompts) {
     const ids = promptIds(engine, prompt);
-    const hinted = bands.preference ? promptIds(engine, userTextWithHint(prompt, bands.preference.hint)) : null;
     for (let i = 0; i < k; i++) {
       const seed = EVAL_SEED(i);
       const r = await collect(engine.sample(ids, { maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, topP: 1, topK: 0, seed, weights }));
-      const ll = await baseMeanLogLikelihood(engine, ids, r.ids);
-      const satisfied = check(persona.satisfied, r.text);
-      const llPref = hinted && satisfied ? await baseMeanLogLikelihood(engine, hinted, r.ids) : null;
-      const rep = repetitionCheck(r.ids, r.text);
       answers.push(r.ids);
-      const fluentPlain = isFluent(ll, bands.plain, rep);
-      samples.push({
-        prompt, seed, text: r.text, tokens: r.ids.length, satisfied,
-        fluent: llPref !== null ? isFluent(llPref, bands.preference!, { ...rep, ok: withinLimits(rep, { ...REPETITION_DEFAULTS, maxRepeats: bands.preference!.maxRepeats }) }) : fluentPlain, fluentPlain,
-        baseMeanLogLikelihood: +ll.toFixed(4), ...(llPref !== null ? { basePreferenceMeanLogLikelihood: +llPref.toFixed(4) } : {}),
-        maxNgramCount: rep.maxNgramCount, longestCharRun: rep.longestCharRun,
-      });
+      samples.push(await scoreAnswer(engine, persona, bands, prompt, r, seed));
     }
   }
   const n = Math.max(1, samples.length);

@@ -17,6 +17,7 @@ import { sftCommand, mergeCommand } from './sft.ts';
 import { envServerCommand } from './env-server.ts';
 import { benchChatModelCommand } from './bench-chat-model.ts';
 import { benchJudgeCommand } from './bench-judge.ts';
+import { benchHintCommand } from './bench-hint.ts';
 import { agentTrainCommand, agentEvalCommand, benchAgentsCommand, benchGuiCommand } from './agent.ts';
 import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPersonalizeCommand, benchDashboardCommand, benchTinkerCommand, benchOpenclawCommand, benchLoadCommand } from './bench.ts';
 
@@ -24,7 +25,7 @@ import { benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchPerson
 export const COMMANDS: readonly Command[] = [
   serveCommand, serveTinkerCommand, demoCommand, statusCommand, turnsCommand, rollbackCommand, reportCommand, openclawConfigCommand, exportCommand, generateCommand, scoreCommand,
   sftCommand, mergeCommand,
-  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchDashboardCommand, benchPersonalizeCommand, benchChatModelCommand, benchJudgeCommand, benchAgentsCommand, benchGuiCommand, benchTinkerCommand, benchOpenclawCommand, benchLoadCommand,
+  benchEngineCommand, benchTrainCommand, benchGatewayCommand, benchDashboardCommand, benchPersonalizeCommand, benchChatModelCommand, benchJudgeCommand, benchHintCommand, benchAgentsCommand, benchGuiCommand, benchTinkerCommand, benchOpenclawCommand, benchLoadCommand,
   agentTrainCommand, agentEvalCommand, envServerCommand,
 ];
 
