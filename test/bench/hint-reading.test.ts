@@ -29,7 +29,7 @@ test('a row: satisfied, fluent and satisfied-and-fluent shares, the satisfying a
   assert.deepEqual(examples, ['a', 'c', 'd'], 'up to three satisfying answers, in order');
 });
 
-test('the base under hints on stories260K: the row without a hint is the base\'s own held-out evaluation, answer for answer', { timeout: 120_000 }, async () => {
+test('the base under hints on stories260K: the row without a hint has the base\'s own held-out evaluation\'s rates', { timeout: 120_000 }, async () => {
   const { EmbeddedEngine } = await import('../../src/engine/embedded/engine.ts');
   const { calibrateFluency, evaluateHeldOut } = await import('../../src/bench/evaluate.ts');
   const { readHints } = await import('../../src/bench/hint-reading.ts');
