@@ -33,8 +33,9 @@ export const benchHintCommand = defineCommand({
     const { PersonaError } = await import('../bench/persona.ts');
     let persona;
     try { persona = await personaFrom(o['persona-file'], o.persona ?? 'chat-dog-lover'); } catch (e) { if (e instanceof PersonaError) throw new UsageError(e.message); throw e; }
+    if (o.hint.some((h) => !h.trim())) throw new UsageError('--hint must not be empty');
     const hints = [null, ...(persona.preference ? [persona.preference] : []), ...o.hint.filter((h) => h !== persona.preference)];
-    if (hints.some((h) => h !== null && !h.trim())) throw new UsageError('--hint must not be empty');
+    if (hints.length === 1) throw new UsageError(`${persona.name} states no preference ("preference" in its file): give the hint to read with --hint TEXT`);
     const { EmbeddedEngine } = await import('../engine/embedded/engine.ts');
     const { calibrateFluencyCached } = await import('../bench/evaluate.ts');
     const { readHints } = await import('../bench/hint-reading.ts');

@@ -62,6 +62,8 @@ test('bench hint: usage errors are clear and exit 2', () => {
     [['--persona', 'nobody-at-all'], /no shipped persona 'nobody-at-all'/],
     [['--persona', 'chat-cat-lover', '--persona-file', 'personas/chat-cat-lover.json'], /--persona and --persona-file both name a persona/],
     [['--k', '0'], /--k/],
+    [['--persona', 'dog-lover'], /dog-lover states no preference .*give the hint to read with --hint TEXT/],
+    [['--persona', 'chat-cat-lover', '--hint', ' '], /--hint must not be empty/],
   ];
   for (const [args, why] of table) {
     const r = spawnSync(process.execPath, [BIN, 'bench', 'hint', '--model', STORIES, ...args], { encoding: 'utf8' });
