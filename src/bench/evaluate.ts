@@ -168,19 +168,27 @@ export async function calibrateFluencyCached(engine: Engine, modelDir: string, p
   return { ...bands, cached: false };
 }
 
+/** A held-out request as the scoring reads it: its prompt ids, and with the stated preference as a hint when it has a band. */
+export interface ScoringPrompt { prompt: string; plainIds: number[]; hintedIds: number[] | null }
+
+/** The ids an answer to `prompt` is scored on, encoded once per request rather than once per answer. */
+export function scoringPrompt(engine: Engine, prompt: string, bands: FluencyBands): ScoringPrompt {
+  return { prompt, plainIds: promptIds(engine, prompt), hintedIds: bands.preference ? promptIds(engine, userTextWithHint(prompt, bands.preference.hint)) : null };
+}
+
 /**
  * One answer to a held-out request, scored as the evaluation scores it: satisfaction by the persona's rule; fluency by
  * the base model's likelihood of it on the plain request (the plain band) or, when it satisfies a stated preference, on
  * the request with that preference as a hint (the preference band, with its own repetition limit); loops.
  */
-export async function scoreAnswer(engine: Engine, persona: Persona, bands: FluencyBands, prompt: string, answer: { ids: number[]; text: string }, seed: number): Promise<EvaluatedSample> {
-  const ll = await baseMeanLogLikelihood(engine, promptIds(engine, prompt), answer.ids);
+export async function scoreAnswer(engine: Engine, persona: Persona, bands: FluencyBands, at: ScoringPrompt, answer: { ids: number[]; text: string }, seed: number): Promise<EvaluatedSample> {
+  const ll = await baseMeanLogLikelihood(engine, at.plainIds, answer.ids);
   const satisfied = check(persona.satisfied, answer.text);
-  const llPref = bands.preference && satisfied ? await baseMeanLogLikelihood(engine, promptIds(engine, userTextWithHint(prompt, bands.preference.hint)), answer.ids) : null;
+  const llPref = at.hintedIds && satisfied ? await baseMeanLogLikelihood(engine, at.hintedIds, answer.ids) : null;
   const rep = repetitionCheck(answer.ids, answer.text);
   const fluentPlain = isFluent(ll, bands.plain, rep);
   return {
-    prompt, seed, text: answer.text, tokens: answer.ids.length, satisfied,
+    prompt: at.prompt, seed, text: answer.text, tokens: answer.ids.length, satisfied,
     fluent: llPref !== null ? isFluent(llPref, bands.preference!, { ...rep, ok: withinLimits(rep, { ...REPETITION_DEFAULTS, maxRepeats: bands.preference!.maxRepeats }) }) : fluentPlain, fluentPlain,
     baseMeanLogLikelihood: +ll.toFixed(4), ...(llPref !== null ? { basePreferenceMeanLogLikelihood: +llPref.toFixed(4) } : {}),
     maxNgramCount: rep.maxNgramCount, longestCharRun: rep.longestCharRun,
@@ -191,12 +199,12 @@ export async function scoreAnswer(engine: Engine, persona: Persona, bands: Fluen
 export async function evaluateHeldOut(engine: Engine, persona: Persona, k: number, bands: FluencyBands, weights: 'published' | 'base' = 'published'): Promise<HeldOutEvaluation> {
   const samples: EvaluatedSample[] = [], answers: number[][] = [];
   for (const prompt of persona.heldOutPrompts) {
-    const ids = promptIds(engine, prompt);
+    const at = scoringPrompt(engine, prompt, bands);
     for (let i = 0; i < k; i++) {
       const seed = EVAL_SEED(i);
-      const r = await collect(engine.sample(ids, { maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, topP: 1, topK: 0, seed, weights }));
+      const r = await collect(engine.sample(at.plainIds, { maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, topP: 1, topK: 0, seed, weights }));
       answers.push(r.ids);
-      samples.push(await scoreAnswer(engine, persona, bands, prompt, r, seed));
+      samples.push(await scoreAnswer(engine, persona, bands, at, r, seed));
     }
   }
   const n = Math.max(1, samples.length);

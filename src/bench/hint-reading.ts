@@ -8,7 +8,7 @@
 import type { Engine } from '../engine/types.ts';
 import { collect } from '../engine/types.ts';
 import { userTextWithHint } from '../learn/hint-prompt.ts';
-import { scoreAnswer, EVAL_SEED, type EvaluatedSample, type FluencyBands } from './evaluate.ts';
+import { scoreAnswer, scoringPrompt, EVAL_SEED, type EvaluatedSample, type FluencyBands } from './evaluate.ts';
 import type { Persona } from './persona.ts';
 import { median } from './stats.ts';
 
@@ -49,11 +49,12 @@ export async function readHints(engine: Engine, persona: Persona, bands: Fluency
   for (const hint of hints) {
     const samples: EvaluatedSample[] = [];
     for (const prompt of persona.heldOutPrompts) {
-      const ids = engine.tokenizer.encodeChat([{ role: 'user', content: hint === null ? prompt : userTextWithHint(prompt, hint) }]);
+      const at = scoringPrompt(engine, prompt, bands);
+      const ids = hint === null ? at.plainIds : engine.tokenizer.encodeChat([{ role: 'user', content: userTextWithHint(prompt, hint) }]);
       for (let i = 0; i < k; i++) {
         const seed = EVAL_SEED(i);
         const r = await collect(engine.sample(ids, { maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, topP: 1, topK: 0, seed, weights: 'base' }));
-        samples.push(await scoreAnswer(engine, persona, bands, prompt, r, seed));
+        samples.push(await scoreAnswer(engine, persona, bands, at, r, seed));
       }
     }
     const row = summarize(hint, samples);

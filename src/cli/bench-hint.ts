@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { defineCommand, opt, UsageError } from './command.ts';
 import { jsonOption } from './args.ts';
-import { personaFrom, shippedPersonas } from './bench.ts';
+import { personaFrom } from './bench.ts';
 
 const log = (line: string) => process.stderr.write(`bench hint: ${line}\n`);
 
@@ -29,9 +29,9 @@ export const benchHintCommand = defineCommand({
     const model = o.model ?? defaultChatModelDir();
     if (!existsSync(join(model, 'config.json'))) throw new UsageError(`no chat model at ${model}: build it with \`npm run make:chat-model\` or pass --model DIR`);
     if (o.persona !== undefined && o['persona-file']) throw new UsageError('--persona and --persona-file both name a persona: give one');
-    if (o.persona !== undefined && !shippedPersonas().includes(o.persona)) throw new UsageError(`no shipped persona '${o.persona}' (shipped: ${shippedPersonas().join(', ')}; pass --persona-file PATH for your own)`);
     const { PersonaError } = await import('../bench/persona.ts');
     let persona;
+    // personaFrom refuses a name that is not shipped (a usage error); a persona file that does not validate is one too
     try { persona = await personaFrom(o['persona-file'], o.persona ?? 'chat-dog-lover'); } catch (e) { if (e instanceof PersonaError) throw new UsageError(e.message); throw e; }
     if (o.hint.some((h) => !h.trim())) throw new UsageError('--hint must not be empty');
     const hints = [null, ...(persona.preference ? [persona.preference] : []), ...o.hint.filter((h) => h !== persona.preference)];

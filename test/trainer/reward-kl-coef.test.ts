@@ -11,14 +11,14 @@ import type { LossSpec } from '../../src/learn/losses.ts';
 /** Praise that also says what to keep: the judge approves the answer (+1) and gives a hint, so it is distilled. */
 const PRAISE_WITH_HINT = 'I love it, thanks! Please write more stories about a dog.';
 
-/** Four complaints with a hint (one step), then four praised answers (another): what each step trained on, and its loss. */
-async function twoSteps(rewardKlCoef: number | null, praise: boolean | string = false): Promise<{ batches: Datum[][]; losses: LossSpec[] }> {
+/** Four complaints with a hint (one step), then four praised answers (another; `praise`: the user's words, else the helper's): what each step trained on, and its loss. */
+async function twoSteps(rewardKlCoef: number | null, praise?: string): Promise<{ batches: Datum[][]; losses: LossSpec[] }> {
   const s = await startTestServer();
   try {
     const { lines, batches, losses, judge, trainer } = await observedLoop(s, { klCoef: 0.3, rewardKlCoef, anchorAnswers: 0, rewardBaseline: 'lift' });
     for (let c = 0; c < 4; c++) await conversation(s, c, true);
     await judge.tick(); await trainer.buildSamples(); await trainer.tick();
-    for (let c = 4; c < 8; c++) await conversation(s, c, praise);
+    for (let c = 4; c < 8; c++) await conversation(s, c, praise ?? false);
     await judge.tick(); await trainer.buildSamples(); await trainer.tick();
     assert.equal(trainer.step, 2, lines.join('\n'));
     return { batches, losses };
