@@ -48,6 +48,21 @@ export function wordingSetOfPersona(p: Persona): WordingSet | null {
   return { topic, with: PERSONA_STORIES.with(topic), without: PERSONA_STORIES.without, satisfied: p.feedback.satisfied, unsatisfied: p.feedback.unsatisfied, source: p.name };
 }
 
+/**
+ * The wording sets of personas. A persona whose rule asks for no word (a length rule) has no topic to write the stories
+ * around: named by the user it is an error; in the default set (every shipped persona) it is skipped and listed.
+ */
+export function personaWordingSets(personas: { file: string; persona: Persona }[], named: boolean): { sets: WordingSet[]; skipped: string[] } {
+  const sets: WordingSet[] = [], skipped: string[] = [];
+  for (const { file, persona } of personas) {
+    const set = wordingSetOfPersona(persona);
+    if (set) sets.push(set);
+    else if (named) throw new WordingSetError(`${file}: its rule does not ask for a word (includes), so there is no topic to write the stories around`);
+    else skipped.push(persona.name);
+  }
+  return { sets, skipped };
+}
+
 export interface MisreadReply { reply: string; satisfied: boolean; topic: string; scores: number[] }
 export interface WordingsResult {
   sets: { topic: string; source?: string; agreement: JudgeAgreement; wrongSign: number }[];

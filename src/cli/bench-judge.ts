@@ -30,7 +30,7 @@ export const benchJudgeCommand = defineCommand({
   },
   run: async (o) => {
     const { defaultChatModelDir } = await import('../recipes/chat-model/build.ts');
-    const { parseWordingSets, wordingSetOfPersona, judgeWordings } = await import('../bench/judge-wordings.ts');
+    const { parseWordingSets, personaWordingSets, judgeWordings, WordingSetError } = await import('../bench/judge-wordings.ts');
     const { loadPersona } = await import('../bench/persona.ts');
     const model = o.model ?? defaultChatModelDir();
     if (!existsSync(join(model, 'config.json'))) throw new UsageError(`no chat model at ${model}: build it with \`npm run make:chat-model\` or pass --model DIR`);
@@ -43,11 +43,11 @@ export const benchJudgeCommand = defineCommand({
       try { json = JSON.parse(readFileSync(f, 'utf8')); } catch (e) { throw new UsageError(`${f}: ${(e as Error).message}`); }
       try { sets.push(...parseWordingSets(json, f)); } catch (e) { throw new UsageError((e as Error).message); }
     }
-    for (const f of personaFiles) {
-      const set = wordingSetOfPersona(loadPersona(f));
-      if (!set) throw new UsageError(`${f}: its rule does not ask for a word (includes), so there is no topic to write the stories around`);
-      sets.push(set);
-    }
+    try {
+      const personas = personaWordingSets(personaFiles.map((file) => ({ file, persona: loadPersona(file) })), given);
+      sets.push(...personas.sets);
+      if (personas.skipped.length) log(`skipped ${personas.skipped.join(', ')}: a rule that asks for no word has no topic to write the stories around`);
+    } catch (e) { throw e instanceof WordingSetError ? new UsageError(e.message) : e; }
     const { EmbeddedEngine } = await import('../engine/embedded/engine.ts');
     const { createJudge, JUDGE_DEFAULTS } = await import('../judge/config.ts');
     const engine = await EmbeddedEngine.load(model);

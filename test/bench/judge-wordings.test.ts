@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
-import { parseWordingSets, wordingSetOfPersona, judgeWordings, PERSONA_STORIES, WordingSetError } from '../../src/bench/judge-wordings.ts';
+import { parseWordingSets, wordingSetOfPersona, personaWordingSets, judgeWordings, PERSONA_STORIES, WordingSetError } from '../../src/bench/judge-wordings.ts';
 import { LexicalJudge } from '../../src/judge/judge.ts';
 import { loadPersona } from '../../src/bench/persona.ts';
 
@@ -31,6 +31,21 @@ test('every shipped wording set and chat persona reads as a set', () => {
   assert.equal(cat.with, PERSONA_STORIES.with('cat'));
   assert.ok(cat.with.includes('cat') && !/\bcat\b/.test(cat.without));
   assert.equal(wordingSetOfPersona(loadPersona(new URL('../../personas/short-stories.json', import.meta.url).pathname)), null, 'a rule that asks for no word has no topic');
+});
+
+test('the default set skips the shipped personas whose rule asks for no word and lists them; a named one is an error', () => {
+  const files = ['../../personas/', '../../personas/blind/'].flatMap((d) => {
+    const dir = new URL(d, import.meta.url);
+    return readdirSync(dir).filter((f) => f.startsWith('chat-') && f.endsWith('.json')).map((f) => new URL(f, dir).pathname);
+  });
+  const personas = files.map((file) => ({ file, persona: loadPersona(file) }));
+  const { sets, skipped } = personaWordingSets(personas, false);
+  assert.deepEqual(skipped.sort(), ['chat-brief-fan', 'chat-short-stories']);
+  assert.equal(sets.length, personas.length - 2);
+  assert.ok(sets.some((s) => s.topic === 'sun') && sets.some((s) => s.topic === 'dog'));
+  const short = personas.filter((p) => p.persona.name === 'chat-short-stories');
+  assert.throws(() => personaWordingSets(short, true), (e: Error) => e instanceof WordingSetError && /chat-short-stories\.json: its rule does not ask for a word/.test(e.message));
+  assert.deepEqual(personaWordingSets(personas.filter((p) => p.persona.name === 'chat-dog-lover'), true).skipped, []);
 });
 
 test('each reply is judged reps times after its story and tallied by the user\'s verdict; misread replies are listed', async () => {
