@@ -40,8 +40,8 @@ test('the default set skips the shipped personas whose rule asks for no word and
   });
   const personas = files.map((file) => ({ file, persona: loadPersona(file) }));
   const { sets, skipped } = personaWordingSets(personas, false);
-  assert.deepEqual(skipped.sort(), ['chat-brief-fan', 'chat-short-stories']);
-  assert.equal(sets.length, personas.length - 2);
+  assert.deepEqual(skipped.sort(), ['chat-brief-fan', 'chat-cheerful-fan', 'chat-short-stories']);
+  assert.equal(sets.length, personas.length - 3);
   assert.ok(sets.some((s) => s.topic === 'sun') && sets.some((s) => s.topic === 'dog'));
   const short = personas.filter((p) => p.persona.name === 'chat-short-stories');
   assert.throws(() => personaWordingSets(short, true), (e: Error) => e instanceof WordingSetError && /chat-short-stories\.json: its rule does not ask for a word/.test(e.message));
