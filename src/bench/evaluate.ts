@@ -31,7 +31,7 @@ import { distinctNgrams } from '../learn/variety.ts';
 export const NEUTRAL_PROMPTS = ['Once upon a time', 'The sun was', 'One day', 'They went home'];
 export const REFERENCE_TEXT = 'Once upon a time, there was a little girl named Lily. She loved to play outside in the park.';
 
-function promptIds(engine: Engine, text: string): number[] {
+export function promptIds(engine: Engine, text: string): number[] {
   return engine.tokenizer.encodeChat([{ role: 'user', content: text }]);
 }
 

@@ -8,7 +8,7 @@
 import type { Engine } from '../engine/types.ts';
 import { collect } from '../engine/types.ts';
 import { userTextWithHint } from '../learn/hint-prompt.ts';
-import { scoreAnswer, scoringPrompt, EVAL_SEED, type EvaluatedSample, type FluencyBands } from './evaluate.ts';
+import { scoreAnswer, scoringPrompt, promptIds, EVAL_SEED, type EvaluatedSample, type FluencyBands } from './evaluate.ts';
 import type { Persona } from './persona.ts';
 import { median } from './stats.ts';
 
@@ -46,11 +46,12 @@ export function summarize(hint: string | null, samples: EvaluatedSample[]): Hint
 /** The base weights' answers to the held-out requests under each hint (null: none), scored as the evaluation scores. */
 export async function readHints(engine: Engine, persona: Persona, bands: FluencyBands, hints: (string | null)[], k: number, log: (line: string) => void = () => {}): Promise<HintReading> {
   const t0 = performance.now(), rows: HintReadingRow[] = [];
+  // every hint's answers are scored on the same requests: their ids are encoded once
+  const requests = persona.heldOutPrompts.map((prompt) => scoringPrompt(engine, prompt, bands));
   for (const hint of hints) {
     const samples: EvaluatedSample[] = [];
-    for (const prompt of persona.heldOutPrompts) {
-      const at = scoringPrompt(engine, prompt, bands);
-      const ids = hint === null ? at.plainIds : engine.tokenizer.encodeChat([{ role: 'user', content: userTextWithHint(prompt, hint) }]);
+    for (const at of requests) {
+      const ids = hint === null ? at.plainIds : promptIds(engine, userTextWithHint(at.prompt, hint));
       for (let i = 0; i < k; i++) {
         const seed = EVAL_SEED(i);
         const r = await collect(engine.sample(ids, { maxTokens: persona.maxTokens ?? 48, temperature: persona.temperature ?? 1, topP: 1, topK: 0, seed, weights: 'base' }));
