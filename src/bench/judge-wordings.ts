@@ -4,7 +4,7 @@
 // which replies it misreads. The sets are written by hand (personas/judge/*.json) or drawn from a persona's feedback
 // with two plain stories around its topic. Pure except for the judge calls.
 import type { Judge } from '../judge/judge.ts';
-import type { Persona } from './persona.ts';
+import { check, type Persona } from './persona.ts';
 import { judgeAgreement, type JudgeAgreement, type JudgedTurn } from './judge-agreement.ts';
 
 export interface WordingSet {
@@ -39,25 +39,47 @@ export const PERSONA_STORIES = {
   with: (topic: string) => `Once upon a time, there was a little girl named Lily. One day she found a ${topic} in the garden. She was very happy and played all day.`,
   without: 'Once upon a time, there was a little boy named Tim. He went to the park with his mom. They played on the swings and had fun.',
 };
+/** Stories for the rules that ask for no word: a length, or words to keep out. */
+export const RULE_STORIES = {
+  /** 19 words */
+  short: 'Once upon a time, a little girl named Lily found a red ball. She played with it all day.',
+  /** 68 words, nothing sad */
+  long: 'Once upon a time, there was a little girl named Lily. She lived in a small house near the park with her mom and dad. ' +
+    'Every morning she went outside to play with her red ball. One day she met a boy named Tim, and they played together ' +
+    'until the sun went down. Then they ate cake and laughed, and Lily went to bed with a big smile.',
+  happy: PERSONA_STORIES.without,
+  sad: 'Once upon a time, a little boy named Tim lost his dog in the dark woods. He was scared and sad, and he began to cry. ' +
+    'He felt all alone and afraid, and he was hurt and upset.',
+};
 
-/** A persona's feedback as a set, when its rule asks for a word (`includes`); null otherwise. */
+/**
+ * A persona's feedback as a set: praise after a story its rule accepts, complaints after one it rejects. A word rule
+ * (`includes`) gets the plain stories around its word; a length rule (`maxWords`, `minWords`) a short and a long story;
+ * an `avoid` rule a cheerful story and a sad one. Null when the rule is none of these, or the stories do not fall on
+ * the two sides of it (a limit under 19 words, an avoid list without the sad story's words).
+ */
 export function wordingSetOfPersona(p: Persona): WordingSet | null {
-  const rule = p.satisfied as { includes?: string[] };
-  const topic = rule.includes?.[0];
-  if (!topic) return null;
-  return { topic, with: PERSONA_STORIES.with(topic), without: PERSONA_STORIES.without, satisfied: p.feedback.satisfied, unsatisfied: p.feedback.unsatisfied, source: p.name };
+  const rule = p.satisfied as { includes?: string[]; maxWords?: number; minWords?: number; avoid?: string[] };
+  let topic: string, stories: { with: string; without: string };
+  if (rule.includes?.[0]) { topic = rule.includes[0]; stories = { with: PERSONA_STORIES.with(topic), without: PERSONA_STORIES.without }; }
+  else if (rule.maxWords !== undefined) { topic = `at most ${rule.maxWords} words`; stories = { with: RULE_STORIES.short, without: RULE_STORIES.long }; }
+  else if (rule.minWords !== undefined) { topic = `at least ${rule.minWords} words`; stories = { with: RULE_STORIES.long, without: RULE_STORIES.short }; }
+  else if (rule.avoid?.length) { topic = `no ${rule.avoid.slice(0, 3).join('/')}…`; stories = { with: RULE_STORIES.happy, without: RULE_STORIES.sad }; }
+  else return null;
+  if (!check(p.satisfied, stories.with) || check(p.satisfied, stories.without)) return null;
+  return { topic, ...stories, satisfied: p.feedback.satisfied, unsatisfied: p.feedback.unsatisfied, source: p.name };
 }
 
 /**
- * The wording sets of personas. A persona whose rule asks for no word (a length rule) has no topic to write the stories
- * around: named by the user it is an error; in the default set (every shipped persona) it is skipped and listed.
+ * The wording sets of personas. A persona whose rule has no stories on both sides of it (wordingSetOfPersona): named by
+ * the user it is an error; in the default set (every shipped persona) it is skipped and listed.
  */
 export function personaWordingSets(personas: { file: string; persona: Persona }[], named: boolean): { sets: WordingSet[]; skipped: string[] } {
   const sets: WordingSet[] = [], skipped: string[] = [];
   for (const { file, persona } of personas) {
     const set = wordingSetOfPersona(persona);
     if (set) sets.push(set);
-    else if (named) throw new WordingSetError(`${file}: its rule does not ask for a word (includes), so there is no topic to write the stories around`);
+    else if (named) throw new WordingSetError(`${file}: no plain stories fall on both sides of its rule (a word to include, a length of 19 words or more, or words to avoid), so its feedback cannot be judged after them`);
     else skipped.push(persona.name);
   }
   return { sets, skipped };

@@ -14,14 +14,14 @@ const JUDGE_SETS_DIR = fileURLToPath(new URL('../../personas/judge/', import.met
 export const benchJudgeCommand = defineCommand({
   name: 'bench judge',
   summary: 'sign agreement of the self judge on replies it was never shown (hand-written sets and the personas\' feedback)',
-  description: 'Each reply is judged after its story (praise after a story with the topic, a complaint after one without) '
+  description: 'Each reply is judged after its story (praise after a story with the topic, a complaint after one without; for a persona with a length rule a short and a long story, with an avoid rule a cheerful and a sad one) '
     + '--reps times by the self judge as `serve` runs it; reports the share with the right sign, the share with the wrong sign '
     + '(what trains the wrong way) and the replies it misread. Default: every set in personas/judge/ and the feedback of every '
     + 'chat persona under personas/ and personas/blind/.',
   options: {
     model: opt.dir('the chat model folder', { contains: 'config.json', defaultText: '$OPENCLAW_RL_CACHE/models/stories260k-chat', placeholder: 'DIR' }),
     wordings: opt.list('a wording-set file (JSON array of {topic, with, without, satisfied[], unsatisfied[]})', { placeholder: 'FILE' }),
-    'persona-file': opt.list('a persona whose feedback to judge (its rule must ask for a word)', { placeholder: 'FILE' }),
+    'persona-file': opt.list('a persona whose feedback to judge (its rule asks for a word, a length or words to avoid)', { placeholder: 'FILE' }),
     reps: opt.int('judgements of each reply', { min: 1, default: 3 }),
     votes: opt.int('self-judge votes per judgement', { min: 1, default: SELF_JUDGE_VOTES }),
     'no-judge-hint-rules': opt.flag(NO_HINT_RULES_HELP),

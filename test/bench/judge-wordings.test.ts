@@ -4,9 +4,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
-import { parseWordingSets, wordingSetOfPersona, personaWordingSets, judgeWordings, PERSONA_STORIES, WordingSetError } from '../../src/bench/judge-wordings.ts';
+import { parseWordingSets, wordingSetOfPersona, personaWordingSets, judgeWordings, PERSONA_STORIES, RULE_STORIES, WordingSetError } from '../../src/bench/judge-wordings.ts';
 import { LexicalJudge } from '../../src/judge/judge.ts';
-import { loadPersona } from '../../src/bench/persona.ts';
+import { loadPersona, type Persona } from '../../src/bench/persona.ts';
 
 const set = { topic: 'duck', with: 'Lily saw a duck.', without: 'Tim went to the park.', satisfied: ['Thanks, perfect!', 'Hmm.'], unsatisfied: ['No, I wanted a duck.'] };
 
@@ -30,21 +30,42 @@ test('every shipped wording set and chat persona reads as a set', () => {
   assert.equal(cat.topic, 'cat');
   assert.equal(cat.with, PERSONA_STORIES.with('cat'));
   assert.ok(cat.with.includes('cat') && !/\bcat\b/.test(cat.without));
-  assert.equal(wordingSetOfPersona(loadPersona(new URL('../../personas/short-stories.json', import.meta.url).pathname)), null, 'a rule that asks for no word has no topic');
 });
 
-test('the default set skips the shipped personas whose rule asks for no word and lists them; a named one is an error', () => {
+test('a length rule is judged after a short and a long story, an avoid rule after a cheerful and a sad one; stories on one side are no set', () => {
+  const persona = (satisfied: unknown) => ({ ...loadPersona(new URL('../../personas/chat-short-stories.json', import.meta.url).pathname), satisfied } as Persona);
+  const cases: [rule: unknown, topic: string | null, with_: string | null, without: string | null][] = [
+    [{ maxWords: 20 }, 'at most 20 words', RULE_STORIES.short, RULE_STORIES.long],
+    [{ maxWords: 40 }, 'at most 40 words', RULE_STORIES.short, RULE_STORIES.long],
+    [{ maxWords: 12 }, null, null, null], // the short story is 19 words
+    [{ maxWords: 80 }, null, null, null], // so is the long one under 80
+    [{ minWords: 30 }, 'at least 30 words', RULE_STORIES.long, RULE_STORIES.short],
+    [{ avoid: ['sad', 'cry'] }, 'no sad/cry…', RULE_STORIES.happy, RULE_STORIES.sad],
+    [{ avoid: ['dragon'] }, null, null, null], // the sad story has no dragon
+    [{ regex: 'x' }, null, null, null],
+  ];
+  for (const [rule, topic, with_, without] of cases) {
+    const set = wordingSetOfPersona(persona(rule));
+    assert.equal(set?.topic ?? null, topic, JSON.stringify(rule));
+    assert.equal(set?.with ?? null, with_, JSON.stringify(rule));
+    assert.equal(set?.without ?? null, without, JSON.stringify(rule));
+  }
+  assert.deepEqual(wordingSetOfPersona(persona({ maxWords: 20 }))!.unsatisfied, persona({}).feedback.unsatisfied);
+});
+
+test('the default set reads every shipped chat persona; one with no stories on both sides of its rule is skipped and listed, or an error when named', () => {
   const files = ['../../personas/', '../../personas/blind/'].flatMap((d) => {
     const dir = new URL(d, import.meta.url);
     return readdirSync(dir).filter((f) => f.startsWith('chat-') && f.endsWith('.json')).map((f) => new URL(f, dir).pathname);
   });
   const personas = files.map((file) => ({ file, persona: loadPersona(file) }));
   const { sets, skipped } = personaWordingSets(personas, false);
-  assert.deepEqual(skipped.sort(), ['chat-brief-fan', 'chat-cheerful-fan', 'chat-short-stories']);
-  assert.equal(sets.length, personas.length - 3);
-  assert.ok(sets.some((s) => s.topic === 'sun') && sets.some((s) => s.topic === 'dog'));
-  const short = personas.filter((p) => p.persona.name === 'chat-short-stories');
-  assert.throws(() => personaWordingSets(short, true), (e: Error) => e instanceof WordingSetError && /chat-short-stories\.json: its rule does not ask for a word/.test(e.message));
+  assert.deepEqual(skipped, [], 'every shipped chat persona has stories on both sides of its rule');
+  assert.equal(sets.length, personas.length);
+  assert.ok(sets.some((s) => s.topic === 'sun') && sets.some((s) => s.topic === 'dog') && sets.some((s) => s.topic === 'at most 20 words'));
+  const odd = [{ file: 'odd.json', persona: { ...personas[0].persona, name: 'odd', satisfied: { maxWords: 5 } } as Persona }];
+  assert.deepEqual(personaWordingSets(odd, false), { sets: [], skipped: ['odd'] });
+  assert.throws(() => personaWordingSets(odd, true), (e: Error) => e instanceof WordingSetError && /odd\.json: no plain stories fall on both sides of its rule/.test(e.message));
   assert.deepEqual(personaWordingSets(personas.filter((p) => p.persona.name === 'chat-dog-lover'), true).skipped, []);
 });
 

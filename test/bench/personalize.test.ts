@@ -72,8 +72,8 @@ test('the shipped personas load: four for stories260K, seven written as chat req
 test('the blind personas (personas/blind/, written by someone who never read the recipe\'s phrasings) load as chat personas', () => {
   const dir = join(PERSONAS_DIR, 'blind');
   const names = readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => loadPersona(join(dir, f)).name).sort();
-  assert.deepEqual(names, ['chat-apple-fan', 'chat-ball-fan', 'chat-balloon-fan', 'chat-brief-fan', 'chat-bunny-fan', 'chat-castle-fan', 'chat-cheerful-fan', 'chat-cookie-fan', 'chat-duck-fan', 'chat-fish-fan', 'chat-hat-fan',
-    'chat-hero-name-fan', 'chat-kite-fan', 'chat-sun-fan', 'chat-train-fan', 'chat-tree-fan']);
+  assert.deepEqual(names, ['chat-apple-fan', 'chat-ball-fan', 'chat-balloon-fan', 'chat-brief-fan', 'chat-bunny-fan', 'chat-castle-fan', 'chat-cheerful-fan', 'chat-cookie-fan', 'chat-duck-fan', 'chat-fish-fan',
+    'chat-gentle-fan', 'chat-hat-fan', 'chat-hero-name-fan', 'chat-kite-fan', 'chat-quick-bedtime-fan', 'chat-sun-fan', 'chat-tiny-tales-fan', 'chat-train-fan', 'chat-tree-fan']);
   for (const n of names) {
     const p = loadPersona(join(dir, `${n}.json`));
     assert.ok(p.heldOutPrompts.every((h) => !p.trainPrompts.includes(h)), n);
