@@ -63,6 +63,8 @@ export interface ChatModelBenchResult {
     hintCorrect: number;
     examples: { label: string; truth: number; score: number; hint: string | null }[];
   };
+  /** the self judge on replies about a story's length or mood (held-out phrasings): praise after a short or happy story, a complaint after a long or sad one */
+  styleJudge: { votes: number; cases: number; prmSignAgreement: number; byLabel: Record<string, { cases: number; agreement: number }> };
   tools: {
     questions: number;
     withTool: { callsMade: number; validCalls: number; jsonValidRate: number; accuracy: number; directAnswers: number;
@@ -250,6 +252,24 @@ async function selfJudge(chat: Engine, pool: StoryPool, cases: number, votes: nu
   return out;
 }
 
+async function styleJudge(chat: Engine, pool: StoryPool, cases: number, votes: number, seed: number, hintRules: boolean, log: (l: string) => void) {
+  // a generator of its own, so the other parts draw the cases they drew before this part existed
+  const gen = new ConversationGenerator(pool, seed + 101, 'heldOut');
+  const judge = createJudge({ ...JUDGE_DEFAULTS, kind: 'self', votes, temperature: 0.6, maxTokens: 48, hintRules }, chat)!;
+  const all = Array.from({ length: cases }, () => gen.styleCase());
+  const results = await Promise.all(all.map((c) => judge.judge(c.input, { hints: true })));
+  const byLabel: Record<string, { cases: number; agree: number }> = {};
+  let agree = 0;
+  results.forEach((j, i) => {
+    const label = (byLabel[all[i].label] ??= { cases: 0, agree: 0 });
+    label.cases++;
+    if (j.score === all[i].score) { agree++; label.agree++; }
+  });
+  const out = { votes, cases, prmSignAgreement: round(agree / cases), byLabel: Object.fromEntries(Object.entries(byLabel).map(([k, v]) => [k, { cases: v.cases, agreement: round(v.agree / v.cases) }])) };
+  log(`self judge on length and mood replies: sign agreement ${(out.prmSignAgreement * 100).toFixed(0)}%`);
+  return out;
+}
+
 async function toolUse(chat: Engine, questions: number, rng: Rng, log: (l: string) => void) {
   const phrasings = phrasingSets().arithmetic.heldOut;
   const qs = Array.from({ length: questions }, () => {
@@ -299,7 +319,7 @@ export async function benchChatModel(o: ChatModelBenchOptions): Promise<ChatMode
   const started = performance.now();
   // topic following: 384 requests (32 per topic; ±2.4 points of sampling error at 65%, where 96 gave ±5), drawn from
   // their own generator so that their number leaves the other parts' cases alone
-  const size = o.quick ? { topic: 48, heldOutTopic: 24, topicsPerHint: 2, judge: 24, votes: 1, tools: 12, free: 48, perTopic: 4 } : { topic: 384, heldOutTopic: 192, topicsPerHint: 12, judge: 120, votes: 3, tools: 60, free: 200, perTopic: 6 };
+  const size = o.quick ? { topic: 48, heldOutTopic: 24, topicsPerHint: 2, judge: 24, votes: 1, tools: 12, style: 12, free: 48, perTopic: 4 } : { topic: 384, heldOutTopic: 192, topicsPerHint: 12, judge: 120, votes: 3, tools: 60, style: 80, free: 200, perTopic: 6 };
   const base = await EmbeddedEngine.load(o.base);
   const chat = await EmbeddedEngine.load(o.model);
   try {
@@ -311,7 +331,8 @@ export async function benchChatModel(o: ChatModelBenchOptions): Promise<ChatMode
     const hint = await hintEffect(chat, pool, size.topicsPerHint, rng, log);
     const judge = await selfJudge(chat, pool, size.judge, size.votes, seed, o.hintRules ?? true, log);
     const tools = await toolUse(chat, size.tools, rng, log);
-    return { model: o.model, base: o.base, seed, quick: !!o.quick, topic, heldOutTopics, hint, judge, tools, seconds: round((performance.now() - started) / 1000, 1) };
+    const style = await styleJudge(chat, pool, size.style, size.votes, seed, o.hintRules ?? true, log);
+    return { model: o.model, base: o.base, seed, quick: !!o.quick, topic, heldOutTopics, hint, judge, styleJudge: style, tools, seconds: round((performance.now() - started) / 1000, 1) };
   } finally {
     await chat.close();
     await base.close();

@@ -18,6 +18,7 @@ export const POSITIVE = [
   'loved', 'enjoyed', 'sweet', 'cute', 'adorable', 'delightful', 'charming', 'smiled', 'laughed', 'giggled', 'giggle', 'giggling',
   'thrilled', 'so much fun', 'that was fun', 'had fun', 'the best', 'just what we needed', 'just what i needed',
   'just what we wanted', 'another one', 'one more', 'tell another', 'more please', 'more like this',
+  'just the right', 'right length', 'short and sweet',
 ];
 export const NEGATIVE = [
   'no', 'nope', 'wrong', 'incorrect', 'not what i asked', 'not what i wanted', 'not what i meant', 'again', 'redo', 'try again', 'instead',
@@ -34,6 +35,10 @@ export const NEGATIVE = [
   'next one have', 'next one has', 'next one could', 'next one should', 'next story have', 'next story could', 'next story should',
   'could you put', 'can you put', 'maybe add', 'how about', 'where was', 'where were', 'where did', 'where are the', 'what happened to',
   'no sign of', 'left out', 'without', 'there was no', "there wasn't", 'not a single',
+  // a story's length and mood, not a thing in it: how parents say a story was too long or too frightening
+  'a bit long', 'so long', 'very long', 'long winded', 'lengthy', 'wordy', 'too many words', 'fewer words', 'less words', 'drag on',
+  'dragged on', 'drags on', 'on and on', 'quicker', 'trim', 'cut it down', 'lost interest', 'too much',
+  'scary', 'frightening', 'spooky', 'creepy', 'gloomy', 'upsetting', 'nightmare', 'nightmares',
 ];
 const NEGATORS = new Set(['not', 'no', 'never', "isn't", "wasn't", "aren't", "don't", "doesn't", "didn't", 'hardly', 'barely']);
 /** words that may stand between a negator and its cue ("not very good", "not so great") */

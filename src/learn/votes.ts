@@ -150,10 +150,23 @@ export function hintContentWords(hint: string): string[] {
   return hintWords(hint).filter((w) => !HINT_FRAME.has(w) && !NEGATION.has(w) && w.length > 1).map(stem);
 }
 
-/** Whether a hint asks for something in the next state's own words: one of its content words occurs there. */
+/**
+ * Words that ground one another: a hint about a story's length or mood rests on whatever words the reply used about it
+ * ("The user wants a short story." after "That went on and on, way too long."; "…nothing sad in it." after "He got
+ * scared."). Any other word grounds only itself.
+ */
+const GROUNDING_FAMILIES: readonly (readonly string[])[] = [
+  ['short', 'shorter', 'shortest', 'long', 'longer', 'length', 'lengthy', 'brief', 'quick', 'quicker', 'wordy', 'words', 'trim'],
+  ['happy', 'happier', 'sad', 'sadder', 'scary', 'scared', 'scare', 'cheerful', 'gentle', 'calm', 'cry', 'cried', 'crying', 'tears',
+    'upset', 'upsetting', 'afraid', 'frightening', 'frightened', 'fear', 'gloomy', 'nightmares', 'hurt'],
+];
+const FAMILY_OF = new Map(GROUNDING_FAMILIES.flatMap((f, i) => f.map((w) => [stem(w), `family ${i}`] as const)));
+const groundingKey = (w: string) => FAMILY_OF.get(w) ?? w;
+
+/** Whether a hint asks for something in the next state's own words: one of its content words (or one of its family) occurs there. */
 export function isGroundedHint(hint: string, nextStateText: string): boolean {
-  const seen = new Set(hintWords(nextStateText).map(stem));
-  return hintContentWords(hint).some((w) => seen.has(w));
+  const seen = new Set(hintWords(nextStateText).map((w) => groundingKey(stem(w))));
+  return hintContentWords(hint).some((w) => seen.has(groundingKey(w)));
 }
 
 /** For each content word of a hint, whether the answer has it; null when the hint asks for an absence ("no dragons"). */

@@ -29,6 +29,29 @@ test('the tuned feedback table: scores and hints', () => {
   }
 });
 
+// A story's length and mood: complaints about a long or frightening story, and praise of the right length; a negated cue
+// turns ("it didn't drag on", "not scary at all" are praise).
+const STYLE: [string, -1 | 0 | 1][] = [
+  ['That was a bit long for bedtime.', -1],
+  ['Way too wordy.', -1],
+  ['It went on and on.', -1],
+  ['Could you trim the next one?', -1],
+  ['Something quicker, please.', -1],
+  ['Too many words for a baby.', -1],
+  ['That was scary for him.', -1],
+  ['A bit gloomy for bedtime.', -1],
+  ['It gave her nightmares.', -1],
+  ['Lovely, and it did not drag on.', 1],
+  ['Not scary at all, thanks!', 1],
+  ['Just the right length.', 1],
+  ['Short and sweet!', 1],
+  ['Once upon a time it was long ago.', 0],
+];
+
+test('length and mood cues: complaints about a long or frightening story, praise of the right length, negation turns them', () => {
+  for (const [text, score] of STYLE) assert.equal(lexicalScore(text), score, `score of ${JSON.stringify(text)}`);
+});
+
 test('a negator does not reach across a sentence boundary into the next clause', () => {
   assert.equal(lexicalScore('No dog. I wanted a dog.'), -1);
   assert.equal(lexicalScore('Hmm, no dog? I meant a story about a dog.'), -1);

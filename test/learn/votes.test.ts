@@ -105,6 +105,13 @@ test('grounded hints: one content word of the hint is in the next state (plurals
     ['The user wants a story about a box.', 'Good one, thanks. Tell me one more.', false],
     ['The user wants more stories like this.', 'Great, more like this please.', false],
     ['The user likes stories about a bear.', 'A bear! My daughter loves it. Another one?', true],
+    // a story's length and mood: any word of the family grounds the hint
+    ['The user wants a short story.', 'That went on a bit long for us.', true],
+    ['The user wants a short story.', 'Too many words for a toddler.', true],
+    ['The user wants a story with nothing sad in it.', 'He got scared by the wolf.', true],
+    ['The user wants a short story.', 'Great, thanks!', false],
+    ['The user wants a story about a dog.', 'Too long.', false],
+    ['The user wants a story with nothing sad in it.', 'That went on a bit long.', false],
   ];
   for (const [hint, next, expected] of table) assert.equal(isGroundedHint(hint, next), expected, `${hint} | ${next}`);
 });

@@ -22,7 +22,8 @@ function handPool(): StoryPool {
     'One day, a boy went to the park. He saw a big red slide. He had fun all day.',
     'Tim had a toy. He played with it every day. The toy was his best friend.',
     'The sun was hot. A girl sat under a hat and smiled. Then she went home to eat.',
-    'Lily lost her shoe. She was sad and cried. Her mom found it under the bed.'];
+    'Lily lost her shoe. She was sad and cried. Her mom found it under the bed.',
+    'Once upon a time, there was a big dog named Max. He liked to run in the park with his friend Sue. One day they found a ball and played with it until the sun went down.'];
   return {
     free,
     byTopic: Object.fromEntries(TOPICS.map((t) => [t, [`Once upon a time, there was a ${t}. The ${t} liked to play. It was a good day.`]])),
@@ -282,4 +283,36 @@ test('topic nouns: plurals and the article before a vowel, as the templates fill
   // every taught noun is taught once, and none of the nouns the benchmark holds out is among them
   assert.equal(new Set(TOPICS).size, TOPICS.length);
   for (const t of HELD_OUT_TOPICS) assert.ok(!(TOPICS as readonly string[]).includes(t), t);
+});
+
+test('style cases (v8): a complaint follows a long or a sad story (−1, the matching hint), praise a short or a happy one (+1, no hint); style hints and corrections are answered as they ask', async () => {
+  const { JUDGE_HINT } = await import('../../src/recipes/chat-model/phrasings.ts');
+  const gen = new ConversationGenerator(handPool(), 5);
+  const sets = phrasingSets();
+  const seen = { lengthComplaint: 0, moodComplaint: 0, lengthPraise: 0, moodPraise: 0 };
+  for (let i = 0; i < 400; i++) {
+    const c = gen.styleCase();
+    const story = c.input.response, reply = c.input.nextState.text;
+    if (c.score === -1) {
+      if (c.hint === JUDGE_HINT.short) { assert.ok(!isShort(story) && sets.lengthComplaints.train.includes(reply), reply); seen.lengthComplaint++; }
+      else { assert.equal(c.hint, JUDGE_HINT.happy); assert.ok(!isHappy(story) && sets.moodComplaints.train.includes(reply), reply); seen.moodComplaint++; }
+    } else {
+      assert.equal(c.hint, null);
+      if (sets.lengthPraise.train.includes(reply)) { assert.ok(isShort(story)); seen.lengthPraise++; }
+      else { assert.ok(isHappy(story) && sets.moodPraise.train.includes(reply), reply); seen.moodPraise++; }
+    }
+    const hint = gen.styleHint();
+    const hintText = (hint.messages[0].content as string).split(`${HINT_MARKER}\n`)[1];
+    const answer = hint.messages[1].content as string;
+    if (sets.shortHints.train.includes(hintText)) assert.ok(isShort(answer));
+    else { assert.ok(sets.happyHints.train.includes(hintText), hintText); assert.ok(isHappy(answer)); }
+    const fb = gen.styleFeedback();
+    assert.equal(fb.messages.length, 4);
+    const [before, complaint, after] = [fb.messages[1].content, fb.messages[2].content, fb.messages[3].content] as string[];
+    if (sets.lengthComplaints.train.includes(complaint)) assert.ok(!isShort(before) && isShort(after));
+    else { assert.ok(sets.moodComplaints.train.includes(complaint), complaint); assert.ok(!isHappy(before) && isHappy(after)); }
+  }
+  for (const [k, n] of Object.entries(seen)) assert.ok(n > 40, `${k}: ${n}`);
+  const prm = gen.styleJudge();
+  assert.notEqual(parseBoxed(prm.messages.at(-1)!.content as string), null);
 });

@@ -7,6 +7,7 @@
 // - feedback: a correction ("No, I wanted a dog.") answered by a story that complies, or praise
 //   followed by another story;
 // - judging: the self judge's compact PRM and hint prompts ending in the right verdict;
+// - style (v8): hints, corrections and judge cases about a story's length and mood rather than a word in it;
 // - tools: arithmetic through a calculator tool call, its result, then the answer — and, on purpose,
 //   some direct (wrong) answers, so agent RL has room to improve the habit.
 import type { ChatMessage, ToolSpec } from '../../engine/types.ts';
@@ -14,7 +15,7 @@ import { Rng } from '../../engine/embedded/rng.ts';
 import { userTextWithHint } from '../../learn/hint-prompt.ts';
 import { compactPrmPrompt, compactHintPrompt, looksLikeError, type JudgeInput } from '../../judge/prompts.ts';
 import { TOPICS, NAMES, JUDGE_HINT, TOOL_ERRORS, fill, phrasingSets, type PhrasingSets } from './phrasings.ts';
-import { mentionsTopic, mentionsName, cutAtSentence, isHappy, SHORT_WORDS, type StoryPool } from './stories.ts';
+import { mentionsTopic, mentionsName, cutAtSentence, isHappy, isShort, SHORT_WORDS, type StoryPool } from './stories.ts';
 
 export const CALCULATOR_TOOL: ToolSpec = {
   type: 'function',
@@ -25,9 +26,12 @@ export const CALCULATOR_TOOL: ToolSpec = {
   },
 };
 
-export type Kind = 'topic' | 'name' | 'topicName' | 'short' | 'happy' | 'plain' | 'hint' | 'feedback' | 'praise' | 'prm' | 'hintJudge' | 'tool' | 'noTool' | 'implicitJudge';
-// implicitJudge comes last: the conversations of the kinds before it are drawn exactly as in v5
-export const KINDS: Kind[] = ['topic', 'name', 'topicName', 'short', 'happy', 'plain', 'hint', 'feedback', 'praise', 'prm', 'hintJudge', 'tool', 'noTool', 'implicitJudge'];
+export type Kind = 'topic' | 'name' | 'topicName' | 'short' | 'happy' | 'plain' | 'hint' | 'feedback' | 'praise' | 'prm' | 'hintJudge' | 'tool' | 'noTool' | 'implicitJudge'
+  | 'styleHint' | 'styleFeedback' | 'styleJudge';
+// new kinds come last: the conversations of the kinds before them are drawn exactly as before (implicitJudge since v5,
+// the style kinds since v8)
+export const KINDS: Kind[] = ['topic', 'name', 'topicName', 'short', 'happy', 'plain', 'hint', 'feedback', 'praise', 'prm', 'hintJudge', 'tool', 'noTool', 'implicitJudge',
+  'styleHint', 'styleFeedback', 'styleJudge'];
 
 /**
  * `topic`: the topic the last answer was chosen to carry (requests, hints and corrections that ask for one).
@@ -46,7 +50,15 @@ export const FULL_MIX: Mix = {
   // v6: judge and tool conversations doubled or raised with the rest: with v5's 1,000/1,000/1,200/400 among the larger
   // mix the tool calls kept their format but not the question's numbers (accuracy 87% → 2%, docs/benchmarks.md "Recipe v6")
   prm: 1300, hintJudge: 1300, tool: 2400, noTool: 800, implicitJudge: 0,
+  // the length and the mood of a story, in hints, corrections and PRM judge cases: 0. A build with 400/200/600 (v8,
+  // tried in session 35) read length and mood feedback far better (bench judge: 60–73% → 80–90% on blind length
+  // personas) but did not teach the teacher to read a length hint, so the policy learnt "short" from the reward alone,
+  // by collapsing onto a few stories or losing its text (docs/benchmarks.md "Recipe v8 tried")
+  styleHint: 0, styleFeedback: 0, styleJudge: 0,
 };
+
+/** v8: the share of style conversations about length (the rest are about mood). */
+export const LENGTH_SHARE = 0.6;
 
 /** In an implicitJudge case: the share of corrections (the rest are preferences after a story that has the topic), and of
  * those the share that follow soft praise ("Nice, but …"). */
@@ -129,6 +141,18 @@ export class ConversationGenerator {
   shortStory(): string {
     for (let i = 0; i < 50; i++) { const s = cutAtSentence(this.pick(this.pool.free), SHORT_WORDS); if (s) return s; }
     throw new Error('no short story in the pool');
+  }
+  /** Free stories longer than a short one (v8: what a user who wants short stories complains about). */
+  private get longStories(): string[] { return this.longCache ??= this.pool.free.filter((s) => !isShort(s)); }
+  /** Free stories with a sad word in them (v8: what a user who wants happy stories complains about). */
+  private get sadStories(): string[] { return this.sadCache ??= this.pool.free.filter((s) => !isHappy(s)); }
+  private longCache?: string[];
+  private sadCache?: string[];
+  /** v8: whether a style conversation is about length (else mood); a pool without long or without sad stories decides */
+  private aboutLength(): boolean {
+    const length = this.chance(LENGTH_SHARE);
+    if (this.longStories.length === 0 && this.sadStories.length === 0) throw new Error('the story pool has neither long nor sad stories');
+    return this.sadStories.length === 0 ? true : this.longStories.length === 0 ? false : length;
   }
   happyStory(): string {
     for (let i = 0; i < 50; i++) { const s = this.pick(this.pool.free); if (isHappy(s)) return s; }
@@ -241,6 +265,45 @@ export class ConversationGenerator {
     return { kind: 'implicitJudge', messages: [...compactHintPrompt(c.input), this.assistant(`\\boxed{1}\n[HINT_START]${c.hint}[HINT_END]`)] };
   }
 
+  /** v8: a plain request with a hint about the story's length or mood, answered as the hint says. */
+  styleHint(): Conversation {
+    const plain = this.phrase('plainRequests');
+    if (this.aboutLength()) return { kind: 'styleHint', messages: [this.user(userTextWithHint(plain, this.phrase('shortHints'))), this.assistant(this.shortStory())] };
+    return { kind: 'styleHint', messages: [this.user(userTextWithHint(plain, this.phrase('happyHints'))), this.assistant(this.happyStory())] };
+  }
+
+  /** v8: a complaint about a long or a sad story, then one that complies. */
+  styleFeedback(): Conversation {
+    const plain = this.phrase('plainRequests');
+    const length = this.aboutLength();
+    const before = this.pick(length ? this.longStories : this.sadStories);
+    const complaint = this.phrase(length ? 'lengthComplaints' : 'moodComplaints');
+    return { kind: 'styleFeedback', messages: [this.user(plain), this.assistant(before), this.user(complaint), this.assistant(length ? this.shortStory() : this.happyStory())] };
+  }
+
+  /**
+   * v8: a judge case about length or mood: a complaint after a long (or sad) story, −1 with the matching hint; praise of
+   * its length (or mood) after a short (or happy) one, +1 with no hint.
+   */
+  styleCase(): { input: JudgeInput; score: 1 | -1; hint: string | null; label: string } {
+    const userState = (text: string) => ({ role: 'user' as const, text, looksLikeError: false });
+    const length = this.aboutLength(), complaint = this.chance(0.5);
+    if (complaint) {
+      return { input: { response: this.pick(length ? this.longStories : this.sadStories), nextState: userState(this.phrase(length ? 'lengthComplaints' : 'moodComplaints')) }, score: -1, hint: length ? JUDGE_HINT.short : JUDGE_HINT.happy, label: length ? 'length complaint' : 'mood complaint' };
+    }
+    return { input: { response: length ? this.shortStory() : this.happyStory(), nextState: userState(this.phrase(length ? 'lengthPraise' : 'moodPraise')) }, score: 1, hint: null, label: length ? 'length praise' : 'mood praise' };
+  }
+
+  /**
+   * v8: style cases in the PRM form only. A build that also taught them in the hint form (hints "The user wants a short
+   * story." and "…nothing sad in it.", half the cases) lost the hint judge: it answered \boxed{-1} to 82% of the hint votes
+   * on plain topic corrections (v6: 15%), so nothing was left to distil (docs/benchmarks.md "Recipe v8").
+   */
+  styleJudge(): Conversation {
+    const c = this.styleCase();
+    return { kind: 'styleJudge', messages: [...compactPrmPrompt(c.input), this.assistant(`\\boxed{${c.score}}`)] };
+  }
+
   /** Arithmetic with the calculator offered: usually a tool call, its result and the answer; sometimes a direct, wrong answer. */
   tool(): Conversation {
     const q = randomArithmetic(this.rng);
@@ -278,6 +341,9 @@ export class ConversationGenerator {
       case 'tool': return this.tool();
       case 'noTool': return this.noTool();
       case 'implicitJudge': return this.implicitJudge();
+      case 'styleHint': return this.styleHint();
+      case 'styleFeedback': return this.styleFeedback();
+      case 'styleJudge': return this.styleJudge();
     }
   }
 

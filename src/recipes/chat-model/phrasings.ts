@@ -110,11 +110,28 @@ export const HINT_NAME: Parts = {
   train: ['The user wants a character named {n}.', 'Name the hero {n}.', 'The story should have someone named {n}.'],
   heldOut: ['Call the main character {n}.'],
 };
+// v8: hints about the kind of story rather than a word in it (the OPD teacher's prompt for a user who wants short or
+// cheerful stories). Up to v7 hints named a topic or a name only, and the chat model wrote its usual length and mood
+// whatever a hint said.
+export const HINT_SHORT: Parts = {
+  train: ['The user wants a short story.', 'Keep the story short.', 'The user wants shorter stories.', 'Write just a few sentences.',
+    'The story should be short.', 'Make it a very short story.', 'The user wants a quick story.'],
+  heldOut: ['Make the story brief.', 'Tell it in two sentences.'],
+};
+export const HINT_HAPPY: Parts = {
+  train: ['The user wants a story with nothing sad in it.', 'Keep the story happy.', 'The user wants a happy story, nothing scary.',
+    'The story should be cheerful.', 'Nothing sad or scary in the story.', 'The user wants a gentle, happy story.'],
+  heldOut: ['Make the story calm and happy.', 'No crying or fear in the story.'],
+};
 /** The hint the self judge writes (one canonical form per kind, easy for a small model to produce). */
 export const JUDGE_HINT = {
   topic: 'The user wants a story about a {t}.',
   likes: 'The user likes stories about a {t}.',
   name: 'The user wants a character named {n}.',
+  /** v8: "short" is a content word the hint rules look for in the answer; a long story lacks it, as it should */
+  short: 'The user wants a short story.',
+  /** v8: "nothing" asks for an absence, so the hint rules do not look for "sad" in the answer */
+  happy: 'The user wants a story with nothing sad in it.',
 };
 
 // ---- feedback: what the user says after an answer ----
@@ -209,6 +226,39 @@ export const SOFT_LEADS: Parts = {
   heldOut: ['Cute, though', 'Pretty good, but'],
 };
 
+// v8: feedback about the length or the mood of a story, not a thing in it. v6's judge read "too long"-style complaints
+// without those exact words at chance and mood praise ("everyone stayed happy") as a complaint.
+export const LENGTH_COMPLAINTS: Parts = {
+  train: ['Too long.', 'That was way too long.', 'Shorter next time, please.', 'Can you make it shorter?', 'It went on and on.',
+    'Too many words for bedtime.', 'Keep the next one brief, please.', 'That was long. Just a few lines next time.', 'A shorter one, please.',
+    'He fell asleep before the end. Make it quicker.', 'Could the next one be a lot shorter?', 'Fewer words, please.', 'It was a bit long for her.',
+    'Way too wordy for a toddler.', 'That took forever to read.', 'Less of it next time, please.', 'She stopped listening halfway.',
+    'Can you keep them much shorter?', 'It was so long, we never got to the end.', 'Please cut it down a lot.', 'I only need a couple of sentences.',
+    'We need something quicker at bedtime.', 'Long stories lose him.', 'That was more than we had time for.'],
+  heldOut: ['Half as long next time?', 'That dragged on a little.', 'Can you trim it down next time?', 'Bit of a long one for a little kid.'],
+};
+export const LENGTH_PRAISE: Parts = {
+  train: ['Just the right length, thank you!', 'Quick and cute, thanks.', 'Perfect, short enough for bedtime.', 'Love how short that was.',
+    'A short one, just what we needed.', 'That was the right size, thanks!', 'Great, nice and quick.', 'Brief and lovely, thank you.',
+    'Short stories like that are perfect.', 'He listened to the whole thing, thanks!', 'Good, that one was not too long.', 'Nice and brief!',
+    'Quick enough for a sleepy kid. Thank you.', 'Exactly the length I like.'],
+  heldOut: ['Snappy and sweet, thanks!', 'Over in a minute, perfect.'],
+};
+export const MOOD_COMPLAINTS: Parts = {
+  train: ['That was a bit too sad for her.', 'Can you keep the next one happy?', 'He got scared by that part.', 'No crying in the next one, please.',
+    'Please, nothing scary at bedtime.', 'Why did it have to be so sad?', 'She did not like the part where he cried.', 'Make it a happy one next time.',
+    'Too sad for a little kid.', 'That part made her cry.', 'Can we have a story where nobody gets hurt?', 'Something more cheerful, please.',
+    'He hates it when someone is sad.', 'That was gloomy. A happier one next time?', 'Nothing sad please, she is only three.',
+    'The scary bit kept him awake.', 'Keep the sad parts out, please.', 'She wants stories where everyone is happy.'],
+  heldOut: ['Less gloom next time, please.', 'That part upset my little girl.', 'A bit dark for bedtime.'],
+};
+export const MOOD_PRAISE: Parts = {
+  train: ['So happy and calm, thank you!', 'Nice and cheerful, just right.', 'No scary bits, perfect.', 'A happy story, he loved it.',
+    'Such a gentle story, thanks!', 'All smiles here, thank you.', 'Happy from start to end, lovely.', 'Nothing sad in it, thank you!',
+    'That was so cheerful, she loved it.', 'A calm, happy one. Perfect.', 'Everyone was happy, just how we like it.', 'Sweet and gentle, thanks.'],
+  heldOut: ['Sunny and sweet, thanks.', 'What a peaceful little story.'],
+};
+
 /** Requests to go on after praise (the praise is the signal, the request just continues). */
 export const ANOTHER: Parts = { train: ['', 'Tell me another.', 'One more, please.', 'Another one?'], heldOut: ['Can I have another?'] };
 
@@ -247,6 +297,13 @@ export interface PhrasingSets {
   softCorrections: { train: string[]; heldOut: string[] };
   /** preferences alone (praise after a story with the topic, a correction after one without) */
   preferences: { train: string[]; heldOut: string[] };
+  /** v8: hints, complaints and praise about a story's length and mood */
+  shortHints: { train: string[]; heldOut: string[] };
+  happyHints: { train: string[]; heldOut: string[] };
+  lengthComplaints: { train: string[]; heldOut: string[] };
+  lengthPraise: { train: string[]; heldOut: string[] };
+  moodComplaints: { train: string[]; heldOut: string[] };
+  moodPraise: { train: string[]; heldOut: string[] };
 }
 
 /** Every phrasing set the recipe uses, with placeholders ({t}, {n}, {e}) still in place. */
@@ -271,6 +328,7 @@ export function phrasingSets(): PhrasingSets {
     return text[0].toUpperCase() + text.slice(1);
   });
   const positive = union(combine([POSITIVE, ANOTHER], sentence), praise(PRAISE_BODIES, PRAISE_THEN));
+  const softened = (complaints: Parts) => combine([SOFT_LEADS, complaints], (p) => sentence([p[0], /^I\b/.test(p[1]) ? p[1] : p[1][0].toLowerCase() + p[1].slice(1)]));
   const implicit: Parts = { train: [...PREFERENCES.train, ...WISHES.train, ...ABSENCES.train], heldOut: [...PREFERENCES.heldOut, ...WISHES.heldOut, ...ABSENCES.heldOut] };
   return {
     topicRequests: request(TOPIC_CLAUSES, TOPIC_CLAUSES_MORE),
@@ -291,5 +349,12 @@ export function phrasingSets(): PhrasingSets {
     softCorrections: combine([SOFT_LEADS, { train: [...implicit.train, ...CORRECTION_TOPIC.train], heldOut: [...implicit.heldOut, ...CORRECTION_TOPIC.heldOut] }],
       (p) => sentence([p[0], /^I\b/.test(p[1]) ? p[1] : p[1][0].toLowerCase() + p[1].slice(1)])),
     preferences: { train: PREFERENCES.train, heldOut: PREFERENCES.heldOut },
+    shortHints: { train: HINT_SHORT.train, heldOut: HINT_SHORT.heldOut },
+    happyHints: { train: HINT_HAPPY.train, heldOut: HINT_HAPPY.heldOut },
+    // soft praise before a complaint is still a complaint ("Cute, but it went on and on.")
+    lengthComplaints: union(LENGTH_COMPLAINTS, softened(LENGTH_COMPLAINTS)),
+    lengthPraise: union(LENGTH_PRAISE, combine([LENGTH_PRAISE, ANOTHER], sentence)),
+    moodComplaints: union(MOOD_COMPLAINTS, softened(MOOD_COMPLAINTS)),
+    moodPraise: union(MOOD_PRAISE, combine([MOOD_PRAISE, ANOTHER], sentence)),
   };
 }
