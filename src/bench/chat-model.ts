@@ -219,20 +219,30 @@ async function hintEffect(chat: Engine, pool: StoryPool, topicsPerHint: number, 
   return result;
 }
 
+/** The share of cases judged right, kind by kind (in the order the kinds first come). */
+function agreementByLabel(labels: string[], agrees: boolean[]): Record<string, { cases: number; agreement: number }> {
+  const by: Record<string, { cases: number; agree: number }> = {};
+  labels.forEach((l, i) => { const b = (by[l] ??= { cases: 0, agree: 0 }); b.cases++; if (agrees[i]) b.agree++; });
+  return Object.fromEntries(Object.entries(by).map(([k, v]) => [k, { cases: v.cases, agreement: round(v.agree / v.cases) }]));
+}
+
+/** The self judge as the benchmark runs it: the real judge path at T = 0.6, a short answer budget. */
+function benchSelfJudge(chat: Engine, votes: number, hintRules: boolean) {
+  return createJudge({ ...JUDGE_DEFAULTS, kind: 'self', votes, temperature: 0.6, maxTokens: 48, hintRules }, chat)!;
+}
+
 async function selfJudge(chat: Engine, pool: StoryPool, cases: number, votes: number, seed: number, hintRules: boolean, log: (l: string) => void) {
   const gen = new ConversationGenerator(pool, seed, 'heldOut');
-  const judge = createJudge({ ...JUDGE_DEFAULTS, kind: 'self', votes, temperature: 0.6, maxTokens: 48, hintRules }, chat)!;
+  const judge = benchSelfJudge(chat, votes, hintRules);
   const all = Array.from({ length: cases }, () => gen.judgeCase());
   const results = await Promise.all(all.map((c) => judge.judge(c.input, { hints: true })));
   const confusion: Record<string, Record<string, number>> = {};
-  const byLabel: Record<string, { cases: number; agree: number }> = {};
+  const signAgrees = all.map((c, i) => Math.sign(results[i].score) === Math.sign(c.score));
   let agree = 0, agreeNonNeutral = 0, nonNeutral = 0, hintAgree = 0, hintRight = 0, hintTrue = 0;
   results.forEach((j, i) => {
     const c = all[i];
     (confusion[String(c.score)] ??= {})[String(j.score)] = (confusion[String(c.score)][String(j.score)] ?? 0) + 1;
-    const label = (byLabel[c.label] ??= { cases: 0, agree: 0 });
-    label.cases++;
-    if (Math.sign(j.score) === Math.sign(c.score)) { agree++; label.agree++; }
+    if (signAgrees[i]) agree++;
     if (c.score !== 0) { nonNeutral++; if (j.score === c.score) agreeNonNeutral++; }
     if ((j.hint !== null) === (c.hint !== null)) hintAgree++;
     if (c.hint !== null) {
@@ -244,7 +254,7 @@ async function selfJudge(chat: Engine, pool: StoryPool, cases: number, votes: nu
   const out = {
     votes, cases, prmSignAgreement: round(agree / cases), prmSignAgreementNonNeutral: round(agreeNonNeutral / Math.max(1, nonNeutral)), confusion,
     // agreement per kind of case (praise, correction, neutral reply, tool result…): where the judge goes wrong
-    byLabel: Object.fromEntries(Object.entries(byLabel).map(([k, v]) => [k, { cases: v.cases, agreement: round(v.agree / v.cases) }])),
+    byLabel: agreementByLabel(all.map((c) => c.label), signAgrees),
     hintValidityAgreement: round(hintAgree / cases), hintCorrect: round(hintRight / Math.max(1, hintTrue)),
     examples: all.slice(0, 6).map((c, i) => ({ label: c.label, truth: c.score, score: results[i].score, hint: results[i].hint })),
   };
@@ -255,17 +265,11 @@ async function selfJudge(chat: Engine, pool: StoryPool, cases: number, votes: nu
 async function styleJudge(chat: Engine, pool: StoryPool, cases: number, votes: number, seed: number, hintRules: boolean, log: (l: string) => void) {
   // a generator of its own, so the other parts draw the cases they drew before this part existed
   const gen = new ConversationGenerator(pool, seed + 101, 'heldOut');
-  const judge = createJudge({ ...JUDGE_DEFAULTS, kind: 'self', votes, temperature: 0.6, maxTokens: 48, hintRules }, chat)!;
+  const judge = benchSelfJudge(chat, votes, hintRules);
   const all = Array.from({ length: cases }, () => gen.styleCase());
   const results = await Promise.all(all.map((c) => judge.judge(c.input, { hints: true })));
-  const byLabel: Record<string, { cases: number; agree: number }> = {};
-  let agree = 0;
-  results.forEach((j, i) => {
-    const label = (byLabel[all[i].label] ??= { cases: 0, agree: 0 });
-    label.cases++;
-    if (j.score === all[i].score) { agree++; label.agree++; }
-  });
-  const out = { votes, cases, prmSignAgreement: round(agree / cases), byLabel: Object.fromEntries(Object.entries(byLabel).map(([k, v]) => [k, { cases: v.cases, agreement: round(v.agree / v.cases) }])) };
+  const agrees = all.map((c, i) => results[i].score === c.score);
+  const out = { votes, cases, prmSignAgreement: round(agrees.filter(Boolean).length / cases), byLabel: agreementByLabel(all.map((c) => c.label), agrees) };
   log(`self judge on length and mood replies: sign agreement ${(out.prmSignAgreement * 100).toFixed(0)}%`);
   return out;
 }

@@ -328,6 +328,7 @@ export function phrasingSets(): PhrasingSets {
     return text[0].toUpperCase() + text.slice(1);
   });
   const positive = union(combine([POSITIVE, ANOTHER], sentence), praise(PRAISE_BODIES, PRAISE_THEN));
+  // soft praise, then the complaint that counts ("Nice, but there was no dog.")
   const softened = (complaints: Parts) => combine([SOFT_LEADS, complaints], (p) => sentence([p[0], /^I\b/.test(p[1]) ? p[1] : p[1][0].toLowerCase() + p[1].slice(1)]));
   const implicit: Parts = { train: [...PREFERENCES.train, ...WISHES.train, ...ABSENCES.train], heldOut: [...PREFERENCES.heldOut, ...WISHES.heldOut, ...ABSENCES.heldOut] };
   return {
@@ -346,8 +347,7 @@ export function phrasingSets(): PhrasingSets {
     neutral: union({ train: NEUTRAL.train, heldOut: NEUTRAL.heldOut }, NEUTRAL_MORE),
     arithmetic: { train: ARITH_QUESTIONS.train, heldOut: ARITH_QUESTIONS.heldOut },
     implicitCorrections: implicit,
-    softCorrections: combine([SOFT_LEADS, { train: [...implicit.train, ...CORRECTION_TOPIC.train], heldOut: [...implicit.heldOut, ...CORRECTION_TOPIC.heldOut] }],
-      (p) => sentence([p[0], /^I\b/.test(p[1]) ? p[1] : p[1][0].toLowerCase() + p[1].slice(1)])),
+    softCorrections: softened({ train: [...implicit.train, ...CORRECTION_TOPIC.train], heldOut: [...implicit.heldOut, ...CORRECTION_TOPIC.heldOut] }),
     preferences: { train: PREFERENCES.train, heldOut: PREFERENCES.heldOut },
     shortHints: { train: HINT_SHORT.train, heldOut: HINT_SHORT.heldOut },
     happyHints: { train: HINT_HAPPY.train, heldOut: HINT_HAPPY.heldOut },
