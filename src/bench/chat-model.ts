@@ -15,6 +15,7 @@ import { collect, type Engine, type ChatMessage, type SampleParams } from '../en
 import { OutputParser, outputFormatOf } from '../api/output.ts';
 import { createJudge, JUDGE_DEFAULTS } from '../judge/config.ts';
 import { withHint } from '../learn/hint-prompt.ts';
+import { isGroundedHint } from '../learn/votes.ts';
 import { drawStoryPool, mentionsTopic, mentionsName, type StoryPool } from '../recipes/chat-model/stories.ts';
 import { ConversationGenerator, CALCULATOR_TOOL, randomArithmetic } from '../recipes/chat-model/data.ts';
 import { TOPICS, HELD_OUT_TOPICS, fill, phrasingSets } from '../recipes/chat-model/phrasings.ts';
@@ -64,7 +65,7 @@ export interface ChatModelBenchResult {
     examples: { label: string; truth: number; score: number; hint: string | null }[];
   };
   /** the self judge on replies about a story's length or mood (held-out phrasings): praise after a short or happy story, a complaint after a long or sad one */
-  styleJudge: { votes: number; cases: number; prmSignAgreement: number; byLabel: Record<string, { cases: number; agreement: number }> };
+  styleJudge: { votes: number; cases: number; prmSignAgreement: number; byLabel: Record<string, { cases: number; agreement: number }>; complaintHintCorrect: number };
   tools: {
     questions: number;
     withTool: { callsMade: number; validCalls: number; jsonValidRate: number; accuracy: number; directAnswers: number;
@@ -269,8 +270,14 @@ async function styleJudge(chat: Engine, pool: StoryPool, cases: number, votes: n
   const all = Array.from({ length: cases }, () => gen.styleCase());
   const results = await Promise.all(all.map((c) => judge.judge(c.input, { hints: true })));
   const agrees = all.map((c, i) => results[i].score === c.score);
-  const out = { votes, cases, prmSignAgreement: round(agrees.filter(Boolean).length / cases), byLabel: agreementByLabel(all.map((c) => c.label), agrees) };
-  log(`self judge on length and mood replies: sign agreement ${(out.prmSignAgreement * 100).toFixed(0)}%`);
+  // a complaint's hint is right when it asks about the same thing (length or mood), in any of that family's words
+  const complaints = all.flatMap((c, i) => (c.hint ? [{ truth: c.hint, hint: results[i].hint }] : []));
+  const hintRight = complaints.filter((c) => c.hint !== null && isGroundedHint(c.hint, c.truth)).length;
+  const out = {
+    votes, cases, prmSignAgreement: round(agrees.filter(Boolean).length / cases), byLabel: agreementByLabel(all.map((c) => c.label), agrees),
+    complaintHintCorrect: round(hintRight / Math.max(1, complaints.length)),
+  };
+  log(`self judge on length and mood replies: sign agreement ${(out.prmSignAgreement * 100).toFixed(0)}%, right hint on complaints ${(out.complaintHintCorrect * 100).toFixed(0)}%`);
   return out;
 }
 

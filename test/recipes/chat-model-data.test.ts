@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { combine, phrasingSets, fill, plural, TOPICS, HELD_OUT_TOPICS, NAMES } from '../../src/recipes/chat-model/phrasings.ts';
-import { ConversationGenerator, FULL_MIX, KINDS, toJsonl, type Mix } from '../../src/recipes/chat-model/data.ts';
+import { ConversationGenerator, FULL_MIX, KINDS, toJsonl, STYLE_HINT_FORM_SHARE, STYLE_SHORT_WORDS, type Mix } from '../../src/recipes/chat-model/data.ts';
 import { cutAtSentence, mentionsTopic, mentionsName, isShort, isHappy, type StoryPool } from '../../src/recipes/chat-model/stories.ts';
 import { addChatVocabulary } from '../../src/recipes/chat-model/vocab.ts';
 import { ChatTokenizer } from '../../src/engine/embedded/tokenizer.ts';
@@ -304,15 +304,25 @@ test('style cases (v8): a complaint follows a long or a sad story (−1, the mat
     const hint = gen.styleHint();
     const hintText = (hint.messages[0].content as string).split(`${HINT_MARKER}\n`)[1];
     const answer = hint.messages[1].content as string;
-    if (sets.shortHints.train.includes(hintText)) assert.ok(isShort(answer));
+    const words = (t: string) => t.split(/\s+/).filter(Boolean).length;
+    if (sets.shortHints.train.includes(hintText)) assert.ok(words(answer) <= STYLE_SHORT_WORDS, answer);
     else { assert.ok(sets.happyHints.train.includes(hintText), hintText); assert.ok(isHappy(answer)); }
     const fb = gen.styleFeedback();
     assert.equal(fb.messages.length, 4);
     const [before, complaint, after] = [fb.messages[1].content, fb.messages[2].content, fb.messages[3].content] as string[];
-    if (sets.lengthComplaints.train.includes(complaint)) assert.ok(!isShort(before) && isShort(after));
+    if (sets.lengthComplaints.train.includes(complaint)) assert.ok(!isShort(before) && words(after) <= STYLE_SHORT_WORDS);
     else { assert.ok(sets.moodComplaints.train.includes(complaint), complaint); assert.ok(!isHappy(before) && isHappy(after)); }
   }
   for (const [k, n] of Object.entries(seen)) assert.ok(n > 40, `${k}: ${n}`);
-  const prm = gen.styleJudge();
-  assert.notEqual(parseBoxed(prm.messages.at(-1)!.content as string), null);
+  // v9: a share of the judge cases is a complaint in the hint form, ending in the length or mood hint; the rest are PRM cases
+  let hintForm = 0;
+  for (let i = 0; i < 400; i++) {
+    const j = gen.styleJudge();
+    const verdict = j.messages.at(-1)!.content as string;
+    assert.notEqual(parseBoxed(verdict), null);
+    const hint = verdict.match(/\[HINT_START\](.*)\[HINT_END\]/)?.[1];
+    if (hint !== undefined) { hintForm++; assert.ok(verdict.startsWith('\\boxed{1}') && [JUDGE_HINT.short, JUDGE_HINT.happy].includes(hint), verdict); }
+    else assert.ok(['\\boxed{1}', '\\boxed{-1}'].includes(verdict), verdict);
+  }
+  assert.ok(Math.abs(hintForm / 400 - STYLE_HINT_FORM_SHARE) < 0.07, `hint form ${hintForm} of 400`);
 });

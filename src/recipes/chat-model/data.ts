@@ -59,6 +59,18 @@ export const FULL_MIX: Mix = {
 
 /** v8: the share of style conversations about length (the rest are about mood). */
 export const LENGTH_SHARE = 0.6;
+/**
+ * v9: the share of style judge cases drawn as a complaint in the hint form, ending in the length (or mood) hint; the rest
+ * are PRM cases as in v8b. v8 taught half its cases in the hint form, praise included (its "no hint" verdicts), and lost
+ * the topic hints; complaints alone add only hints, and the hint rules' grounding keeps a length hint off a topic
+ * correction.
+ */
+export const STYLE_HINT_FORM_SHARE = 0.25;
+/**
+ * v9: the most words of a short story in the style kinds. SHORT_WORDS (25) gave the teacher stories of 20–25 words, on
+ * both sides of a "short" user's limit (20–26 words on the blind personas).
+ */
+export const STYLE_SHORT_WORDS = 20;
 
 /** In an implicitJudge case: the share of corrections (the rest are preferences after a story that has the topic), and of
  * those the share that follow soft praise ("Nice, but …"). */
@@ -138,8 +150,8 @@ export class ConversationGenerator {
     for (let i = 0; i < 50; i++) { const s = this.pick(this.pool.free); if (!mentionsName(s, n)) return s; }
     throw new Error(`no free story without '${n}'`);
   }
-  shortStory(): string {
-    for (let i = 0; i < 50; i++) { const s = cutAtSentence(this.pick(this.pool.free), SHORT_WORDS); if (s) return s; }
+  shortStory(maxWords = SHORT_WORDS): string {
+    for (let i = 0; i < 50; i++) { const s = cutAtSentence(this.pick(this.pool.free), maxWords); if (s) return s; }
     throw new Error('no short story in the pool');
   }
   /** Free stories longer than a short one (v8: what a user who wants short stories complains about). */
@@ -268,7 +280,7 @@ export class ConversationGenerator {
   /** v8: a plain request with a hint about the story's length or mood, answered as the hint says. */
   styleHint(): Conversation {
     const plain = this.phrase('plainRequests');
-    if (this.aboutLength()) return { kind: 'styleHint', messages: [this.user(userTextWithHint(plain, this.phrase('shortHints'))), this.assistant(this.shortStory())] };
+    if (this.aboutLength()) return { kind: 'styleHint', messages: [this.user(userTextWithHint(plain, this.phrase('shortHints'))), this.assistant(this.shortStory(STYLE_SHORT_WORDS))] };
     return { kind: 'styleHint', messages: [this.user(userTextWithHint(plain, this.phrase('happyHints'))), this.assistant(this.happyStory())] };
   }
 
@@ -278,16 +290,16 @@ export class ConversationGenerator {
     const length = this.aboutLength();
     const before = this.pick(length ? this.longStories : this.sadStories);
     const complaint = this.phrase(length ? 'lengthComplaints' : 'moodComplaints');
-    return { kind: 'styleFeedback', messages: [this.user(plain), this.assistant(before), this.user(complaint), this.assistant(length ? this.shortStory() : this.happyStory())] };
+    return { kind: 'styleFeedback', messages: [this.user(plain), this.assistant(before), this.user(complaint), this.assistant(length ? this.shortStory(STYLE_SHORT_WORDS) : this.happyStory())] };
   }
 
   /**
    * v8: a judge case about length or mood: a complaint after a long (or sad) story, −1 with the matching hint; praise of
    * its length (or mood) after a short (or happy) one, +1 with no hint.
    */
-  styleCase(): { input: JudgeInput; score: 1 | -1; hint: string | null; label: string } {
+  styleCase(complaintShare = 0.5): { input: JudgeInput; score: 1 | -1; hint: string | null; label: string } {
     const userState = (text: string) => ({ role: 'user' as const, text, looksLikeError: false });
-    const length = this.aboutLength(), complaint = this.chance(0.5);
+    const length = this.aboutLength(), complaint = complaintShare >= 1 || this.chance(complaintShare);
     if (complaint) {
       return { input: { response: this.pick(length ? this.longStories : this.sadStories), nextState: userState(this.phrase(length ? 'lengthComplaints' : 'moodComplaints')) }, score: -1, hint: length ? JUDGE_HINT.short : JUDGE_HINT.happy, label: length ? 'length complaint' : 'mood complaint' };
     }
@@ -295,11 +307,17 @@ export class ConversationGenerator {
   }
 
   /**
-   * v8: style cases in the PRM form only. A build that also taught them in the hint form (hints "The user wants a short
-   * story." and "…nothing sad in it.", half the cases) lost the hint judge: it answered \boxed{-1} to 82% of the hint votes
-   * on plain topic corrections (v6: 15%), so nothing was left to distil (docs/benchmarks.md "Recipe v8").
+   * v8b: style cases in the PRM form; v9: a share of them (STYLE_HINT_FORM_SHARE) a complaint in the hint form. A build
+   * that taught half of all style cases in the hint form, praise with its "no hint" verdict included (v8), lost the hint
+   * judge: it answered \boxed{-1} to 82% of the hint votes on plain topic corrections (v6: 15%), so nothing was left to
+   * distil (docs/benchmarks.md "Recipe v8").
    */
   styleJudge(): Conversation {
+    // no draw at share 0, so v8b's conversations are drawn as before
+    if (STYLE_HINT_FORM_SHARE > 0 && this.chance(STYLE_HINT_FORM_SHARE)) {
+      const c = this.styleCase(1);
+      return { kind: 'styleJudge', messages: [...compactHintPrompt(c.input), this.assistant(`\\boxed{1}\n[HINT_START]${c.hint}[HINT_END]`)] };
+    }
     const c = this.styleCase();
     return { kind: 'styleJudge', messages: [...compactPrmPrompt(c.input), this.assistant(`\\boxed{${c.score}}`)] };
   }
