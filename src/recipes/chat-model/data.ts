@@ -53,7 +53,9 @@ export const FULL_MIX: Mix = {
   // the length and the mood of a story, in hints, corrections and PRM judge cases: 0. A build with 400/200/600 (v8,
   // tried in session 35) read length and mood feedback far better (bench judge: 60–73% → 80–90% on blind length
   // personas) but did not teach the teacher to read a length hint, so the policy learnt "short" from the reward alone,
-  // by collapsing onto a few stories or losing its text (docs/benchmarks.md "Recipe v8 tried")
+  // by collapsing onto a few stories or losing its text (docs/benchmarks.md "Recipe v8 tried"). v9 and v10 (session 36)
+  // added complaints in the judge's hint form: the judge wrote the length hint but lost topic hints (right hint 90% →
+  // 72–78%), and neither build's teacher read the length hint (docs/benchmarks.md "Recipes v9 and v10 tried")
   styleHint: 0, styleFeedback: 0, styleJudge: 0,
 };
 
