@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { combine, phrasingSets, fill, plural, TOPICS, HELD_OUT_TOPICS, NAMES } from '../../src/recipes/chat-model/phrasings.ts';
 import { ConversationGenerator, FULL_MIX, KINDS, toJsonl, STYLE_HINT_FORM_SHARE, STYLE_SHORT_WORDS, type Mix } from '../../src/recipes/chat-model/data.ts';
-import { cutAtSentence, mentionsTopic, mentionsName, isShort, isHappy, type StoryPool } from '../../src/recipes/chat-model/stories.ts';
+import { cutAtSentence, mentionsTopic, mentionsName, isShort, isHappy, words, type StoryPool } from '../../src/recipes/chat-model/stories.ts';
 import { addChatVocabulary } from '../../src/recipes/chat-model/vocab.ts';
 import { ChatTokenizer } from '../../src/engine/embedded/tokenizer.ts';
 import { encodeChatExample } from '../../src/trainer/sft.ts';
@@ -304,13 +304,12 @@ test('style cases (v8): a complaint follows a long or a sad story (−1, the mat
     const hint = gen.styleHint();
     const hintText = (hint.messages[0].content as string).split(`${HINT_MARKER}\n`)[1];
     const answer = hint.messages[1].content as string;
-    const words = (t: string) => t.split(/\s+/).filter(Boolean).length;
-    if (sets.shortHints.train.includes(hintText)) assert.ok(words(answer) <= STYLE_SHORT_WORDS, answer);
+    if (sets.shortHints.train.includes(hintText)) assert.ok(words(answer).length <= STYLE_SHORT_WORDS, answer);
     else { assert.ok(sets.happyHints.train.includes(hintText), hintText); assert.ok(isHappy(answer)); }
     const fb = gen.styleFeedback();
     assert.equal(fb.messages.length, 4);
     const [before, complaint, after] = [fb.messages[1].content, fb.messages[2].content, fb.messages[3].content] as string[];
-    if (sets.lengthComplaints.train.includes(complaint)) assert.ok(!isShort(before) && words(after) <= STYLE_SHORT_WORDS);
+    if (sets.lengthComplaints.train.includes(complaint)) assert.ok(!isShort(before) && words(after).length <= STYLE_SHORT_WORDS);
     else { assert.ok(sets.moodComplaints.train.includes(complaint), complaint); assert.ok(!isHappy(before) && isHappy(after)); }
   }
   for (const [k, n] of Object.entries(seen)) assert.ok(n > 40, `${k}: ${n}`);

@@ -114,6 +114,11 @@ export function nearMiss(rng: Rng, result: number): number {
   return rng.next() < 0.5 && result - off >= 0 ? result - off : result + off;
 }
 
+/** The hint prompt's verdict as the judge is taught to write it: a hint between the markers, or \boxed{-1} for none. */
+export function hintVerdict(hint: string | null): string {
+  return hint ? `\\boxed{1}\n[HINT_START]${hint}[HINT_END]` : '\\boxed{-1}';
+}
+
 /** The assistant's answer as the judge loop writes it for the judge (content, then tool calls). */
 export function judgeResponseText(content: string, toolCalls: { name: string; arguments: string }[] = []): string {
   return [content, ...toolCalls.map((c) => `[tool call] ${c.name}(${c.arguments})`)].filter(Boolean).join('\n');
@@ -257,8 +262,7 @@ export class ConversationGenerator {
 
   hintJudge(): Conversation {
     const c = this.judgeCase(JUDGE_CASES_TRAIN);
-    const verdict = c.hint ? `\\boxed{1}\n[HINT_START]${c.hint}[HINT_END]` : '\\boxed{-1}';
-    return { kind: 'hintJudge', messages: [...compactHintPrompt(c.input), this.assistant(verdict)] };
+    return { kind: 'hintJudge', messages: [...compactHintPrompt(c.input), this.assistant(hintVerdict(c.hint))] };
   }
 
   /**
@@ -276,7 +280,7 @@ export class ConversationGenerator {
       ? { input: { response: this.storyWithout(t), nextState: userState(fill(this.phrase(this.chance(IMPLICIT_CASES.soft) ? 'softCorrections' : 'implicitCorrections'), { t })) }, score: -1, hint: fill(JUDGE_HINT.topic, { t }) }
       : { input: { response: this.topicStory(t), nextState: userState(fill(this.phrase('preferences'), { t })) }, score: 1, hint: fill(JUDGE_HINT.likes, { t }) };
     if (this.chance(0.5)) return { kind: 'implicitJudge', messages: [...compactPrmPrompt(c.input), this.assistant(`\\boxed{${c.score}}`)] };
-    return { kind: 'implicitJudge', messages: [...compactHintPrompt(c.input), this.assistant(`\\boxed{1}\n[HINT_START]${c.hint}[HINT_END]`)] };
+    return { kind: 'implicitJudge', messages: [...compactHintPrompt(c.input), this.assistant(hintVerdict(c.hint))] };
   }
 
   /** v8: a plain request with a hint about the story's length or mood, answered as the hint says. */
@@ -297,11 +301,12 @@ export class ConversationGenerator {
 
   /**
    * v8: a judge case about length or mood: a complaint after a long (or sad) story, −1 with the matching hint; praise of
-   * its length (or mood) after a short (or happy) one, +1 with no hint.
+   * its length (or mood) after a short (or happy) one, +1 with no hint. `alwaysComplaint` draws a complaint without the
+   * coin (v9's hint-form cases).
    */
-  styleCase(complaintShare = 0.5): { input: JudgeInput; score: 1 | -1; hint: string | null; label: string } {
+  styleCase(alwaysComplaint = false): { input: JudgeInput; score: 1 | -1; hint: string | null; label: string } {
     const userState = (text: string) => ({ role: 'user' as const, text, looksLikeError: false });
-    const length = this.aboutLength(), complaint = complaintShare >= 1 || this.chance(complaintShare);
+    const length = this.aboutLength(), complaint = alwaysComplaint || this.chance(0.5);
     if (complaint) {
       return { input: { response: this.pick(length ? this.longStories : this.sadStories), nextState: userState(this.phrase(length ? 'lengthComplaints' : 'moodComplaints')) }, score: -1, hint: length ? JUDGE_HINT.short : JUDGE_HINT.happy, label: length ? 'length complaint' : 'mood complaint' };
     }
@@ -317,8 +322,8 @@ export class ConversationGenerator {
   styleJudge(): Conversation {
     // no draw at share 0, so v8b's conversations are drawn as before
     if (STYLE_HINT_FORM_SHARE > 0 && this.chance(STYLE_HINT_FORM_SHARE)) {
-      const c = this.styleCase(1);
-      return { kind: 'styleJudge', messages: [...compactHintPrompt(c.input), this.assistant(`\\boxed{1}\n[HINT_START]${c.hint}[HINT_END]`)] };
+      const c = this.styleCase(true);
+      return { kind: 'styleJudge', messages: [...compactHintPrompt(c.input), this.assistant(hintVerdict(c.hint))] };
     }
     const c = this.styleCase();
     return { kind: 'styleJudge', messages: [...compactPrmPrompt(c.input), this.assistant(`\\boxed{${c.score}}`)] };
