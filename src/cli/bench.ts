@@ -9,7 +9,7 @@ import type { Persona } from '../bench/persona.ts';
 import { NO_HINT_RULES_HELP, type JudgeConfig } from '../judge/config.ts';
 import type { Method } from '../learn/advantages.ts';
 import type { KlEstimator } from '../learn/losses.ts';
-import { RECIPE, recipeFor, klCoefOf, opdWeightOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, REWARD_BASELINE_OPTION, REWARD_KL_COEF_HELP, NO_DISTILL_UNTIL_MET_HELP, rewardKlCoefOf, distillUntilMetOf, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, REPEAT_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, CANARY_BUDGET_HELP, LOOP_UNLIKELIHOOD_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
+import { RECIPE, recipeFor, klCoefOf, opdWeightOf, settleOf, leavesToModel, MODEL_AWARE_DEFAULT, KL_ESTIMATOR_OPTION, REWARD_BASELINE_OPTION, REWARD_KL_COEF_HELP, NO_DISTILL_UNTIL_MET_HELP, rewardKlCoefOf, distillUntilMetOf, ENTROPY_GUARD_HELP, LOOP_GUARD_HELP, LIKELIHOOD_GUARD_HELP, REPEAT_GUARD_HELP, OPD_WEIGHT_HELP, STALE_DISTILL_HELP, DISTILL_UNTIL_MET_HELP, DISTILL_FADE_HELP, SETTLE_HELP, TAIL_GUARD_HELP, KL_BUDGET_HELP, CANARY_BUDGET_HELP, LOOP_UNLIKELIHOOD_HELP, ANCHOR_ANSWERS_HELP, IMPORTANCE_CAP_HELP } from '../trainer/recipe.ts';
 import type { RewardBaseline } from '../learn/baseline.ts';
 import { LOOP_GUARDS, type LoopGuard } from '../learn/loops.ts';
 import { TOPK_DEFAULTS } from '../learn/topk-opd.ts';
@@ -181,7 +181,7 @@ export function personalizeOptions(d: { conversations: number; out: string }) {
     'canary-budget': opt.number(CANARY_BUDGET_HELP, { min: 0, default: RECIPE.canaryBudget }),
     'loop-unlikelihood': opt.number(LOOP_UNLIKELIHOOD_HELP, { min: 0, default: RECIPE.loopUnlikelihood }),
     'distill-fade': opt.number(DISTILL_FADE_HELP, { min: 0, max: 1, default: TRAINER_DEFAULTS.distillFade }),
-    settle: opt.number(SETTLE_HELP, { min: 0, max: 1, default: TRAINER_DEFAULTS.settle }),
+    settle: opt.number(SETTLE_HELP, { min: 0, max: 1, defaultText: MODEL_AWARE_DEFAULT.settle }),
     'tail-guard': opt.number(TAIL_GUARD_HELP, { min: 0, max: 0.5, defaultText: MODEL_AWARE_DEFAULT.tailGuard }),
     'anchor-answers': opt.int(ANCHOR_ANSWERS_HELP, { min: 0, max: 64, defaultText: MODEL_AWARE_DEFAULT.anchorAnswers }),
     out: opt.path('report folder (curve.json, plot.png, kl.png, summary.md, samples.jsonl with every evaluated sample, trainer.log)', { default: d.out, placeholder: 'DIR' }),
@@ -215,6 +215,9 @@ export interface ResolvedPersonalize {
   /** w_opd of the resolved method, and for each method (--compare): the flag, else the recipe's for that method */
   opdWeight: number;
   opdWeightFor: (method: Method) => number;
+  /** the learning rate's settle point of the resolved method, and for each method (--compare): the flag, else the recipe's */
+  settle: number;
+  settleFor: (method: Method) => number;
   learningRate: number;
   rewardBaseline: RewardBaseline;
   opdTeacher: OpdTeacher;
@@ -235,10 +238,10 @@ export async function resolvePersonalize(o: PersonalizeValues, model?: string): 
   if (o['judge-satisfaction'] && judge === 'lexical') throw new UsageError('--judge-satisfaction needs --judge self or --judge llm (the lexical judge cannot grade an answer; this model\'s default judge is lexical)');
   const persona = withTurns(await personaFrom(o['persona-file'], o.persona ?? (chat ? 'chat-dog-lover' : 'dog-lover')), o.turns);
   const defaulted = leavesToModel(o) || (o.persona === undefined && !o['persona-file']);
-  const method = o.method ?? auto.method, klCoefFor = (m: Method) => o['kl-coef'] ?? klCoefOf(auto, m), opdWeightFor = (m: Method) => o['opd-weight'] ?? opdWeightOf(auto, m);
+  const method = o.method ?? auto.method, klCoefFor = (m: Method) => o['kl-coef'] ?? klCoefOf(auto, m), opdWeightFor = (m: Method) => o['opd-weight'] ?? opdWeightOf(auto, m), settleFor = (m: Method) => o.settle ?? settleOf(auto, m);
   return {
     model: dir, persona, method, opdMode: o['opd-mode'] ?? auto.opdMode, judge,
-    klCoef: klCoefFor(method), klCoefFor, klEstimator: o['kl-estimator'] ?? auto.klEstimator, entropyGuard: o['entropy-guard'] ?? auto.entropyGuard, loopGuard: o['loop-guard'] ?? auto.loopGuard, likelihoodGuard: o['likelihood-guard'] ?? auto.likelihoodGuard, repeatGuard: o['repeat-guard'] ?? auto.repeatGuard, anchorAnswers: o['anchor-answers'] ?? auto.anchorAnswers, tailGuard: o['tail-guard'] ?? auto.tailGuard, opdWeight: opdWeightFor(method), opdWeightFor,
+    klCoef: klCoefFor(method), klCoefFor, klEstimator: o['kl-estimator'] ?? auto.klEstimator, entropyGuard: o['entropy-guard'] ?? auto.entropyGuard, loopGuard: o['loop-guard'] ?? auto.loopGuard, likelihoodGuard: o['likelihood-guard'] ?? auto.likelihoodGuard, repeatGuard: o['repeat-guard'] ?? auto.repeatGuard, anchorAnswers: o['anchor-answers'] ?? auto.anchorAnswers, tailGuard: o['tail-guard'] ?? auto.tailGuard, opdWeight: opdWeightFor(method), opdWeightFor, settle: settleFor(method), settleFor,
     learningRate: o['learning-rate'] ?? auto.learningRate, rewardBaseline: o['reward-baseline'] ?? auto.rewardBaseline, opdTeacher: o['opd-teacher'] ?? auto.opdTeacher,
     rewardKlCoef: rewardKlCoefOf(auto, { klCoef: o['kl-coef'], rewardKlCoef: o['reward-kl-coef'] }), distillUntilMet: distillUntilMetOf(auto, { on: o['distill-until-met'], off: o['no-distill-until-met'] }),
     defaults: defaulted ? `${auto.reason}; persona ${persona.name}` : null,
@@ -259,7 +262,7 @@ export async function personalizeRuns(o: PersonalizeValues, progress: (line: str
     for (const opdMode of method === 'binary' ? ['token' as const] : modes) {
       runs.push(await runPersonalize({
         model, persona, method, judge, conversations: o.conversations, seed: o.seed, evalEvery: o['eval-every'], evalK: o['eval-k'], users: o.users,
-        learningRate: r.learningRate, batchSize: o['batch-size'], rewardBaseline: r.rewardBaseline, loraRank: o['lora-rank'], importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: r.distillUntilMet, klBudget: o['kl-budget'], canaryBudget: o['canary-budget'], loopUnlikelihood: o['loop-unlikelihood'], distillFade: o['distill-fade'], settle: o.settle, tailGuard: r.tailGuard, anchorAnswers: r.anchorAnswers,
+        learningRate: r.learningRate, batchSize: o['batch-size'], rewardBaseline: r.rewardBaseline, loraRank: o['lora-rank'], importanceCap: o['importance-cap'], staleDistill: o['stale-distill'], distillUntilMet: r.distillUntilMet, klBudget: o['kl-budget'], canaryBudget: o['canary-budget'], loopUnlikelihood: o['loop-unlikelihood'], distillFade: o['distill-fade'], settle: r.settleFor(method), tailGuard: r.tailGuard, anchorAnswers: r.anchorAnswers,
         keepNeutral: o['keep-neutral'] || RECIPE.keepNeutral, progress,
         opdMode, hintSelection: o['hint-selection'], topkK: o['topk-k'], topkSet: o['topk-set'], opdTeacher: r.opdTeacher, klCoef: r.klCoefFor(method), rewardKlCoef: r.rewardKlCoef ?? undefined, klEstimator: r.klEstimator, entropyGuard: r.entropyGuard, loopGuard: r.loopGuard, likelihoodGuard: r.likelihoodGuard, repeatGuard: r.repeatGuard, opdWeight: r.opdWeightFor(method), hindsight: o.hindsight || (RECIPE.hindsight && !o['no-hindsight']), negativeWeight: o['negative-weight'],
         judgeSatisfaction: o['judge-satisfaction'], untilStable: o['until-stable'], stableGain: o['stable-gain'],
@@ -365,7 +368,7 @@ export const benchPersonalizeCommand = defineCommand({
       const { runPersonalizeViaServe } = await import('../bench/personalize-serve.ts');
       const { persona } = resolved;
       const serveArgs = ['--method', resolved.method, '--learning-rate', String(resolved.learningRate), '--batch-size', String(o['batch-size']),
-        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', resolved.rewardBaseline, '--importance-cap', String(o['importance-cap']), '--stale-distill', o['stale-distill'], resolved.distillUntilMet ? '--distill-until-met' : '--no-distill-until-met', ...(o['kl-budget'] !== undefined ? ['--kl-budget', String(o['kl-budget'])] : []), '--canary-budget', String(o['canary-budget']), '--loop-unlikelihood', String(o['loop-unlikelihood']), '--distill-fade', String(o['distill-fade']), '--settle', String(o.settle), '--tail-guard', String(resolved.tailGuard), '--anchor-answers', String(resolved.anchorAnswers), ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
+        '--lora-rank', String(o['lora-rank']), '--lora-alpha', String(2 * o['lora-rank']), '--reward-baseline', resolved.rewardBaseline, '--importance-cap', String(o['importance-cap']), '--stale-distill', o['stale-distill'], resolved.distillUntilMet ? '--distill-until-met' : '--no-distill-until-met', ...(o['kl-budget'] !== undefined ? ['--kl-budget', String(o['kl-budget'])] : []), '--canary-budget', String(o['canary-budget']), '--loop-unlikelihood', String(o['loop-unlikelihood']), '--distill-fade', String(o['distill-fade']), '--settle', String(resolved.settle), '--tail-guard', String(resolved.tailGuard), '--anchor-answers', String(resolved.anchorAnswers), ...(o['keep-neutral'] ? ['--keep-neutral'] : []),
         '--opd-mode', resolved.opdMode === 'both' ? 'token' : resolved.opdMode, '--topk-k', String(o['topk-k']), '--topk-set', o['topk-set'], '--hint-selection', o['hint-selection'], '--opd-teacher', resolved.opdTeacher,
         '--negative-weight', String(o['negative-weight']), '--kl-coef', String(resolved.klCoef), ...(resolved.rewardKlCoef !== null ? ['--reward-kl-coef', String(resolved.rewardKlCoef)] : []), '--kl-estimator', resolved.klEstimator, '--entropy-guard', String(resolved.entropyGuard), '--loop-guard', resolved.loopGuard, '--likelihood-guard', resolved.likelihoodGuard, '--repeat-guard', resolved.repeatGuard, '--opd-weight', String(resolved.opdWeight), ...(o.hindsight ? ['--hindsight'] : []), ...(o['no-hindsight'] ? ['--no-hindsight'] : []), ...(o['no-judge-hint-rules'] ? ['--no-judge-hint-rules'] : []), ...(o['max-lag'] !== undefined ? ['--max-lag', o['max-lag']] : [])];
       served = await runPersonalizeViaServe({

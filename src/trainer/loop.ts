@@ -492,10 +492,16 @@ export class TrainerLoop {
     this.o.log(`trainer: step ${opt.step} → version ${version} (${ids.length} samples, ${fb.tokens} tokens, loss ${fb.loss.toFixed(4)}, reward ${record.rewardMean?.toFixed(2) ?? '–'}, clip ${(fb.clipFraction * 100).toFixed(1)}%, canary ${verdict.mean.toFixed(2)} nats/token${fb.kl !== null ? `, KL ${fb.kl.toFixed(3)}` : ''}${this.o.klBudget !== null ? ` (β ${stepKlCoef.toFixed(3)}, budget ${this.o.klBudget})` : ''}${canaryNote}${(record.stalenessMax ?? 0) > 0 ? `, ${(record.stalenessMean ?? 0).toFixed(1)} versions behind (importance weight ${record.importanceWeightMean?.toFixed(2) ?? '–'})` : ''}${distillNote}${tailNote}${loopNote}${mergeNote}${this.o.learningRateAt || this.o.settle > 0 ? `, lr ${learningRate.toExponential(2)}` : ''}, ${record.durationMs.toFixed(0)} ms)`);
   }
 
-  /** The batch's rewards and the most recent earlier ones, up to the baseline's window. */
+  /**
+   * The batch's rewards and those of the most recently judged answers before it, up to the baseline's window: every
+   * judged answer, also one that became no sample. Under OPD alone an approved answer with no hint is no sample, so a
+   * window of samples alone held little but the hinted misses, and the fade and the settling it drives never began.
+   */
   private recentRewards(batch: PendingRow[]): number[] {
     const now = batch.map((r) => r.reward).filter((x): x is number => x !== null);
-    return rewardWindow(now, this.earlierRewards(['binary', 'combine', 'opd']), BASELINE_WINDOW);
+    const earlier = (this.store.sql(`SELECT reward FROM samples WHERE reward IS NOT NULL AND status != 'pending' ORDER BY turn_id DESC LIMIT ?`)
+      .all(BASELINE_WINDOW) as { reward: number }[]).map((x) => x.reward);
+    return rewardWindow(now, earlier, BASELINE_WINDOW);
   }
 
   /** The rewards of the most recently judged samples of these kinds, outside the pending batch, newest first. */

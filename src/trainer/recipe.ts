@@ -213,6 +213,18 @@ export const CHAT_ANCHOR_ANSWERS = 4;
  */
 export const CHAT_TAIL_GUARD = 0.05;
 
+/**
+ * The learning rate's settle point for OPD alone in the chat model's recipe (trainer/options.ts, settle): it scales
+ * down once fewer than half of the last 64 judged answers miss. OPD alone has no reward term to hold a met preference,
+ * so it kept distilling at the full rate and cat's text wore out (86% fluent against the base's 97%, 3 seeds, session
+ * 36). Over 5 seeds (docs/benchmarks.md, issue 12 session 37) OPD alone gains +64/+58/+75/+83 in-process at
+ * 98/93/97/97% fluent and +68/+61/+70/+78 through `serve` at 98/93/95/97% (dog/cat/frog/bear; base 97%), the two
+ * paths within 5 points; with a window that missed approved answers (so it barely settled) dog's paths were 13 apart
+ * and cat 91% fluent. Combine and binary keep 0: their reward term already holds a met preference, and their acceptance runs were
+ * measured without it.
+ */
+export const CHAT_OPD_SETTLE = 0.5;
+
 /** The defaults that follow the model: how to learn and who judges, when no flag says otherwise. */
 export interface ModelRecipe {
   method: Method;
@@ -246,6 +258,8 @@ export interface ModelRecipe {
   rewardKlCoef: number | null;
   /** top-K OPD distils an answer only until it has what the hint asks for */
   distillUntilMet: boolean;
+  /** the learning rate's settle point under OPD alone (the other methods keep 0; trainer/options.ts, settle) */
+  opdSettle: number;
   /** one line for logs and --help: what was picked and why */
   reason: string;
 }
@@ -270,10 +284,10 @@ export interface ModelRecipe {
  */
 export function recipeFor(t: ModelTraits): ModelRecipe {
   if (t.chatTemplate && t.embedded) {
-    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: CHAT_KL_COEF, binaryKlCoef: CHAT_BINARY_KL_COEF, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, loopGuard: CHAT_LOOP_GUARD, likelihoodGuard: CHAT_LIKELIHOOD_GUARD, repeatGuard: CHAT_REPEAT_GUARD, anchorAnswers: CHAT_ANCHOR_ANSWERS, tailGuard: CHAT_TAIL_GUARD, opdWeight: CHAT_OPD_WEIGHT, learningRate: CHAT_LEARNING_RATE, rewardBaseline: CHAT_REWARD_BASELINE, opdTeacher: CHAT_OPD_TEACHER, rewardKlCoef: CHAT_REWARD_KL_COEF, distillUntilMet: CHAT_DISTILL_UNTIL_MET, reason: `a chat model on the embedded engine: combine with top-K OPD (the ${CHAT_OPD_TEACHER === 'policy' ? 'live policy' : 'base'} as teacher, w_opd ${CHAT_OPD_WEIGHT}${CHAT_DISTILL_UNTIL_MET ? ', each answer distilled until it meets the hint' : ''}), the self judge, the exact KL to base at β ${CHAT_KL_COEF} (${CHAT_REWARD_KL_COEF} on answers trained by their reward alone or approved by the judge, ${CHAT_BINARY_KL_COEF} for binary), the entropy guard at λ ${CHAT_ENTROPY_GUARD}, the loop guard ${CHAT_LOOP_GUARD}, the likelihood guard ${CHAT_LIKELIHOOD_GUARD}, the repeat guard ${CHAT_REPEAT_GUARD}, ${CHAT_ANCHOR_ANSWERS} anchor answers per stale batch, the tail guard at ${CHAT_TAIL_GUARD}, learning rate ${CHAT_LEARNING_RATE}, the ${CHAT_REWARD_BASELINE} reward baseline, β growing once the canary falls ${RECIPE.canaryBudget} nat/token below the base's` };
+    return { method: 'combine', opdMode: 'topk', judge: 'self', klCoef: CHAT_KL_COEF, binaryKlCoef: CHAT_BINARY_KL_COEF, klEstimator: 'full', entropyGuard: CHAT_ENTROPY_GUARD, loopGuard: CHAT_LOOP_GUARD, likelihoodGuard: CHAT_LIKELIHOOD_GUARD, repeatGuard: CHAT_REPEAT_GUARD, anchorAnswers: CHAT_ANCHOR_ANSWERS, tailGuard: CHAT_TAIL_GUARD, opdWeight: CHAT_OPD_WEIGHT, learningRate: CHAT_LEARNING_RATE, rewardBaseline: CHAT_REWARD_BASELINE, opdTeacher: CHAT_OPD_TEACHER, rewardKlCoef: CHAT_REWARD_KL_COEF, distillUntilMet: CHAT_DISTILL_UNTIL_MET, opdSettle: CHAT_OPD_SETTLE, reason: `a chat model on the embedded engine: combine with top-K OPD (the ${CHAT_OPD_TEACHER === 'policy' ? 'live policy' : 'base'} as teacher, w_opd ${CHAT_OPD_WEIGHT}${CHAT_DISTILL_UNTIL_MET ? ', each answer distilled until it meets the hint' : ''}), the self judge, the exact KL to base at β ${CHAT_KL_COEF} (${CHAT_REWARD_KL_COEF} on answers trained by their reward alone or approved by the judge, ${CHAT_BINARY_KL_COEF} for binary), the entropy guard at λ ${CHAT_ENTROPY_GUARD}, the loop guard ${CHAT_LOOP_GUARD}, the likelihood guard ${CHAT_LIKELIHOOD_GUARD}, the repeat guard ${CHAT_REPEAT_GUARD}, ${CHAT_ANCHOR_ANSWERS} anchor answers per stale batch, the tail guard at ${CHAT_TAIL_GUARD}, learning rate ${CHAT_LEARNING_RATE}, the ${CHAT_REWARD_BASELINE} reward baseline, β growing once the canary falls ${RECIPE.canaryBudget} nat/token below the base's, and under OPD alone the learning rate settling once ${CHAT_OPD_SETTLE * 100}% of recent answers please` };
   }
   const why = !t.chatTemplate ? 'no chat template (the model cannot read a hint)' : 'a remote engine (no top-K scoring)';
-  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, binaryKlCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, likelihoodGuard: RECIPE.likelihoodGuard, repeatGuard: RECIPE.repeatGuard, anchorAnswers: RECIPE.anchorAnswers, tailGuard: RECIPE.tailGuard, opdWeight: 1, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, opdTeacher: 'base', rewardKlCoef: null, distillUntilMet: false, reason: `${why}: ${RECIPE.method}, the lexical judge` };
+  return { method: RECIPE.method, opdMode: 'token', judge: 'lexical', klCoef: RECIPE.klCoef, binaryKlCoef: RECIPE.klCoef, klEstimator: RECIPE.klEstimator, entropyGuard: RECIPE.entropyGuard, loopGuard: RECIPE.loopGuard, likelihoodGuard: RECIPE.likelihoodGuard, repeatGuard: RECIPE.repeatGuard, anchorAnswers: RECIPE.anchorAnswers, tailGuard: RECIPE.tailGuard, opdWeight: 1, learningRate: RECIPE.learningRate, rewardBaseline: RECIPE.rewardBaseline, opdTeacher: 'base', rewardKlCoef: null, distillUntilMet: false, opdSettle: 0, reason: `${why}: ${RECIPE.method}, the lexical judge` };
 }
 
 /** β of the KL term a recipe gives a method. */
@@ -284,6 +298,11 @@ export function klCoefOf(r: Pick<ModelRecipe, 'klCoef' | 'binaryKlCoef'>, method
 /** w_opd a recipe gives a method: its own for combine, 1 for OPD alone (measured there at 1) and binary (no such term). */
 export function opdWeightOf(r: Pick<ModelRecipe, 'opdWeight'>, method: Method): number {
   return method === 'combine' ? r.opdWeight : 1;
+}
+
+/** The learning rate's settle point a recipe gives a method: its own under OPD alone, 0 (never) for binary and combine. */
+export function settleOf(r: Pick<ModelRecipe, 'opdSettle'>, method: Method): number {
+  return method === 'opd' ? r.opdSettle : 0;
 }
 
 /**
@@ -300,7 +319,7 @@ export function distillUntilMetOf(r: Pick<ModelRecipe, 'distillUntilMet'>, flags
 }
 
 /** The flags whose default follows the model (options; switches with a --no- twin are left to it when neither is given). */
-const MODEL_AWARE_FLAGS = ['method', 'judge', 'opd-mode', 'kl-coef', 'reward-kl-coef', 'kl-estimator', 'entropy-guard', 'loop-guard', 'likelihood-guard', 'repeat-guard', 'anchor-answers', 'tail-guard', 'opd-weight', 'learning-rate', 'opd-teacher', 'reward-baseline'] as const;
+const MODEL_AWARE_FLAGS = ['method', 'judge', 'opd-mode', 'kl-coef', 'reward-kl-coef', 'kl-estimator', 'entropy-guard', 'loop-guard', 'likelihood-guard', 'repeat-guard', 'anchor-answers', 'tail-guard', 'opd-weight', 'learning-rate', 'opd-teacher', 'reward-baseline', 'settle'] as const;
 const MODEL_AWARE_SWITCHES = ['distill-until-met'] as const;
 
 /** Whether any choice that follows the model was left to it (then the commands say what was picked). */
@@ -343,6 +362,7 @@ export const MODEL_AWARE_DEFAULT = {
   tailGuard: `${CHAT_TAIL_GUARD} for a chat model on the embedded engine, else ${RECIPE.tailGuard} (off)`,
   rewardKlCoef: `${CHAT_REWARD_KL_COEF} for a chat model on the embedded engine while --kl-coef is left to it, else --kl-coef`,
   distillUntilMet: `on for a chat model on the embedded engine (--no-distill-until-met turns it off), else off`,
+  settle: `${CHAT_OPD_SETTLE} under --method opd for a chat model on the embedded engine, else 0 (never)`,
 } as const;
 
 /** `--opd-weight` on the commands that serve and benchmark personal learning. */

@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { recipeFor, RECIPE, CHAT_ENTROPY_GUARD, CHAT_LEARNING_RATE, CHAT_OPD_TEACHER, CHAT_KL_COEF, CHAT_BINARY_KL_COEF, CHAT_LOOP_GUARD, CHAT_REPEAT_GUARD, CHAT_LIKELIHOOD_GUARD, CHAT_OPD_WEIGHT, CHAT_ANCHOR_ANSWERS, CHAT_TAIL_GUARD, klCoefOf, type ModelTraits, CHAT_REWARD_BASELINE, CHAT_REWARD_KL_COEF, CHAT_DISTILL_UNTIL_MET, rewardKlCoefOf, distillUntilMetOf } from '../../src/trainer/recipe.ts';
+import { recipeFor, RECIPE, CHAT_ENTROPY_GUARD, CHAT_LEARNING_RATE, CHAT_OPD_TEACHER, CHAT_KL_COEF, CHAT_BINARY_KL_COEF, CHAT_LOOP_GUARD, CHAT_REPEAT_GUARD, CHAT_LIKELIHOOD_GUARD, CHAT_OPD_WEIGHT, CHAT_ANCHOR_ANSWERS, CHAT_TAIL_GUARD, klCoefOf, type ModelTraits, CHAT_REWARD_BASELINE, CHAT_REWARD_KL_COEF, CHAT_DISTILL_UNTIL_MET, CHAT_OPD_SETTLE, settleOf, rewardKlCoefOf, distillUntilMetOf } from '../../src/trainer/recipe.ts';
 import { SELF_JUDGE_VOTES, JUDGE_DEFAULTS, defaultVotes } from '../../src/judge/config.ts';
 import { chatTemplateOf } from '../../src/engine/embedded/tokenizer.ts';
 import { tinyConfig } from '../../src/bench/shapes.ts';
@@ -42,6 +42,8 @@ test('recipeFor: the table', () => {
   assert.match(recipeFor({ chatTemplate: false, embedded: true }).reason, /no chat template/);
   assert.match(recipeFor({ chatTemplate: true, embedded: false }).reason, /remote engine/);
   // β on reward-trained answers and distillation until met: the chat recipe's, nothing elsewhere
+  assert.deepEqual(['binary', 'opd', 'combine'].map((m) => settleOf(chat, m as never)), [0, CHAT_OPD_SETTLE, 0], 'the learning rate settles under OPD alone on the chat model');
+  assert.deepEqual(['binary', 'opd', 'combine'].map((m) => settleOf(plainRecipe, m as never)), [0, 0, 0]);
   assert.deepEqual([chat.rewardKlCoef, chat.distillUntilMet, plainRecipe.rewardKlCoef, plainRecipe.distillUntilMet, recipeFor({ chatTemplate: true, embedded: false }).rewardKlCoef], [CHAT_REWARD_KL_COEF, CHAT_DISTILL_UNTIL_MET, null, false, null]);
 });
 
@@ -101,16 +103,21 @@ test('serve picks the recipe from the model; flags win', { timeout: 120_000 }, a
   assert.match(chatLog, /default recipe for this model: a chat model on the embedded engine/);
   assert.match(chatLog, new RegExp(`judge: self \\(${SELF_JUDGE_VOTES} votes\\), learning: combine`));
   assert.match(chatLog, new RegExp(`KL to base full at β ${CHAT_KL_COEF} \\(${CHAT_REWARD_KL_COEF} on answers trained by their reward alone or approved\\), entropy guard λ ${CHAT_ENTROPY_GUARD}, OPD teacher ${CHAT_OPD_TEACHER} \\(w_opd ${CHAT_OPD_WEIGHT}\\), each answer distilled until it meets the hint, loop guard ${CHAT_LOOP_GUARD}.*${CHAT_REPEAT_GUARD === 'off' ? '' : `, repeat guard ${CHAT_REPEAT_GUARD}`}, ${CHAT_ANCHOR_ANSWERS} anchor answers per stale batch, tail guard ${CHAT_TAIL_GUARD}, reward baseline ${CHAT_REWARD_BASELINE}`));
-  const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token', '--kl-coef', '0.3', '--kl-estimator', 'k3', '--entropy-guard', '0', '--learning-rate', '3e-3', '--opd-teacher', 'base', '--loop-guard', 'off', '--likelihood-guard', 'off', '--repeat-guard', 'off', '--anchor-answers', '0', '--tail-guard', '0', '--opd-weight', '1', '--reward-baseline', 'recent', '--reward-kl-coef', '0.3', '--no-distill-until-met']);
+  const flagged = await serveLog(chat, ['--method', 'binary', '--judge', 'lexical', '--opd-mode', 'token', '--kl-coef', '0.3', '--kl-estimator', 'k3', '--entropy-guard', '0', '--learning-rate', '3e-3', '--opd-teacher', 'base', '--loop-guard', 'off', '--likelihood-guard', 'off', '--repeat-guard', 'off', '--anchor-answers', '0', '--tail-guard', '0', '--opd-weight', '1', '--reward-baseline', 'recent', '--reward-kl-coef', '0.3', '--no-distill-until-met', '--settle', '0']);
   assert.doesNotMatch(flagged, /default recipe for this model/);
   assert.match(flagged, /judge: lexical, learning: binary \(version \d+\), KL to base k3 at β 0\.3/);
-  assert.doesNotMatch(flagged, /entropy guard|loop guard|likelihood guard|repeat guard|anchor answers|tail guard|reward alone|until it meets/, 'λ 0, the guards and the anchors off, one β and full distillation are not logged');
+  assert.doesNotMatch(flagged, /entropy guard|loop guard|likelihood guard|repeat guard|anchor answers|tail guard|reward alone|until it meets|settling/, 'λ 0, the guards and the anchors off, one β and full distillation are not logged');
   assert.match(await serveLog(chat, ['--kl-coef', '0.4']), /learning: combine \(version \d+\), KL to base full at β 0\.4, entropy/, 'a β the user sets holds for every answer');
   assert.match(await serveLog(chat, ['--judge-votes', '3']), /judge: self \(3 votes\), learning: combine/, 'a flag sets the votes');
   // the training pace: on by default (no batch of lag), a number sets it, off turns it off
   assert.match(chatLog, /new turns wait \(≤ 30 s\) while the trainer is more than 0 batches behind/);
   assert.match(await serveLog(chat, ['--max-lag', '1', '--max-lag-wait-seconds', '5']), /new turns wait \(≤ 5 s\) while the trainer is more than 1 batch behind/);
   assert.doesNotMatch(await serveLog(chat, ['--max-lag', 'off']), /new turns wait/);
+  // OPD alone settles its learning rate once half the answers please; combine (above) does not, a flag sets it
+  assert.doesNotMatch(chatLog, /learning: combine[^\n]*settling/);
+  assert.match(await serveLog(chat, ['--method', 'opd']), new RegExp(`learning: opd .*learning rate settling once ${CHAT_OPD_SETTLE * 100}% of recent answers please`));
+  assert.doesNotMatch(await serveLog(chat, ['--method', 'opd', '--settle', '0']), /learning: opd[^\n]*settling/);
+  assert.match(await serveLog(chat, ['--settle', '0.25']), /learning: combine .*learning rate settling once 25% of recent answers please/);
   // serving without training keeps the cheap judge
   assert.match(await serveLog(chat, ['--no-train']), /judge: lexical, learning: off/);
 });
@@ -161,6 +168,9 @@ test('bench personalize and demo resolve the KL term and the learning rate from 
   assert.deepEqual([c.anchorAnswers, plain.anchorAnswers, (await resolvePersonalize({ 'anchor-answers': 0 } as Values, chat)).anchorAnswers], [CHAT_ANCHOR_ANSWERS, RECIPE.anchorAnswers, 0]);
   assert.deepEqual([c.tailGuard, plain.tailGuard, (await resolvePersonalize({ 'tail-guard': 0 } as Values, chat)).tailGuard], [CHAT_TAIL_GUARD, RECIPE.tailGuard, 0]);
   assert.deepEqual([c.opdWeightFor('opd'), c.opdWeightFor('binary'), binary.opdWeight], [1, 1, 1], 'OPD alone and binary keep w_opd 1');
+  // the learning rate settles under OPD alone on the chat model, never elsewhere unless the flag says
+  const opd = await resolvePersonalize({ method: 'opd' } as Values, chat);
+  assert.deepEqual([c.settle, opd.settle, c.settleFor('opd'), c.settleFor('binary'), binary.settle, (await resolvePersonalize({ method: 'opd' } as Values, STORIES)).settle, (await resolvePersonalize({ settle: 0.25 } as Values, chat)).settle, (await resolvePersonalize({ method: 'opd', settle: 0 } as Values, chat)).settle], [0, CHAT_OPD_SETTLE, CHAT_OPD_SETTLE, 0, 0, 0, 0.25, 0]);
   // β on answers trained by their reward alone, and distillation until the hint is met
   assert.deepEqual([c.rewardKlCoef, plain.rewardKlCoef, flagged.rewardKlCoef, (await resolvePersonalize({ 'reward-kl-coef': 0.05 } as Values, chat)).rewardKlCoef], [CHAT_REWARD_KL_COEF, null, null, 0.05]);
   assert.deepEqual([c.distillUntilMet, plain.distillUntilMet, (await resolvePersonalize({ 'no-distill-until-met': true } as Values, chat)).distillUntilMet, (await resolvePersonalize({ 'distill-until-met': true } as Values, STORIES)).distillUntilMet], [CHAT_DISTILL_UNTIL_MET, false, false, true]);

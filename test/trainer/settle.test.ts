@@ -30,3 +30,26 @@ test('--settle 0.5: four misses train at the full rate; with 8 of the last 12 ap
   const plain = await stepLines(0);
   for (const line of plain) { assert.match(line, /trainer: step \d/); assert.doesNotMatch(line, /, lr /); }
 });
+
+test('--settle under OPD alone: approved answers that became no sample still count as pleased', { timeout: 300_000 }, async () => {
+  // four complaints (a step at the full rate), twelve praised answers (no hint, so no OPD sample and no step), four
+  // complaints: the last step's window holds 8 misses in 20 judged answers, not 8 in 8
+  const s = await startTestServer();
+  try {
+    const { lines, judge, trainer } = await observedLoop(s, { method: 'opd', settle: 0.5, anchorAnswers: 0, klCoef: 0.3, learningRate: 1e-2 });
+    const round = async (from: number, to: number, complaint: boolean) => {
+      for (let c = from; c < to; c++) await conversation(s, c, complaint);
+      await judge.tick(); await trainer.buildSamples(); await trainer.tick();
+    };
+    await round(0, 4, true);
+    await round(4, 16, false);
+    assert.equal(trainer.step, 1, lines.join('\n'));
+    await round(16, 20, true);
+    assert.equal(trainer.step, 2, lines.join('\n'));
+    const want = [distillFade([-1, -1, -1, -1], 0.5), distillFade([...new Array(12).fill(1), ...new Array(8).fill(-1)], 0.5)].map((f) => (f * 1e-2).toExponential(2));
+    assert.deepEqual(want, ['1.00e-2', '8.00e-3']);
+    [1, 2].forEach((n, i) => assert.match(lines.find((l) => new RegExp(`trainer: step ${n} `).test(l)) ?? '', new RegExp(`, lr ${want[i].replace('.', '\\.')}, `), lines.join('\n')));
+  } finally {
+    await s.close();
+  }
+});
