@@ -499,15 +499,14 @@ export class TrainerLoop {
    */
   private recentRewards(batch: PendingRow[]): number[] {
     const now = batch.map((r) => r.reward).filter((x): x is number => x !== null);
-    const earlier = (this.store.sql(`SELECT reward FROM samples WHERE reward IS NOT NULL AND status != 'pending' ORDER BY turn_id DESC LIMIT ?`)
-      .all(BASELINE_WINDOW) as { reward: number }[]).map((x) => x.reward);
-    return rewardWindow(now, earlier, BASELINE_WINDOW);
+    return rewardWindow(now, this.earlierRewards('any'), BASELINE_WINDOW);
   }
 
-  /** The rewards of the most recently judged samples of these kinds, outside the pending batch, newest first. */
-  private earlierRewards(kinds: readonly string[]): number[] {
-    return (this.store.sql(`SELECT reward FROM samples WHERE reward IS NOT NULL AND kind IN (${kinds.map(() => '?').join(', ')}) AND status != 'pending'
-      ORDER BY turn_id DESC LIMIT ?`).all(...kinds, BASELINE_WINDOW) as { reward: number }[]).map((x) => x.reward);
+  /** The rewards of the most recently judged answers of these sample kinds ('any': every one), outside the pending batch, newest first. */
+  private earlierRewards(kinds: readonly string[] | 'any'): number[] {
+    const ofKind = kinds === 'any' ? '' : `AND kind IN (${kinds.map(() => '?').join(', ')})`;
+    return (this.store.sql(`SELECT reward FROM samples WHERE reward IS NOT NULL ${ofKind} AND status != 'pending'
+      ORDER BY turn_id DESC LIMIT ?`).all(...(kinds === 'any' ? [] : kinds), BASELINE_WINDOW) as { reward: number }[]).map((x) => x.reward);
   }
 
   /** The reward term each rewarded sample gets instead of its raw r (see rewardBaseline), by turn id. */

@@ -220,8 +220,8 @@ export const CHAT_TAIL_GUARD = 0.05;
  * 36). Over 5 seeds (docs/benchmarks.md, issue 12 session 37) OPD alone gains +64/+58/+75/+83 in-process at
  * 98/93/97/97% fluent and +68/+61/+70/+78 through `serve` at 98/93/95/97% (dog/cat/frog/bear; base 97%), the two
  * paths within 5 points; with a window that missed approved answers (so it barely settled) dog's paths were 13 apart
- * and cat 91% fluent. Combine and binary keep 0: their reward term already holds a met preference, and their acceptance runs were
- * measured without it.
+ * and cat 91% fluent. Combine and binary keep 0: their reward term already holds a met preference, and their
+ * acceptance runs were measured without it.
  */
 export const CHAT_OPD_SETTLE = 0.5;
 
